@@ -1,0 +1,69 @@
+"""Moving weights between our params and ``keras.layers.LSTM``. Keras is imported lazily.
+
+Keras 3 stores an LSTM layer as kernel (in, 4H), recurrent_kernel (H, 4H), bias (4H,) with the
+gates in the order i, f, c, o: exactly our layout, so weights copy across unchanged.
+"""
+
+from __future__ import annotations
+
+import os
+
+import numpy as np
+
+from .params import LayerParams, validate_input, validate_params
+
+
+def import_keras():
+    """Import Keras (TensorFlow backend unless KERAS_BACKEND says otherwise), quietly."""
+    os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")  # less C++ start-up chatter in notebooks
+    import keras
+
+    if keras.backend.backend() == "tensorflow":
+        # TensorFlow looks for GPUs (and logs about it) the first time a device is touched. Do it
+        # now, so that the log lands with the import and not in the middle of later output.
+        import tensorflow as tf
+
+        tf.config.list_logical_devices()
+    return keras
+
+
+def params_from_keras(layers) -> list[LayerParams]:
+    """A list of built, stacked ``keras.layers.LSTM`` layers -> params (float32, our layout)."""
+    keras = import_keras()
+    if not isinstance(layers, (list, tuple)) or not layers:
+        raise TypeError(f"params_from_keras() expects a non-empty list of keras LSTM layers, got {layers!r}")
+    params = []
+    for index, layer in enumerate(layers):
+        if not isinstance(layer, keras.layers.LSTM):
+            raise TypeError(f"layers[{index}] must be a keras.layers.LSTM, got {type(layer).__name__}")
+        weights = layer.get_weights()
+        if len(weights) != 3:
+            raise ValueError(
+                f"layers[{index}] has {len(weights)} weight arrays; expected kernel, recurrent_kernel "
+                "and bias (is the layer built, with use_bias=True?)"
+            )
+        params.append(LayerParams(*(np.asarray(w, dtype=np.float32) for w in weights)))
+    return validate_params(params)
+
+
+def keras_lstm_stack(params, *, use_cudnn="auto", **layer_options):
+    """A ``keras.Sequential`` of LSTM layers (return_sequences=True) holding ``params``."""
+    keras = import_keras()
+    params = validate_params(params)
+    input_size = params[0].kernel.shape[0]
+    model = keras.Sequential([keras.Input(shape=(None, input_size), dtype="float32")])
+    for layer in params:
+        lstm = keras.layers.LSTM(
+            layer.recurrent_kernel.shape[0], return_sequences=True, use_cudnn=use_cudnn, **layer_options
+        )
+        model.add(lstm)
+        lstm.set_weights(list(layer))
+    return model
+
+
+def keras_forward(x: np.ndarray, params, **options) -> np.ndarray:
+    """Keras' own LSTM on ``x`` with ``params``: (batch, seq_len, H) float32 NumPy."""
+    x, params, _ = validate_input(x, params)
+    keras = import_keras()
+    model = keras_lstm_stack(params, **options)
+    return np.asarray(keras.ops.convert_to_numpy(model(x, training=False)), dtype=np.float32)

@@ -1,0 +1,101 @@
+"""Element-wise kernels on (rows, cols) device arrays: one thread per element.
+
+These are the small, separate kernels of the unfused LSTM: each reads its inputs from global
+memory and writes its result back, and each costs a launch. The fused step replaces a whole
+chain of them with a single kernel.
+"""
+
+from __future__ import annotations
+
+import math
+
+from numba import cuda, float32
+
+from .launch import pointwise_grid
+
+
+@cuda.jit(device=True, inline=True)
+def sigmoidf(z):
+    return float32(1.0) / (float32(1.0) + math.exp(-z))
+
+
+@cuda.jit
+def _fill(out, value):
+    i = cuda.grid(1)
+    if i < out.size:
+        out[i // out.shape[1], i % out.shape[1]] = value
+
+
+@cuda.jit
+def _add(a, b, out):
+    i = cuda.grid(1)
+    if i < out.size:
+        r, c = i // out.shape[1], i % out.shape[1]
+        out[r, c] = a[r, c] + b[r, c]
+
+
+@cuda.jit
+def _add_bias(a, bias, out):
+    i = cuda.grid(1)
+    if i < out.size:
+        r, c = i // out.shape[1], i % out.shape[1]
+        out[r, c] = a[r, c] + bias[c]
+
+
+@cuda.jit
+def _mul(a, b, out):
+    i = cuda.grid(1)
+    if i < out.size:
+        r, c = i // out.shape[1], i % out.shape[1]
+        out[r, c] = a[r, c] * b[r, c]
+
+
+@cuda.jit
+def _sigmoid(a, out):
+    i = cuda.grid(1)
+    if i < out.size:
+        r, c = i // out.shape[1], i % out.shape[1]
+        out[r, c] = sigmoidf(a[r, c])
+
+
+@cuda.jit
+def _tanh(a, out):
+    i = cuda.grid(1)
+    if i < out.size:
+        r, c = i // out.shape[1], i % out.shape[1]
+        out[r, c] = math.tanh(a[r, c])
+
+
+def _launch(kernel, out, *args, stream=0):
+    blocks, threads = pointwise_grid(out.size)
+    kernel[blocks, threads, stream](*args)
+
+
+def fill(out, value, stream=0):
+    """out[:] = value"""
+    _launch(_fill, out, out, float32(value), stream=stream)
+
+
+def add(a, b, out, stream=0):
+    """out = a + b"""
+    _launch(_add, out, a, b, out, stream=stream)
+
+
+def add_bias(a, bias, out, stream=0):
+    """out = a + bias (bias broadcast along rows)"""
+    _launch(_add_bias, out, a, bias, out, stream=stream)
+
+
+def mul(a, b, out, stream=0):
+    """out = a * b"""
+    _launch(_mul, out, a, b, out, stream=stream)
+
+
+def sigmoid(a, out, stream=0):
+    """out = 1 / (1 + exp(-a))"""
+    _launch(_sigmoid, out, a, out, stream=stream)
+
+
+def tanh(a, out, stream=0):
+    """out = tanh(a)"""
+    _launch(_tanh, out, a, out, stream=stream)

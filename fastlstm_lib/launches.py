@@ -1,0 +1,66 @@
+"""Kernel launches: how many a step makes, and what one costs from Python.
+
+Every optimization in the ladder removes launches or makes them overlap, so the course counts
+them. ``count_launches`` intercepts ``kernel[grid, block]`` on Numba's kernel class (the real
+dispatcher on a GPU, the fake one on the simulator), so it sees every kernel of every step.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import time
+from collections import Counter
+
+from numba import cuda
+
+
+@cuda.jit
+def _empty_kernel(out):
+    # Does (almost) nothing: what's left of its time is the cost of launching.
+    if cuda.grid(1) == 0 and out.size == 0:
+        out[0] = 0.0
+
+
+def _kernel_class():
+    return type(_empty_kernel)
+
+
+def _kernel_name(kernel) -> str:
+    function = getattr(kernel, "py_func", None) or getattr(kernel, "fn", None)
+    return getattr(function, "__name__", repr(kernel))
+
+
+@contextlib.contextmanager
+def count_launches():
+    """``with count_launches() as launches: ...`` -> a Counter of launches by kernel name."""
+    cls = _kernel_class()
+    original = cls.__getitem__
+    launches: Counter = Counter()
+
+    def counting_getitem(self, launch_config):
+        launches[_kernel_name(self)] += 1
+        return original(self, launch_config)
+
+    cls.__getitem__ = counting_getitem
+    try:
+        yield launches
+    finally:
+        cls.__getitem__ = original
+
+
+def launch_overhead_us(launches: int = 2000) -> float:
+    """Microseconds per launch of an empty one-thread kernel, launched back to back from Python.
+
+    The clock is read only after ``cuda.synchronize()``, so queued work is counted. On the
+    simulator this measures Python threads, not a GPU.
+    """
+    if launches < 1:
+        raise ValueError(f"launches must be >= 1, got {launches}")
+    dummy = cuda.device_array(1, dtype="float32")
+    _empty_kernel[1, 1](dummy)  # compile and load outside the clock
+    cuda.synchronize()
+    start = time.perf_counter()
+    for _ in range(launches):
+        _empty_kernel[1, 1](dummy)
+    cuda.synchronize()
+    return (time.perf_counter() - start) / launches * 1e6

@@ -1,0 +1,29 @@
+"""Shared fixtures. Importing fastlstm_lib first puts Numba on its CUDA simulator when no GPU."""
+
+import numpy as np
+import pytest
+
+import fastlstm_lib as fl
+
+#: Odd sizes: no multiple of any tile (4 or 16) or block size (32 or 256).
+ODD = fl.LSTMConfig(batch=3, seq_len=5, input_size=7, hidden=13, layers=2)
+#: Smaller still, for tests that only need *a* run (the baseline makes 25 launches per layer-step).
+MINI = fl.LSTMConfig(batch=1, seq_len=2, input_size=3, hidden=5, layers=1)
+
+
+def problem(cfg, seed=0):
+    params = fl.init_params(cfg, seed=seed)
+    x = fl.random_input(cfg, seed=seed + 1)
+    return x, params
+
+
+@pytest.fixture(scope="session")
+def odd_problem():
+    x, params = problem(ODD)
+    return x, params, fl.reference_forward(x, params)
+
+
+@pytest.fixture(scope="session")
+def keras_available():
+    pytest.importorskip("keras")
+    return True

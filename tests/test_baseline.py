@@ -1,0 +1,71 @@
+"""The baseline step on the simulator at odd sizes, and the GEMM kernel it is built on."""
+
+import numpy as np
+import pytest
+from numba import cuda
+
+import fastlstm_lib as fl
+from fastlstm_lib.kernels.gemm import gemm
+from conftest import ODD, problem
+
+
+@pytest.fixture(scope="module")
+def baseline_output(odd_problem):
+    x, params, _ = odd_problem
+    return fl.steps.get("baseline").forward(x, params)
+
+
+def test_baseline_is_first():
+    assert fl.steps.names()[0] == "baseline"
+
+
+def test_baseline_equals_reference(odd_problem, baseline_output):
+    _, _, ref = odd_problem
+    assert baseline_output.dtype == np.float32 and baseline_output.shape == ref.shape
+    assert fl.relative_error(baseline_output, ref) <= 1e-5
+
+
+def test_baseline_equals_keras(odd_problem, baseline_output, keras_available):
+    x, params, _ = odd_problem
+    assert fl.relative_error(baseline_output, fl.keras_forward(x, params).astype(np.float64)) <= 1e-5
+
+
+def test_baseline_single_layer_batch_of_one():
+    cfg = fl.LSTMConfig(batch=1, seq_len=3, input_size=5, hidden=6, layers=1)
+    x, params = problem(cfg, seed=7)
+    y = fl.steps.get("baseline").forward(x, params)
+    assert fl.relative_error(y, fl.reference_forward(x, params)) <= 1e-5
+
+
+@pytest.mark.parametrize("tile", [4, 16])
+@pytest.mark.parametrize("m,k,n", [(3, 7, 13), (1, 1, 1), (17, 5, 2), (5, 33, 19)])
+def test_gemm_any_size(tile, m, k, n):
+    if tile == 16 and m * n > 100:
+        pytest.skip("16x16 blocks cost ~40 ms each on the simulator; the small shapes cover the edges")
+    rng = np.random.default_rng(m * 100 + k * 10 + n)
+    a = rng.standard_normal((m, k)).astype(np.float32)
+    b = rng.standard_normal((k, n)).astype(np.float32)
+    c0 = rng.standard_normal((m, n)).astype(np.float32)
+    c = cuda.to_device(c0)
+    gemm(cuda.to_device(a), cuda.to_device(b), c, tile=tile)
+    np.testing.assert_allclose(c.copy_to_host(), a @ b, rtol=1e-5, atol=1e-5)
+    gemm(cuda.to_device(a), cuda.to_device(b), c, tile=tile, accumulate=True)
+    np.testing.assert_allclose(c.copy_to_host(), 2 * (a @ b), rtol=1e-5, atol=1e-5)
+
+
+def test_gemm_reads_strided_views():
+    # The baseline's gate weights are column slices of one (in, 4H) matrix.
+    rng = np.random.default_rng(0)
+    a = rng.standard_normal((3, 7)).astype(np.float32)
+    w = rng.standard_normal((7, 4 * 13)).astype(np.float32)
+    w_device = cuda.to_device(w)
+    c = cuda.device_array((3, 13), np.float32)
+    gemm(cuda.to_device(a), w_device[:, 26:39], c)
+    np.testing.assert_allclose(c.copy_to_host(), a @ w[:, 26:39], rtol=1e-5, atol=1e-5)
+
+
+def test_gemm_rejects_shapes_that_do_not_chain():
+    a = cuda.device_array((3, 4), np.float32)
+    b = cuda.device_array((5, 6), np.float32)
+    with pytest.raises(ValueError, match="don't chain"):
+        gemm(a, b, cuda.device_array((3, 6), np.float32))

@@ -1,0 +1,55 @@
+"""Device choice at import, lazy heavy imports, device_info."""
+
+import os
+import subprocess
+import sys
+
+import fastlstm_lib as fl
+
+HEAVY = ("tensorflow", "keras", "matplotlib", "tqdm", "torch")
+
+
+def run_python(code, **env):
+    environment = {k: v for k, v in os.environ.items() if k not in ("NUMBA_ENABLE_CUDASIM", "FASTLSTM_SIMULATOR")}
+    environment.update(env)
+    return subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=environment, timeout=120)
+
+
+def test_import_loads_only_numpy_and_numba():
+    done = run_python(
+        "import sys, fastlstm_lib; "
+        f"print(sorted({{m.split('.')[0] for m in sys.modules}} & set({HEAVY!r})))"
+    )
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.strip() == "[]"
+
+
+def test_simulator_switches_on_by_itself_and_says_so_once():
+    done = run_python("import fastlstm_lib, fastlstm_lib as again, os; print(os.environ.get('NUMBA_ENABLE_CUDASIM'))")
+    assert done.returncode == 0, done.stderr
+    if fl.is_simulator() and not os.environ.get("FASTLSTM_SIMULATOR"):
+        assert done.stdout.strip() == "1"
+        assert done.stderr.count("CUDA simulator") == 1
+
+
+def test_simulator_can_be_forced():
+    done = run_python("import fastlstm_lib as fl; print(fl.is_simulator())", FASTLSTM_SIMULATOR="1")
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.strip() == "True"
+    assert "FASTLSTM_SIMULATOR is set" in done.stderr
+
+
+def test_device_info_names_the_device_and_versions():
+    info = fl.device_info()
+    for key in ("name", "simulator", "compute_capability", "numba", "numba_cuda", "numpy", "python"):
+        assert key in info
+    assert info["simulator"] == fl.is_simulator()
+    if info["simulator"]:
+        assert "simulator" in info["name"]
+    else:
+        assert info["compute_capability"]
+
+
+def test_default_config_fits_the_device():
+    expected = fl.LSTMConfig.tiny() if fl.is_simulator() else fl.LSTMConfig.article()
+    assert fl.LSTMConfig.default() == expected

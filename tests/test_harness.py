@@ -1,0 +1,107 @@
+"""The harness measures only steps that are right, before and after timing."""
+
+import json
+import subprocess
+import sys
+
+import numpy as np
+import pytest
+
+import fastlstm_lib as fl
+from fastlstm_lib.kernels import pointwise as pw
+from fastlstm_lib.steps.step02_baseline import Baseline
+from conftest import MINI
+
+
+class OffByALittle(Baseline):
+    """Adds 1e-3 to the last step's h: plausible-looking, but wrong."""
+
+    name = "off_by_a_little"
+
+    def run(self, state, x, out):
+        super().run(state, x, out)
+        last = out[out.shape[0] - 1]
+        pw.add_bias(last, state.bias_error, last)
+
+    def setup(self, params, cfg, **options):
+        state = super().setup(params, cfg, **options)
+        from numba import cuda
+
+        state.bias_error = cuda.to_device(np.full(cfg.hidden, 1e-3, np.float32))
+        return state
+
+
+class ForgetsTheLastStep(Baseline):
+    """Never writes the last time step: the NaN poison must show."""
+
+    name = "forgets_the_last_step"
+
+    def run_layer(self, state, weights, xs, hs):
+        super().run_layer(state, weights, xs[: xs.shape[0] - 1], hs)
+
+
+class WrongAfterTiming(Baseline):
+    """Right the first time, wrong from the third run on (state leaking between runs)."""
+
+    name = "wrong_after_timing"
+
+    def setup(self, params, cfg, **options):
+        self.calls = 0
+        return super().setup(params, cfg, **options)
+
+    def run(self, state, x, out):
+        self.calls += 1
+        super().run(state, x, out)
+        if self.calls >= 3:
+            pw.fill(out[0], 0.5)
+
+
+def test_bench_reports_a_right_step():
+    result = fl.bench("baseline", MINI)
+    assert result["step"] == "baseline"
+    assert result["config"] == MINI.as_dict()
+    assert result["flop"] == fl.flops(MINI)
+    assert result["relative_error"]["before"] <= 1e-5 and result["relative_error"]["after"] <= 1e-5
+    assert result["time_ms"]["min"] <= result["time_ms"]["median"] <= result["time_ms"]["max"]
+    assert result["device"]["name"] == fl.device_info()["name"]
+    assert result["times_meaningful"] == (not fl.is_simulator())
+    json.dumps(result)  # JSON-able
+
+
+@pytest.mark.parametrize("step, when", [(OffByALittle(), "before"), (ForgetsTheLastStep(), "before")])
+def test_bench_refuses_a_wrong_step(step, when):
+    with pytest.raises(fl.WrongResultError, match=f"wrong {when} timing"):
+        fl.bench(step, MINI)
+
+
+def test_bench_refuses_a_step_that_goes_wrong_while_timed():
+    with pytest.raises(fl.WrongResultError, match="wrong after timing"):
+        fl.bench(WrongAfterTiming(), MINI, warmup=1, repeats=1)
+
+
+def test_results_round_trip(tmp_path):
+    results = [fl.bench("baseline", MINI, repeats=1)]
+    path = fl.save_results(results, tmp_path / "out" / "r.json")
+    assert fl.load_results(path) == results
+    table = fl.format_table(results)
+    assert "baseline" in table and "GFLOP/s" in table
+
+
+def test_cli_bench_writes_json(tmp_path):
+    out = tmp_path / "bench.json"
+    done = subprocess.run(
+        [sys.executable, "-m", "fastlstm_lib", "bench", "--steps", "baseline", "--config", "tiny",
+         "--repeats", "1", "--out", str(out)],
+        capture_output=True, text=True, timeout=600,
+    )
+    assert done.returncode == 0, done.stderr
+    assert "baseline" in done.stdout and "GFLOP/s" in done.stdout
+    assert fl.load_results(out)[0]["config"] == fl.LSTMConfig.tiny().as_dict()
+
+
+def test_cli_rejects_an_unknown_step():
+    done = subprocess.run(
+        [sys.executable, "-m", "fastlstm_lib", "bench", "--steps", "nope"],
+        capture_output=True, text=True, timeout=120,
+    )
+    assert done.returncode == 2 and "unknown step 'nope'" in done.stderr
