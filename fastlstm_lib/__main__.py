@@ -23,6 +23,7 @@ def main(argv=None) -> int:
     bench.add_argument("--warmup", type=int, help="untimed runs first (default 3 on a GPU, 0 on the simulator)")
     bench.add_argument("--repeats", type=int, help="timed runs (default 20 on a GPU, 2 on the simulator)")
     bench.add_argument("--out", metavar="FILE", help="also write the results as JSON")
+    bench.add_argument("--plot", metavar="PNG", help="also draw GFLOP/s beside the published numbers")
     args = parser.parse_args(argv)
 
     if args.command == "info":
@@ -37,6 +38,14 @@ def main(argv=None) -> int:
     print(fl.format_table(results))
     if args.out:
         print(f"wrote {fl.save_results(results, args.out)}")
+    if args.plot:
+        import matplotlib
+
+        matplotlib.use("Agg")  # a file, no window
+        from fastlstm_lib.plots import ladder_chart
+
+        ladder_chart(results).savefig(args.plot, dpi=120)
+        print(f"wrote {args.plot}" + (" (simulator: no measured bars, times mean nothing)" if fl.is_simulator() else ""))
     return 0
 
 

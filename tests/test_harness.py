@@ -91,12 +91,20 @@ def test_cli_bench_writes_json(tmp_path):
     out = tmp_path / "bench.json"
     done = subprocess.run(
         [sys.executable, "-m", "fastlstm_lib", "bench", "--steps", "baseline", "--config", "tiny",
-         "--repeats", "1", "--out", str(out)],
+         "--repeats", "1", "--out", str(out), "--plot", str(tmp_path / "ladder.png")],
         capture_output=True, text=True, timeout=600,
     )
     assert done.returncode == 0, done.stderr
     assert "baseline" in done.stdout and "GFLOP/s" in done.stdout
     assert fl.load_results(out)[0]["config"] == fl.LSTMConfig.tiny().as_dict()
+    assert (tmp_path / "ladder.png").stat().st_size > 1000
+
+
+def test_changes_show_the_methods_a_step_defines():
+    text = fl.steps.changes("baseline")
+    assert text.startswith("class Baseline(LSTMStep):  # fastlstm_lib/steps/step02_baseline.py")
+    assert "def cell_step" in text
+    assert fl.steps.previous("baseline") is None
 
 
 def test_cli_rejects_an_unknown_step():

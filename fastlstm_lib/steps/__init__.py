@@ -46,4 +46,28 @@ def all_steps() -> list[LSTMStep]:
     return list(_load().values())
 
 
-__all__ = ["LSTMStep", "Runner", "names", "get", "all_steps"]
+def previous(name: str) -> LSTMStep | None:
+    """The step before ``name`` in the ladder (None for the first)."""
+    order = names()
+    index = order.index(get(name).name)
+    return get(order[index - 1]) if index > 0 else None
+
+
+def changes(name: str) -> str:
+    """The source of what step ``name`` changes: the methods its class defines itself.
+
+    Every step subclasses the one before and overrides only what its optimization changes, so
+    these methods *are* the difference between two consecutive steps.
+    """
+    import inspect
+
+    step = get(name)
+    cls = type(step)
+    parts = [f"class {cls.__name__}({', '.join(base.__name__ for base in cls.__bases__)}):  # fastlstm_lib{inspect.getsourcefile(cls).rsplit('fastlstm_lib', 1)[-1]}"]
+    for attribute, value in cls.__dict__.items():
+        if inspect.isfunction(value):
+            parts.append(inspect.getsource(value).rstrip())
+    return "\n\n".join(parts)
+
+
+__all__ = ["LSTMStep", "Runner", "names", "get", "all_steps", "previous", "changes"]
