@@ -54,17 +54,22 @@ def check(runner, ref: np.ndarray, step_name: str, when: str, rtol: float) -> fl
     return error
 
 
-def time_launches(launch, warmup: int, repeats: int) -> list[float]:
-    """Milliseconds per call of ``launch``, after ``warmup`` untimed calls."""
+def time_launches(launch, warmup: int, repeats: int, synchronize=None) -> list[float]:
+    """Milliseconds per call of ``launch``, after ``warmup`` untimed calls.
+
+    CUDA events on a GPU. A wall clock on the simulator (no events there), and for work that
+    runs outside Numba's streams (Keras), where ``synchronize()`` waits for it to finish.
+    """
+    synchronize = synchronize or cuda.synchronize
     for _ in range(warmup):
         launch()
-    cuda.synchronize()
+    synchronize()
     times = []
-    if _device.SIMULATOR:  # no timing events there; a wall clock over synchronous work
+    if _device.SIMULATOR or synchronize is not cuda.synchronize:
         for _ in range(repeats):
             start = time.perf_counter()
             launch()
-            cuda.synchronize()
+            synchronize()
             times.append((time.perf_counter() - start) * 1e3)
         return times
     start, end = cuda.event(timing=True), cuda.event(timing=True)
@@ -103,8 +108,14 @@ def bench(step, cfg: LSTMConfig | None = None, *, warmup: int | None = None, rep
     x, params, ref = problem(cfg, seed)
     runner = step.runner(x, params, **options)
     error_before = check(runner, ref, step.name, "before", rtol)
-    times = np.array(time_launches(runner.launch, warmup, repeats))
+    wall_clock = getattr(step, "clock", "events") == "wall"  # Keras: its own streams, its own device
+    times = np.array(time_launches(runner.launch, warmup, repeats, runner.synchronize if wall_clock else None))
     error_after = check(runner, ref, step.name, "after", rtol)
+    if wall_clock:
+        device, timing, meaningful = step.device(), "wall clock around a synchronised call", True
+    else:
+        device, meaningful = device_info(), not _device.SIMULATOR
+        timing = "CUDA events" if meaningful else "wall clock on the CUDA simulator: meaningless"
 
     median_ms = float(np.median(times))
     flop = flops(cfg)
@@ -112,9 +123,9 @@ def bench(step, cfg: LSTMConfig | None = None, *, warmup: int | None = None, rep
         "step": step.name,
         "title": step.title,
         "config": cfg.as_dict(),
-        "device": device_info(),
-        "timing": "wall clock on the CUDA simulator: meaningless" if _device.SIMULATOR else "CUDA events",
-        "times_meaningful": not _device.SIMULATOR,
+        "device": device,
+        "timing": timing,
+        "times_meaningful": meaningful,
         "warmup": warmup,
         "repeats": repeats,
         "time_ms": {
@@ -147,6 +158,35 @@ def bench_steps(names=None, cfg: LSTMConfig | None = None, *, progress: bool = T
         if progress:
             iterator.set_postfix_str(name)
         results.append(bench(name, cfg, **kwargs))
+    return results
+
+
+def bench_batch_sweep(names=None, batches=(1, 4, 16, 64), base: LSTMConfig | None = None, *,
+                      progress: bool = True, **kwargs) -> list[dict]:
+    """``bench`` for each step at each batch size (the article's config otherwise, or ``base``).
+
+    A step that does not fit a batch size (the persistent kernel's limits) is recorded as
+    ``{"step", "config", "skipped": reason}`` instead of stopping the sweep; a wrong result still
+    raises WrongResultError.
+    """
+    import dataclasses
+
+    base = LSTMConfig.article() if base is None else base
+    names = steps_registry.names() if names is None else list(names)
+    for name in names:
+        steps_registry.get(name)
+    jobs = [(batch, name) for batch in batches for name in names]
+    if progress:
+        from tqdm.auto import tqdm
+
+        jobs = tqdm(jobs, desc="batch sweep", unit="run")
+    results = []
+    for batch, name in jobs:
+        cfg = dataclasses.replace(base, batch=batch)
+        try:
+            results.append(bench(name, cfg, **kwargs))
+        except ValueError as error:  # a limit said plainly, e.g. the persistent grid does not fit
+            results.append({"step": name, "config": cfg.as_dict(), "skipped": str(error)})
     return results
 
 

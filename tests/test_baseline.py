@@ -5,7 +5,7 @@ import pytest
 from numba import cuda
 
 import fastlstm_lib as fl
-from fastlstm_lib.kernels.gemm import gemm
+from fastlstm_lib.kernels.gemm import Blocking, gemm, tiled_gemm
 from conftest import ODD, problem
 
 
@@ -37,20 +37,49 @@ def test_baseline_single_layer_batch_of_one():
     assert fl.relative_error(y, fl.reference_forward(x, params)) <= 1e-5
 
 
-@pytest.mark.parametrize("tile", [4, 16])
-@pytest.mark.parametrize("m,k,n", [(3, 7, 13), (1, 1, 1), (17, 5, 2), (5, 33, 19)])
-def test_gemm_any_size(tile, m, k, n):
-    if tile == 16 and m * n > 100:
-        pytest.skip("16x16 blocks cost ~40 ms each on the simulator; the small shapes cover the edges")
+SHAPES = [(3, 7, 13), (1, 1, 1), (17, 5, 2), (5, 33, 19)]
+
+
+def check_gemm(launch, m, k, n, transpose_b=False):
     rng = np.random.default_rng(m * 100 + k * 10 + n)
     a = rng.standard_normal((m, k)).astype(np.float32)
     b = rng.standard_normal((k, n)).astype(np.float32)
-    c0 = rng.standard_normal((m, n)).astype(np.float32)
-    c = cuda.to_device(c0)
-    gemm(cuda.to_device(a), cuda.to_device(b), c, tile=tile)
+    stored = np.ascontiguousarray(b.T) if transpose_b else b
+    c = cuda.to_device(rng.standard_normal((m, n)).astype(np.float32))  # garbage: must be overwritten
+    launch(cuda.to_device(a), cuda.to_device(stored), c)
     np.testing.assert_allclose(c.copy_to_host(), a @ b, rtol=1e-5, atol=1e-5)
-    gemm(cuda.to_device(a), cuda.to_device(b), c, tile=tile, accumulate=True)
+    launch(cuda.to_device(a), cuda.to_device(stored), c, accumulate=True)
     np.testing.assert_allclose(c.copy_to_host(), 2 * (a @ b), rtol=1e-5, atol=1e-5)
+
+
+@pytest.mark.parametrize("transpose_b", [False, True])
+@pytest.mark.parametrize("blocking", [None, Blocking(bm=16, bn=8, bk=4, tm=4, tn=2)])
+@pytest.mark.parametrize("m,k,n", SHAPES)
+def test_blocked_gemm_any_size(m, k, n, blocking, transpose_b):
+    def launch(a, b, c, **kw):
+        gemm(a, b, c, transpose_b=transpose_b, blocking=blocking, **kw)
+
+    check_gemm(launch, m, k, n, transpose_b)
+
+
+def test_blocked_gemm_gpu_blocking_on_one_block():
+    # The GPU's 64 x 64 blocking (256 threads, ~40 ms a launch here): one block, every edge case.
+    def launch(a, b, c, **kw):
+        gemm(a, b, c, blocking=Blocking(bm=64, bn=64, bk=8, tm=4, tn=4), **kw)
+
+    check_gemm(launch, 5, 11, 19)
+
+
+@pytest.mark.parametrize("tile", [4, 16])
+@pytest.mark.parametrize("m,k,n", SHAPES)
+def test_tiled_gemm_any_size(tile, m, k, n):
+    if tile == 16 and m * n > 100:
+        pytest.skip("16x16 blocks cost ~40 ms each on the simulator; the small shapes cover the edges")
+
+    def launch(a, b, c, **kw):
+        tiled_gemm(a, b, c, tile=tile, **kw)
+
+    check_gemm(launch, m, k, n)
 
 
 def test_gemm_reads_strided_views():
@@ -62,6 +91,9 @@ def test_gemm_reads_strided_views():
     c = cuda.device_array((3, 13), np.float32)
     gemm(cuda.to_device(a), w_device[:, 26:39], c)
     np.testing.assert_allclose(c.copy_to_host(), a @ w[:, 26:39], rtol=1e-5, atol=1e-5)
+    # ... and one gate's rows of the transposed (4H, in) matrix, read with the 'T' flag.
+    gemm(cuda.to_device(a), cuda.to_device(np.ascontiguousarray(w.T))[26:39], c, transpose_b=True)
+    np.testing.assert_allclose(c.copy_to_host(), a @ w[:, 26:39], rtol=1e-5, atol=1e-5)
 
 
 def test_gemm_rejects_shapes_that_do_not_chain():
@@ -69,3 +101,5 @@ def test_gemm_rejects_shapes_that_do_not_chain():
     b = cuda.device_array((5, 6), np.float32)
     with pytest.raises(ValueError, match="don't chain"):
         gemm(a, b, cuda.device_array((3, 6), np.float32))
+    with pytest.raises(ValueError, match="transposed"):
+        gemm(a, b, cuda.device_array((3, 5), np.float32), transpose_b=True)

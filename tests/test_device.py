@@ -4,7 +4,11 @@ import os
 import subprocess
 import sys
 
-import fastlstm_lib as fl
+import numpy as np
+import pytest
+
+import fastlstm_lib as fl  # first: it picks the simulator before numba is imported
+from numba import cuda, int32
 
 HEAVY = ("tensorflow", "keras", "matplotlib", "tqdm", "torch")
 
@@ -53,3 +57,25 @@ def test_device_info_names_the_device_and_versions():
 def test_default_config_fits_the_device():
     expected = fl.LSTMConfig.tiny() if fl.is_simulator() else fl.LSTMConfig.article()
     assert fl.LSTMConfig.default() == expected
+
+
+def test_simulator_threads_share_one_shared_array():
+    """Numba's simulator can hand two threads different 'shared' arrays (an unlocked
+    check-then-set); fastlstm_lib locks it. Every thread writes its slot, then reads them all."""
+    if not fl.is_simulator():
+        pytest.skip("simulator only")
+
+    @cuda.jit
+    def fill_and_sum(out):
+        slots = cuda.shared.array(64, int32)
+        slots[cuda.threadIdx.x] = cuda.threadIdx.x
+        cuda.syncthreads()
+        total = 0
+        for i in range(64):
+            total += slots[i]
+        out[cuda.threadIdx.x] = total
+
+    for _ in range(10):
+        out = cuda.device_array(64, dtype=np.int32)
+        fill_and_sum[1, 64](out)
+        assert (out.copy_to_host() == sum(range(64))).all()

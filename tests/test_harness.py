@@ -103,7 +103,7 @@ def test_cli_bench_writes_json(tmp_path):
 def test_changes_show_the_methods_a_step_defines():
     text = fl.steps.changes("baseline")
     assert text.startswith("class Baseline(LSTMStep):  # fastlstm_lib/steps/step02_baseline.py")
-    assert "def cell_step" in text
+    assert "def cell_update" in text and "def gate_products" in text
     assert fl.steps.previous("baseline") is None
 
 
@@ -113,3 +113,40 @@ def test_cli_rejects_an_unknown_step():
         capture_output=True, text=True, timeout=120,
     )
     assert done.returncode == 2 and "unknown step 'nope'" in done.stderr
+
+
+def fake_result(step, median_ms, device="NVIDIA H100 80GB HBM3", meaningful=True):
+    cfg = fl.LSTMConfig.article()
+    return {"step": step, "config": cfg.as_dict(), "times_meaningful": meaningful, "device": {"name": device},
+            "time_ms": {"median": median_ms}, "gflops": fl.flops(cfg) / (median_ms * 1e-3) / 1e9}
+
+
+def test_ladder_comparison_sets_each_device_beside_the_article():
+    results = [fake_result("baseline", 100.0), fake_result("wavefront", 10.0),
+               fake_result("baseline", 1.0, device="Numba CUDA simulator (CPU)", meaningful=False)]
+    rows = {row["step"]: row for row in fl.ladder_comparison(results)}
+    assert list(rows) == [r["step"] for r in fl.article_numbers()]
+    assert rows["wavefront"]["M40 speedup"] == 11.1
+    assert rows["wavefront"]["NVIDIA H100 80GB HBM3 speedup"] == 10.0
+    gflops = fl.flops(fl.LSTMConfig.article()) / 10e-3 / 1e9
+    assert abs(rows["wavefront"]["NVIDIA H100 80GB HBM3 % of FP32 peak"] - 100 * gflops / 66.9e3) < 1e-9
+    assert rows["streams"]["NVIDIA H100 80GB HBM3 GFLOP/s"] is None  # not measured: no invented number
+    assert not any("simulator" in column for column in rows["baseline"])  # meaningless times left out
+
+
+def test_ladder_comparison_adds_measured_steps_the_article_did_not_have():
+    rows = fl.ladder_comparison([fake_result("baseline", 100.0), fake_result("keras_cudnn", 5.0)])
+    assert rows[-1]["step"] == "keras_cudnn" and rows[-1]["M40 GFLOP/s"] is None
+    assert rows[-1]["NVIDIA H100 80GB HBM3 speedup"] == 20.0
+
+
+def test_fp32_peak_is_none_for_an_unknown_gpu():
+    assert fl.fp32_peak_tflops("NVIDIA H100 PCIe") == 51.2
+    assert fl.fp32_peak_tflops("Numba CUDA simulator (CPU)") is None
+
+
+def test_gemm_benchmark_refuses_to_run_on_the_simulator():
+    if not fl.is_simulator():
+        pytest.skip("on a GPU this is a real benchmark, not a unit test")
+    done = subprocess.run([sys.executable, "-m", "fastlstm_lib", "gemm"], capture_output=True, text=True, timeout=120)
+    assert done.returncode == 2 and "needs a GPU" in done.stderr

@@ -21,3 +21,13 @@ def blocks_for(n: int, threads: int) -> int:
 def pointwise_grid(n: int) -> tuple[int, int]:
     """(blocks, threads) for an element-wise kernel over ``n`` elements."""
     return blocks_for(n, POINTWISE_THREADS), POINTWISE_THREADS
+
+
+def ordering_event():
+    """A CUDA event used only to order streams, not to time them (cheaper on a GPU: no timestamp).
+
+    The simulator's events take no arguments; its streams run synchronously anyway.
+    """
+    from numba import cuda
+
+    return cuda.event() if _device.SIMULATOR else cuda.event(timing=False)

@@ -99,3 +99,30 @@ def sigmoid(a, out, stream=0):
 def tanh(a, out, stream=0):
     """out = tanh(a)"""
     _launch(_tanh, out, a, out, stream=stream)
+
+
+# --------------------------------------------------------------------------------------------
+# The fused cell (notebook 05): everything above, for one layer-step, in one kernel.
+
+
+@cuda.jit
+def _lstm_cell(x_gates, h_gates, bias, c, h):
+    # One thread per (batch row, hidden unit): it reads that unit's 4 gate pre-activations from
+    # both GEMM results, and writes c and h once. Nothing else goes through global memory.
+    i = cuda.grid(1)
+    hidden = c.shape[1]
+    if i < c.size:
+        r, j = i // hidden, i % hidden
+        z_i = x_gates[r, j] + h_gates[r, j] + bias[j]
+        z_f = x_gates[r, hidden + j] + h_gates[r, hidden + j] + bias[hidden + j]
+        z_c = x_gates[r, 2 * hidden + j] + h_gates[r, 2 * hidden + j] + bias[2 * hidden + j]
+        z_o = x_gates[r, 3 * hidden + j] + h_gates[r, 3 * hidden + j] + bias[3 * hidden + j]
+        c_new = sigmoidf(z_f) * c[r, j] + sigmoidf(z_i) * math.tanh(z_c)
+        c[r, j] = c_new
+        h[r, j] = sigmoidf(z_o) * math.tanh(c_new)
+
+
+def lstm_cell(x_gates, h_gates, bias, c, h, stream=0):
+    """One layer-step's point-wise work in one launch: z = x_gates + h_gates + bias (B, 4H, gates
+    i, f, c, o); c = f*c + i*tanh(z_c) in place; h = o*tanh(c)."""
+    _launch(_lstm_cell, c, x_gates, h_gates, bias, c, h, stream=stream)

@@ -16,6 +16,13 @@ from ._base import LSTMStep, Runner
 #: Step modules, in ladder order.
 _MODULES = [
     "step02_baseline",
+    "step03_combined_gemms",
+    "step04_streams",
+    "step05_fused_pointwise",
+    "step06_pretransposed",
+    "step07_combined_inputs",
+    "step08_wavefront",
+    "step09_persistent",
 ]
 
 
@@ -32,14 +39,25 @@ def names() -> list[str]:
     return list(_load())
 
 
+def keras_names() -> list[str]:
+    """Keras' own LSTM, three ways, timed by the same harness (notebook 10): not ladder steps."""
+    from ..keras_steps import KERAS_STEPS
+
+    return list(KERAS_STEPS)
+
+
 def get(name: str) -> LSTMStep:
-    """The step called ``name``; a ValueError lists the known names otherwise."""
+    """The step called ``name`` (a ladder step or a Keras one); a ValueError lists the names otherwise."""
     if not isinstance(name, str):
         raise TypeError(f"step name must be a str, got {type(name).__name__}")
     steps = _load()
-    if name not in steps:
-        raise ValueError(f"unknown step {name!r}; known steps: {', '.join(steps)}")
-    return steps[name]
+    if name in steps:
+        return steps[name]
+    from ..keras_steps import KERAS_STEPS
+
+    if name in KERAS_STEPS:
+        return KERAS_STEPS[name]
+    raise ValueError(f"unknown step {name!r}; known steps: {', '.join([*steps, *KERAS_STEPS])}")
 
 
 def all_steps() -> list[LSTMStep]:
@@ -70,4 +88,4 @@ def changes(name: str) -> str:
     return "\n\n".join(parts)
 
 
-__all__ = ["LSTMStep", "Runner", "names", "get", "all_steps", "previous", "changes"]
+__all__ = ["LSTMStep", "Runner", "names", "keras_names", "get", "all_steps", "previous", "changes"]

@@ -55,6 +55,9 @@ class Runner:
     def launch(self) -> None:
         self.step.run(self.state, self.x, self.out)
 
+    def synchronize(self) -> None:
+        cuda.synchronize()
+
     def result(self) -> np.ndarray:
         cuda.synchronize()
         return np.ascontiguousarray(self.out.copy_to_host().transpose(1, 0, 2))

@@ -6,6 +6,10 @@ Per layer and time step:
   activation (4 gates x 3), then c = f*c + i*g (3) and h = o*tanh(c) (2).
 25 launches per layer-step, every intermediate going through global memory. Layers run one
 after the other, time-major, everything on the default stream.
+
+The weights are kept as the equations write them, z = W x + U h + b: one row per gate unit,
+W (4H x in) and U (4H x H), the layout PyTorch and cuDNN store. Our products are x_t @ W^T, so
+the GEMM reads W transposed (BLAS's 'T' flag); notebook 06 changes that.
 """
 
 from __future__ import annotations
@@ -23,17 +27,16 @@ from ._base import LSTMStep
 GATE_ACTIVATIONS = (pw.sigmoid, pw.sigmoid, pw.tanh, pw.sigmoid)
 
 
-def upload_gate_weights(layer, hidden):
-    """The layer's weights on the device, and one view per gate: gate g owns columns g*H:(g+1)*H."""
-    kernel = cuda.to_device(layer.kernel)
-    recurrent = cuda.to_device(layer.recurrent_kernel)
-    bias = cuda.to_device(layer.bias)
-    gate = [slice(g * hidden, (g + 1) * hidden) for g in range(4)]
-    return SimpleNamespace(
-        kernel=[kernel[:, s] for s in gate],  # 4 x (in, H), strided views
-        recurrent=[recurrent[:, s] for s in gate],  # 4 x (H, H)
-        bias=[bias[s] for s in gate],  # 4 x (H,)
-    )
+def gate_rows(matrix, g):
+    """Gate g's rows of a stacked (4H, k) weight matrix: (H, k)."""
+    hidden = matrix.shape[0] // 4
+    return matrix[g * hidden:(g + 1) * hidden]
+
+
+def gate_columns(matrix, g):
+    """Gate g's columns of a (B, 4H) matrix of gate values: (B, H), a strided view."""
+    hidden = matrix.shape[1] // 4
+    return matrix[:, g * hidden:(g + 1) * hidden]
 
 
 def scratch(shape, count=None):
@@ -43,25 +46,39 @@ def scratch(shape, count=None):
     return [cuda.device_array(shape, dtype="float32") for _ in range(count)]
 
 
+def reject_options(step, options):
+    if options:
+        raise TypeError(f"step {step.name!r} takes no options, got {sorted(options)}")
+
+
 class Baseline(LSTMStep):
     name = "baseline"
     title = "op by op: 8 GEMMs and 17 point-wise kernels per layer-step"
 
     def setup(self, params, cfg, **options):
-        if options:
-            raise TypeError(f"{self.name} takes no options, got {sorted(options)}")
+        reject_options(self, options)
         B, H, T = cfg.batch, cfg.hidden, cfg.seq_len
         return SimpleNamespace(
-            layers=[upload_gate_weights(layer, H) for layer in params],
+            stream=0,  # everything on the default stream, one launch after the other
+            layers=[self.upload_weights(layer) for layer in params],
             # Outputs of the layers below the top one, ping-ponged (layer l reads l-1's).
             hidden_seq=scratch((T, B, H), 2) if cfg.layers > 1 else [],
             h_zero=cuda.to_device(np.zeros((B, H), dtype=np.float32)),  # h before step 0
             c=scratch((B, H)),
-            x_part=scratch((B, H), 4),
-            h_part=scratch((B, H), 4),
-            z=scratch((B, H), 4),
-            gate=scratch((B, H), 4),
+            x_gates=scratch((B, 4 * H)),  # x_t @ W^T: the 4 gates side by side
+            h_gates=scratch((B, 4 * H)),  # h_{t-1} @ U^T
+            z=scratch((B, 4 * H)),
+            act=scratch((B, 4 * H)),
             tmp=scratch((B, H), 2),
+        )
+
+    def upload_weights(self, layer):
+        """W (4H x in) and U (4H x H), one row per gate unit: Keras' matrices transposed."""
+        return SimpleNamespace(
+            kernel=cuda.to_device(np.ascontiguousarray(layer.kernel.T)),
+            recurrent=cuda.to_device(np.ascontiguousarray(layer.recurrent_kernel.T)),
+            bias=cuda.to_device(layer.bias),
+            transposed=True,  # the GEMM reads them with BLAS's 'T' flag
         )
 
     def run(self, state, x, out):
@@ -73,25 +90,34 @@ class Baseline(LSTMStep):
             layer_input = layer_output
 
     def run_layer(self, state, weights, xs, hs):
-        pw.fill(state.c, 0.0)
+        """One layer over the whole sequence: xs (T, B, in) -> hs (T, B, H)."""
+        pw.fill(state.c, 0.0, stream=state.stream)
         h_prev = state.h_zero
         for t in range(xs.shape[0]):
-            self.cell_step(state, weights, xs[t], h_prev, hs[t])
+            self.gate_products(state, weights, xs[t], h_prev)
+            self.cell_update(state, weights, state.x_gates, state.h_gates, hs[t])
             h_prev = hs[t]
 
-    def cell_step(self, s, w, x_t, h_prev, h_t):
+    def gate_products(self, s, w, x_t, h_prev):
+        """x_t @ W^T into s.x_gates and h_prev @ U^T into s.h_gates: one GEMM per gate and operand."""
         for g in range(4):
-            gemm(x_t, w.kernel[g], s.x_part[g])
-            gemm(h_prev, w.recurrent[g], s.h_part[g])
-            pw.add(s.x_part[g], s.h_part[g], s.z[g])
-            pw.add_bias(s.z[g], w.bias[g], s.z[g])
-            GATE_ACTIVATIONS[g](s.z[g], s.gate[g])
-        i, f, g, o = s.gate
-        pw.mul(f, s.c, s.tmp[0])  # f * c
-        pw.mul(i, g, s.tmp[1])  # i * g
-        pw.add(s.tmp[0], s.tmp[1], s.c)  # c = f*c + i*g
-        pw.tanh(s.c, s.tmp[0])  # tanh(c)
-        pw.mul(o, s.tmp[0], h_t)  # h = o * tanh(c)
+            gemm(x_t, gate_rows(w.kernel, g), gate_columns(s.x_gates, g), transpose_b=True, stream=s.stream)
+            gemm(h_prev, gate_rows(w.recurrent, g), gate_columns(s.h_gates, g), transpose_b=True, stream=s.stream)
+
+    def cell_update(self, s, w, x_gates, h_gates, h_t):
+        """Bias, activations, c and h: 17 separate kernels, each a round trip through memory."""
+        stream = s.stream
+        for g in range(4):
+            z, act = gate_columns(s.z, g), gate_columns(s.act, g)
+            pw.add(gate_columns(x_gates, g), gate_columns(h_gates, g), z, stream=stream)
+            pw.add_bias(z, w.bias[g * z.shape[1]:(g + 1) * z.shape[1]], z, stream=stream)
+            GATE_ACTIVATIONS[g](z, act, stream=stream)
+        i, f, g, o = (gate_columns(s.act, gate) for gate in range(4))
+        pw.mul(f, s.c, s.tmp[0], stream=stream)  # f * c
+        pw.mul(i, g, s.tmp[1], stream=stream)  # i * g
+        pw.add(s.tmp[0], s.tmp[1], s.c, stream=stream)  # c = f*c + i*g
+        pw.tanh(s.c, s.tmp[0], stream=stream)  # tanh(c)
+        pw.mul(o, s.tmp[0], h_t, stream=stream)  # h = o * tanh(c)
 
 
 STEP = Baseline()

@@ -1,0 +1,191 @@
+"""The persistent LSTM kernel (notebook 09): one launch runs every time step of a layer.
+
+The grid splits the hidden units among its blocks: block q owns ``units`` of them, so it needs
+only its 4 * units columns of U (one per gate and unit), H x 4 x units floats. It loads them into
+shared memory ONCE, and keeps them there for the whole sequence: the weights stop travelling
+from memory at every step. Each thread owns one (batch row, hidden unit) pair for the whole
+sequence, so that pair's cell state c never leaves a register.
+
+Per step t, every thread:
+1. starts from its 4 input pre-activations (one GEMM over all steps computed them beforehand)
+   and the bias;
+2. adds h_{t-1} . U for its 4 gate columns, h_{t-1} staged chunk by chunk in shared memory;
+3. applies the gates, updates c in its register and writes h_t to global memory;
+4. waits at the grid barrier: step t+1 reads every block's h_t.
+
+A grid barrier is only safe if every block of the grid is resident at once, which is what a
+cooperative launch guarantees (and refuses beyond ``max_cooperative_grid_blocks``). On the
+simulator blocks run one after another, so there the grid must be a single block.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import functools
+import math
+
+from numba import cuda, float32
+
+from .. import _device
+from .pointwise import sigmoidf
+
+#: Statically allocated shared memory per block that every CUDA GPU allows.
+SHARED_BYTES = 48 * 1024
+MAX_THREADS = 1024
+#: Steps of h staged in shared memory at a time (k-chunk), largest first.
+K_CHUNKS = (32, 16, 8, 4, 2, 1)
+
+
+@functools.lru_cache(maxsize=None)
+def persistent_layer_kernel(hidden: int, units: int, batch: int, k_chunk: int):
+    """The kernel for one (hidden, units per block, batch, k-chunk): shared arrays need constants."""
+    gate_cols = 4 * units
+    threads = batch * units
+
+    @cuda.jit
+    def persistent_layer(x_gates, recurrent, bias, hs):
+        # x_gates (T, B, 4H): x_t @ W for every step; recurrent (H, 4H); bias (4H,); hs (T, B, H).
+        u_s = cuda.shared.array((hidden, gate_cols), float32)  # this block's columns of U
+        h_s = cuda.shared.array((batch, k_chunk + 1), float32)  # +1: rows fall in different banks
+        grid = cuda.cg.this_grid()
+        tid = cuda.threadIdx.x
+        first_unit = cuda.blockIdx.x * units
+        b = tid // units  # this thread's batch row...
+        jj = tid % units  # ...and hidden unit, for the whole sequence
+        j = first_unit + jj
+        active = j < hidden  # the last block may own fewer than `units` units
+
+        for e in range(tid, hidden * gate_cols, threads):  # once per launch, not per step
+            k, col = e // gate_cols, e % gate_cols
+            unit = first_unit + col % units
+            u_s[k, col] = recurrent[k, (col // units) * hidden + unit] if unit < hidden else float32(0.0)
+        cuda.syncthreads()
+
+        c = float32(0.0)
+        for t in range(hs.shape[0]):
+            z_i = float32(0.0)
+            z_f = float32(0.0)
+            z_c = float32(0.0)
+            z_o = float32(0.0)
+            if active:
+                z_i = x_gates[t, b, j] + bias[j]
+                z_f = x_gates[t, b, hidden + j] + bias[hidden + j]
+                z_c = x_gates[t, b, 2 * hidden + j] + bias[2 * hidden + j]
+                z_o = x_gates[t, b, 3 * hidden + j] + bias[3 * hidden + j]
+            if t > 0:  # h_{-1} = 0: step 0 has no recurrent term
+                for k0 in range(0, hidden, k_chunk):
+                    for e in range(tid, batch * k_chunk, threads):
+                        r, kk = e // k_chunk, e % k_chunk
+                        h_s[r, kk] = hs[t - 1, r, k0 + kk] if k0 + kk < hidden else float32(0.0)
+                    cuda.syncthreads()
+                    for kk in range(min(k_chunk, hidden - k0)):
+                        h = h_s[b, kk]
+                        z_i += h * u_s[k0 + kk, jj]
+                        z_f += h * u_s[k0 + kk, units + jj]
+                        z_c += h * u_s[k0 + kk, 2 * units + jj]
+                        z_o += h * u_s[k0 + kk, 3 * units + jj]
+                    cuda.syncthreads()  # h_s is refilled next
+            if active:
+                c = sigmoidf(z_f) * c + sigmoidf(z_i) * math.tanh(z_c)
+                hs[t, b, j] = sigmoidf(z_o) * math.tanh(c)
+            grid.sync()  # every block's h_t is in memory before any block reads it
+
+    return persistent_layer
+
+
+@dataclasses.dataclass(frozen=True)
+class Plan:
+    """How a (hidden, batch) layer is cut into a cooperative grid."""
+
+    hidden: int
+    batch: int
+    units: int  # hidden units per block
+    blocks: int
+    threads: int  # per block: one per (batch row, unit)
+    k_chunk: int
+    shared_bytes: int
+
+    def kernel(self):
+        return persistent_layer_kernel(self.hidden, self.units, self.batch, self.k_chunk)
+
+
+class PersistentLimitError(ValueError):
+    """The layer does not fit the chip as one persistent grid; the message names the limit."""
+
+
+def shared_bytes(hidden: int, units: int, batch: int, k_chunk: int) -> int:
+    return 4 * (hidden * 4 * units + batch * (k_chunk + 1))
+
+
+def largest_k_chunk(hidden: int, units: int, batch: int) -> int | None:
+    for k_chunk in K_CHUNKS:
+        if shared_bytes(hidden, units, batch, k_chunk) <= SHARED_BYTES:
+            return k_chunk
+    return None
+
+
+def plan(hidden: int, batch: int, *, max_blocks=None, single_block: bool | None = None) -> Plan:
+    """The plan with the most blocks (fewest units each) that fits, or a PersistentLimitError.
+
+    ``max_blocks(plan)`` says how many blocks of that plan's kernel can be resident at once (the
+    cooperative limit); by default asked of the device. ``single_block`` (default: on the
+    simulator, whose blocks run one at a time so that a grid barrier needs a single block) puts
+    every unit in one block.
+    """
+    max_blocks = max_blocks or cooperative_limit
+    single_block = _device.SIMULATOR if single_block is None else single_block
+    candidates = [hidden] if single_block else range(1, hidden + 1)
+    reasons = []
+    for units in candidates:
+        blocks = -(-hidden // units)
+        threads = batch * units
+        if threads > MAX_THREADS:
+            reasons.append(f"{units} units per block need {batch} x {units} = {threads} threads > {MAX_THREADS}")
+            break  # more units only need more threads
+        k_chunk = largest_k_chunk(hidden, units, batch)
+        if k_chunk is None:
+            reasons.append(f"{units} units per block need {shared_bytes(hidden, units, batch, 1)} bytes of "
+                           f"shared memory > {SHARED_BYTES}")
+            break
+        candidate = Plan(hidden, batch, units, blocks, threads, k_chunk, shared_bytes(hidden, units, batch, k_chunk))
+        resident = max_blocks(candidate)
+        if blocks <= resident:
+            return candidate
+        reasons.append(f"{units} units per block: {blocks} blocks > {resident} that can be resident at once")
+    raise PersistentLimitError(
+        f"persistent LSTM: hidden {hidden}, batch {batch} does not fit this device as one cooperative grid "
+        f"({'; '.join(reasons[-2:])}). The U slice (hidden x 4 x units floats) must fit {SHARED_BYTES} bytes of "
+        f"shared memory and batch x units threads one block; see fl.persistent_limits()."
+    )
+
+
+def cooperative_limit(candidate: Plan) -> int:
+    """Blocks of this plan's kernel that can be resident at once (cooperative launch limit)."""
+    if _device.SIMULATOR:
+        return 1
+    from numba import typeof
+
+    kernel = candidate.kernel()
+    # Compile for the argument types it is launched with, then ask the occupancy calculator.
+    array3 = typeof(cuda.device_array((1, 1, 1), "float32"))
+    array2 = typeof(cuda.device_array((1, 1), "float32"))
+    array1 = typeof(cuda.device_array(1, "float32"))
+    signature = (array3, array2, array1, array3)
+    return int(kernel.compile(signature).max_cooperative_grid_blocks(candidate.threads))
+
+
+def limits(hidden: int = 512, batches=(1, 4, 16, 64, 128, 256, 512)) -> dict:
+    """For ``hidden``: which batch sizes fit as one persistent grid on this device, and why not."""
+    fits = {}
+    for batch in batches:
+        try:
+            p = plan(hidden, batch)
+            fits[batch] = f"fits: {p.blocks} blocks x {p.threads} threads, {p.units} units each, {p.shared_bytes} B shared"
+        except PersistentLimitError as error:
+            fits[batch] = f"does not fit: {error}"
+    return fits
+
+
+def launch(plan_: Plan, x_gates, recurrent, bias, hs, stream=0) -> None:
+    """One launch: the whole sequence of one layer."""
+    plan_.kernel()[plan_.blocks, plan_.threads, stream](x_gates, recurrent, bias, hs)

@@ -1,0 +1,114 @@
+"""The cuDNN 5 ladder (notebooks 03-08): every step right at odd sizes, and the launch counts
+each optimization promises."""
+
+import numpy as np
+import pytest
+
+import fastlstm_lib as fl
+from conftest import MINI, ODD, problem
+
+LADDER = ["baseline", "combined_gemms", "streams", "fused_pointwise", "pretransposed",
+          "combined_inputs", "wavefront"]
+
+#: Three layers, so that the wavefront has a middle layer that both waits and is waited for.
+ODD3 = fl.LSTMConfig(batch=3, seq_len=5, input_size=7, hidden=13, layers=3)
+
+
+@pytest.fixture(scope="module")
+def ladder_outputs(odd_problem):
+    x, params, _ = odd_problem
+    return {name: fl.steps.get(name).forward(x, params) for name in LADDER}
+
+
+@pytest.fixture(scope="module")
+def keras_output(odd_problem, keras_available):
+    x, params, _ = odd_problem
+    return fl.keras_forward(x, params).astype(np.float64)
+
+
+def test_ladder_order():
+    assert fl.steps.names()[: len(LADDER)] == LADDER
+
+
+@pytest.mark.parametrize("name", LADDER)
+def test_step_equals_reference(name, odd_problem, ladder_outputs):
+    _, _, ref = odd_problem
+    y = ladder_outputs[name]
+    assert y.dtype == np.float32 and y.shape == ref.shape
+    assert fl.relative_error(y, ref) <= 1e-5
+
+
+@pytest.mark.parametrize("name", LADDER)
+def test_step_equals_keras(name, ladder_outputs, keras_output):
+    assert fl.relative_error(ladder_outputs[name], keras_output) <= 1e-5
+
+
+@pytest.mark.parametrize("name, options", [
+    ("combined_inputs", {"chunk": 2}),
+    ("wavefront", {}),
+    ("wavefront", {"chunk": 2}),
+    ("wavefront", {"chunk": 5}),
+])
+def test_multi_layer_chunked_steps(name, options):
+    x, params = problem(ODD3, seed=3)
+    y = fl.steps.get(name).forward(x, params, **options)
+    assert fl.relative_error(y, fl.reference_forward(x, params)) <= 1e-5
+
+
+def launches_per_forward(name, cfg, **options):
+    x, params = problem(cfg)
+    with fl.count_launches() as launches:
+        fl.steps.get(name).forward(x, params, **options)
+    return sum(launches.values())
+
+
+@pytest.mark.parametrize("name, per_layer_step, per_layer", [
+    ("baseline", 25, 1),  # 8 GEMMs + 17 point-wise; one fill of c per layer
+    ("combined_gemms", 19, 1),  # 2 GEMMs + 17
+    ("streams", 19, 1),  # the same launches, on two streams
+    ("fused_pointwise", 3, 1),  # 2 GEMMs + 1 cell kernel
+    ("pretransposed", 3, 1),
+    ("combined_inputs", 2, 2),  # 1 recurrent GEMM + 1 cell kernel; 1 input GEMM per layer
+])
+def test_launch_counts(name, per_layer_step, per_layer):
+    cfg = fl.LSTMConfig(batch=1, seq_len=3, input_size=3, hidden=5, layers=2)
+    assert launches_per_forward(name, cfg) == cfg.layers * (cfg.seq_len * per_layer_step + per_layer)
+
+
+def test_wavefront_launches_one_input_gemm_per_chunk():
+    cfg = fl.LSTMConfig(batch=1, seq_len=4, input_size=3, hidden=5, layers=2)
+    # layer 0: 1 input GEMM; layer 1: 2 chunks -> 2; per layer-step 2; a fill per layer.
+    assert launches_per_forward("wavefront", cfg, chunk=2) == 1 + 2 + 2 * 4 * 2 + 2
+
+
+@pytest.mark.parametrize("name", ["streams", "combined_inputs", "wavefront"])
+def test_multi_stream_steps_survive_back_to_back_runs(name):
+    result = fl.bench(name, MINI, warmup=2, repeats=2)
+    assert result["relative_error"]["after"] <= 1e-5
+
+
+@pytest.mark.parametrize("chunk", [0, -1, 1.5, True, "5"])
+def test_chunk_must_be_a_positive_int(chunk):
+    x, params = problem(MINI)
+    with pytest.raises(ValueError, match="chunk must be a positive int"):
+        fl.steps.get("wavefront").forward(x, params, chunk=chunk)
+
+
+@pytest.mark.parametrize("name", ["baseline", "fused_pointwise"])
+def test_steps_without_options_reject_them(name):
+    x, params = problem(MINI)
+    with pytest.raises(TypeError, match="takes no options"):
+        fl.steps.get(name).forward(x, params, chunk=2)
+
+
+@pytest.mark.parametrize("name, method", [
+    ("combined_gemms", "def gate_products"),
+    ("streams", "def run_layer"),
+    ("fused_pointwise", "def cell_update"),
+    ("pretransposed", "def upload_weights"),
+    ("combined_inputs", "def run_layer"),
+    ("wavefront", "def run_chunk"),
+])
+def test_changes_show_what_each_step_overrides(name, method):
+    assert method in fl.steps.changes(name)
+    assert fl.steps.previous(name).name == LADDER[LADDER.index(name) - 1]

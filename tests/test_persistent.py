@@ -1,0 +1,106 @@
+"""The persistent step (notebook 09): right on the simulator with one block; its multi-block
+indexing checked there too; the grid planned, or refused with the limit named."""
+
+import numpy as np
+import pytest
+from numba import cuda
+
+import fastlstm_lib as fl
+from fastlstm_lib.kernels import persistent
+from conftest import ODD, problem
+
+
+def test_persistent_comes_after_the_wavefront():
+    names = fl.steps.names()
+    assert names.index("persistent") == names.index("wavefront") + 1
+
+
+@pytest.mark.parametrize("cfg", [
+    ODD,
+    fl.LSTMConfig(batch=1, seq_len=4, input_size=3, hidden=37, layers=1),  # hidden > one k-chunk
+    fl.LSTMConfig(batch=5, seq_len=3, input_size=2, hidden=3, layers=3),
+])
+def test_persistent_equals_reference(cfg):
+    x, params = problem(cfg, seed=5)
+    y = fl.steps.get("persistent").forward(x, params)
+    assert fl.relative_error(y, fl.reference_forward(x, params)) <= 1e-5
+
+
+def test_persistent_equals_keras(odd_problem, keras_available):
+    x, params, _ = odd_problem
+    y = fl.steps.get("persistent").forward(x, params)
+    assert fl.relative_error(y, fl.keras_forward(x, params).astype(np.float64)) <= 1e-5
+
+
+def test_persistent_is_two_launches_per_layer(odd_problem):
+    x, params, _ = odd_problem
+    with fl.count_launches() as launches:
+        fl.steps.get("persistent").forward(x, params)
+    assert dict(launches) == {"blocked_gemm": ODD.layers, "persistent_layer": ODD.layers}
+
+
+def test_simulator_plans_a_single_block():
+    if not fl.is_simulator():
+        pytest.skip("simulator only")
+    p = persistent.plan(13, 3)
+    assert (p.blocks, p.units, p.threads) == (1, 13, 39)
+
+
+def test_many_blocks_index_the_right_units():
+    """Several blocks, the last one partial, h staged in several k-chunks with a tail.
+
+    The simulator runs blocks one after another, so a block can't wait there for the others' h.
+    Instead every h_{t-1} is pre-filled with the reference's value, except the last step, which
+    is poisoned: each block must then write its own units of every step, and read everybody's.
+    """
+    hidden, batch, steps = 13, 3, 4
+    cfg = fl.LSTMConfig(batch=batch, seq_len=steps, input_size=2, hidden=hidden, layers=1)
+    x, params = problem(cfg, seed=9)
+    kernel, recurrent, bias = params[0]
+    ref = fl.reference_forward(x, params)  # (B, T, H)
+    x_gates = np.ascontiguousarray((x @ kernel).transpose(1, 0, 2))  # (T, B, 4H), bias added in-kernel
+    hs = np.ascontiguousarray(ref.transpose(1, 0, 2)).astype(np.float32)
+    hs[-1] = np.nan
+    grid = persistent.Plan(hidden, batch, units=5, blocks=3, threads=15, k_chunk=4,
+                           shared_bytes=persistent.shared_bytes(hidden, 5, batch, 4))
+    hs_device = cuda.to_device(hs)
+    persistent.launch(grid, cuda.to_device(x_gates), cuda.to_device(recurrent), cuda.to_device(bias), hs_device)
+    assert fl.relative_error(hs_device.copy_to_host().transpose(1, 0, 2), ref) <= 1e-5
+
+
+def h100_like(plan):
+    return 132  # one resident block per SM on an H100 SXM
+
+
+@pytest.mark.parametrize("batch, units, blocks, k_chunk", [
+    (1, 4, 128, 32), (4, 4, 128, 32), (64, 4, 128, 32), (256, 4, 128, 8),
+])
+def test_plan_at_hidden_512(batch, units, blocks, k_chunk):
+    p = persistent.plan(512, batch, max_blocks=h100_like, single_block=False)
+    assert (p.units, p.blocks, p.threads, p.k_chunk) == (units, blocks, batch * units, k_chunk)
+    assert p.shared_bytes <= persistent.SHARED_BYTES
+
+
+def test_plan_names_the_thread_limit():
+    with pytest.raises(persistent.PersistentLimitError, match=r"256 blocks > 132 .* 512 x 3 = 1536 threads > 1024"):
+        persistent.plan(512, 512, max_blocks=h100_like, single_block=False)
+
+
+def test_plan_names_the_shared_memory_limit():
+    with pytest.raises(persistent.PersistentLimitError, match="shared memory"):
+        persistent.plan(1024, 4, max_blocks=h100_like, single_block=False)
+
+
+def test_a_step_that_does_not_fit_fails_before_launching():
+    if not fl.is_simulator():
+        pytest.skip("the single-block limit is the simulator's")
+    cfg = fl.LSTMConfig(batch=40, seq_len=2, input_size=2, hidden=30, layers=1)  # 1200 threads in one block
+    x, params = problem(cfg)
+    with fl.count_launches() as launches, pytest.raises(ValueError, match="does not fit"):
+        fl.steps.get("persistent").forward(x, params)
+    assert sum(launches.values()) == 0
+
+
+def test_limits_report_each_batch():
+    report = fl.persistent_limits(13, batches=(1, 3))
+    assert set(report) == {1, 3} and all(text.startswith(("fits", "does not fit")) for text in report.values())
