@@ -171,7 +171,18 @@ def cooperative_limit(candidate: Plan) -> int:
     array2 = typeof(cuda.device_array((1, 1), "float32"))
     array1 = typeof(cuda.device_array(1, "float32"))
     signature = (array3, array2, array1, array3)
-    return int(kernel.compile(signature).max_cooperative_grid_blocks(candidate.threads))
+    try:
+        compiled = kernel.compile(signature)
+    except Exception as error:  # the grid barrier links the CUDA device runtime, a static library
+        if "cudadevrt" not in str(error):
+            raise
+        raise RuntimeError(
+            "the persistent kernel's grid barrier needs the CUDA device runtime (libcudadevrt.a), which "
+            "Numba did not find: install the CUDA toolkit, or `pip install \"numba-cuda[cu12]\"` (or [cu13]); "
+            "`python -c 'from numba import cuda; cuda.cudadrv.libs.test()'` shows where Numba looks. "
+            f"({error})"
+        ) from error
+    return int(compiled.max_cooperative_grid_blocks(candidate.threads))
 
 
 def limits(hidden: int = 512, batches=(1, 4, 16, 64, 128, 256, 512)) -> dict:
