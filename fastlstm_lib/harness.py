@@ -144,20 +144,32 @@ def bench(step, cfg: LSTMConfig | None = None, *, warmup: int | None = None, rep
     }
 
 
+class _NoProgressBar(list):
+    def set_postfix_str(self, text):  # tqdm's method, doing nothing
+        pass
+
+
+def progress_bar(items, desc: str, unit: str, *, enabled: bool = True):
+    """tqdm over ``items`` when enabled and installed (a lean GPU machine may not have it)."""
+    if enabled:
+        try:
+            from tqdm.auto import tqdm
+        except ImportError:
+            pass
+        else:
+            return tqdm(items, desc=desc, unit=unit)
+    return _NoProgressBar(items)
+
+
 def bench_steps(names=None, cfg: LSTMConfig | None = None, *, progress: bool = True, **kwargs) -> list[dict]:
     """``bench`` for several steps (all by default), in ladder order, with a progress bar."""
     names = steps_registry.names() if names is None else list(names)
     for name in names:
         steps_registry.get(name)  # fail on a typo before spending minutes on the others
-    iterator = names
-    if progress:
-        from tqdm.auto import tqdm
-
-        iterator = tqdm(names, desc="benchmark", unit="step")
+    iterator = progress_bar(names, "benchmark", "step", enabled=progress)
     results = []
     for name in iterator:
-        if progress:
-            iterator.set_postfix_str(name)
+        iterator.set_postfix_str(name)
         results.append(bench(name, cfg, **kwargs))
     return results
 
@@ -176,11 +188,8 @@ def bench_batch_sweep(names=None, batches=(1, 4, 16, 64), base: LSTMConfig | Non
     names = steps_registry.names() if names is None else list(names)
     for name in names:
         steps_registry.get(name)
-    jobs = [(batch, name) for batch in batches for name in names]
-    if progress:
-        from tqdm.auto import tqdm
-
-        jobs = tqdm(jobs, desc="batch sweep", unit="run")
+    jobs = progress_bar([(batch, name) for batch in batches for name in names], "batch sweep", "run",
+                        enabled=progress)
     results = []
     for batch, name in jobs:
         cfg = dataclasses.replace(base, batch=batch)

@@ -150,3 +150,15 @@ def test_gemm_benchmark_refuses_to_run_on_the_simulator():
         pytest.skip("on a GPU this is a real benchmark, not a unit test")
     done = subprocess.run([sys.executable, "-m", "fastlstm_lib", "gemm"], capture_output=True, text=True, timeout=120)
     assert done.returncode == 2 and "needs a GPU" in done.stderr
+
+
+def test_benchmarks_run_without_tqdm():
+    # The lent GPU machine's Python has numba and torch but maybe no tqdm: no bar, same results.
+    done = subprocess.run(
+        [sys.executable, "-c", "import sys; sys.modules['tqdm'] = sys.modules['tqdm.auto'] = None\n"
+         "import fastlstm_lib as fl\n"
+         "print([r['step'] for r in fl.bench_steps(['persistent'], fl.LSTMConfig.tiny(), repeats=1)])"],
+        capture_output=True, text=True, timeout=300,
+    )
+    assert done.returncode == 0, done.stderr
+    assert "['persistent']" in done.stdout
