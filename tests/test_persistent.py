@@ -46,8 +46,10 @@ def test_simulator_plans_a_single_block():
     assert (p.blocks, p.units, p.threads) == (1, 13, 39)
 
 
-def test_many_blocks_index_the_right_units():
-    """Several blocks, the last one partial, h staged in several k-chunks with a tail.
+@pytest.mark.parametrize("splits", [1, 4])
+def test_many_blocks_index_the_right_units(splits):
+    """Several blocks (the last one partial), h staged in k-chunks with a tail, and each pair's
+    dot products split between several threads.
 
     The simulator runs blocks one after another, so a block can't wait there for the others' h.
     Instead every h_{t-1} is pre-filled with the reference's value, except the last step, which
@@ -61,23 +63,39 @@ def test_many_blocks_index_the_right_units():
     x_gates = np.ascontiguousarray((x @ kernel).transpose(1, 0, 2))  # (T, B, 4H), bias added in-kernel
     hs = np.ascontiguousarray(ref.transpose(1, 0, 2)).astype(np.float32)
     hs[-1] = np.nan
-    grid = persistent.Plan(hidden, batch, units=5, blocks=3, threads=15, k_chunk=4,
-                           shared_bytes=persistent.shared_bytes(hidden, 5, batch, 4))
+    grid = persistent.Plan(hidden, batch, units=5, blocks=3, splits=splits, k_chunk=4)
     hs_device = cuda.to_device(hs)
     persistent.launch(grid, cuda.to_device(x_gates), cuda.to_device(recurrent), cuda.to_device(bias), hs_device)
     assert fl.relative_error(hs_device.copy_to_host().transpose(1, 0, 2), ref) <= 1e-5
+
+
+def test_split_dot_products_in_one_block():
+    cfg = fl.LSTMConfig(batch=2, seq_len=3, input_size=3, hidden=7, layers=1)
+    x, params = problem(cfg, seed=11)
+    kernel, recurrent, bias = params[0]
+    x_gates = np.ascontiguousarray((x @ kernel).transpose(1, 0, 2))
+    hs = cuda.to_device(np.full((3, 2, 7), np.nan, np.float32))
+    grid = persistent.Plan(7, 2, units=7, blocks=1, splits=2, k_chunk=7)
+    persistent.launch(grid, cuda.to_device(x_gates), cuda.to_device(recurrent), cuda.to_device(bias), hs)
+    ref = fl.reference_forward(x, params)
+    assert fl.relative_error(hs.copy_to_host().transpose(1, 0, 2), ref) <= 1e-5
 
 
 def h100_like(plan):
     return 132  # one resident block per SM on an H100 SXM
 
 
-@pytest.mark.parametrize("batch, units, blocks, k_chunk", [
-    (1, 4, 128, 32), (4, 4, 128, 32), (64, 4, 128, 32), (256, 4, 128, 8),
+@pytest.mark.parametrize("batch, splits, k_chunk", [
+    (1, 32, 512),  # 4 pairs per block: 32 threads share each pair's dot products; all of h fits
+    (4, 16, 512),
+    (16, 4, 128),
+    (64, 1, 32),  # 256 pairs fill the block by themselves
+    (256, 1, 8),
 ])
-def test_plan_at_hidden_512(batch, units, blocks, k_chunk):
-    p = persistent.plan(512, batch, max_blocks=h100_like, single_block=False)
-    assert (p.units, p.blocks, p.threads, p.k_chunk) == (units, blocks, batch * units, k_chunk)
+def test_plan_at_hidden_512(batch, splits, k_chunk):
+    p = persistent.plan(512, batch, max_blocks=h100_like, single_block=False, target_threads=256)  # the GPU's target
+    assert (p.units, p.blocks, p.splits, p.k_chunk) == (4, 128, splits, k_chunk)
+    assert p.threads == batch * 4 * splits <= 1024
     assert p.shared_bytes <= persistent.SHARED_BYTES
 
 

@@ -3,15 +3,21 @@
 The grid splits the hidden units among its blocks: block q owns ``units`` of them, so it needs
 only its 4 * units columns of U (one per gate and unit), H x 4 x units floats. It loads them into
 shared memory ONCE, and keeps them there for the whole sequence: the weights stop travelling
-from memory at every step. Each thread owns one (batch row, hidden unit) pair for the whole
-sequence, so that pair's cell state c never leaves a register.
+from memory at every step.
 
-Per step t, every thread:
-1. starts from its 4 input pre-activations (one GEMM over all steps computed them beforehand)
-   and the bias;
-2. adds h_{t-1} . U for its 4 gate columns, h_{t-1} staged chunk by chunk in shared memory;
-3. applies the gates, updates c in its register and writes h_t to global memory;
-4. waits at the grid barrier: step t+1 reads every block's h_t.
+Inside a block, each (batch row, hidden unit) pair gets ``splits`` threads. Each thread adds its
+share of the 4 dot products h_{t-1} . U[:, gate column] (every splits-th k), the shares are summed
+through shared memory, and the pair's leader thread, the one with share 0, keeps the pair's cell
+state c in a register for the whole sequence. At batch 64 one thread per pair already fills a
+block (splits = 1); at batch 4 a block would otherwise have 16 threads, each doing 2048
+multiply-adds one after the other, per step.
+
+Per step t:
+1. every thread adds its share of h_{t-1} . U; h_{t-1} is staged in shared memory, all of it
+   at once when it fits, else chunk by chunk;
+2. the leader sums the shares, adds the input pre-activations (one GEMM over all steps computed
+   them beforehand) and the bias, applies the gates, updates c and writes h_t to global memory;
+3. the whole grid waits at the barrier: step t+1 reads every block's h_t.
 
 A grid barrier is only safe if every block of the grid is resident at once, which is what a
 cooperative launch guarantees (and refuses beyond ``max_cooperative_grid_blocks``). On the
@@ -32,33 +38,39 @@ from .pointwise import sigmoidf
 #: Statically allocated shared memory per block that every CUDA GPU allows.
 SHARED_BYTES = 48 * 1024
 MAX_THREADS = 1024
-#: Steps of h staged in shared memory at a time (k-chunk), largest first.
-K_CHUNKS = (32, 16, 8, 4, 2, 1)
+#: Threads per block worth aiming for when splitting the dot products (fewer on the simulator,
+#: where every thread is a Python thread).
+TARGET_THREADS = 32 if _device.SIMULATOR else 256
+MAX_SPLITS = 32
 
 
 @functools.lru_cache(maxsize=None)
-def persistent_layer_kernel(hidden: int, units: int, batch: int, k_chunk: int):
-    """The kernel for one (hidden, units per block, batch, k-chunk): shared arrays need constants."""
+def persistent_layer_kernel(hidden: int, units: int, batch: int, k_chunk: int, splits: int):
+    """The kernel for one plan: shared-array shapes must be compile-time constants."""
     gate_cols = 4 * units
-    threads = batch * units
+    threads = batch * units * splits
 
     @cuda.jit
     def persistent_layer(x_gates, recurrent, bias, hs):
         # x_gates (T, B, 4H): x_t @ W for every step; recurrent (H, 4H); bias (4H,); hs (T, B, H).
-        u_s = cuda.shared.array((hidden, gate_cols), float32)  # this block's columns of U
-        h_s = cuda.shared.array((batch, k_chunk + 1), float32)  # +1: rows fall in different banks
+        # The +1 paddings put neighbouring rows in different shared-memory banks.
+        u_s = cuda.shared.array((gate_cols, hidden + 1), float32)  # this block's columns of U, transposed
+        h_s = cuda.shared.array((batch, k_chunk + 1), float32)
+        shares = cuda.shared.array((threads if splits > 1 else 1, 4), float32)  # unused with one thread per pair
         grid = cuda.cg.this_grid()
         tid = cuda.threadIdx.x
+        share = tid % splits  # this thread adds k = share, share + splits, ...
+        pair = tid // splits
+        b = pair // units  # the pair's batch row...
+        jj = pair % units  # ...and hidden unit, for the whole sequence
         first_unit = cuda.blockIdx.x * units
-        b = tid // units  # this thread's batch row...
-        jj = tid % units  # ...and hidden unit, for the whole sequence
         j = first_unit + jj
-        active = j < hidden  # the last block may own fewer than `units` units
+        leader = share == 0 and j < hidden  # the last block may own fewer than `units` units
 
         for e in range(tid, hidden * gate_cols, threads):  # once per launch, not per step
             k, col = e // gate_cols, e % gate_cols
             unit = first_unit + col % units
-            u_s[k, col] = recurrent[k, (col // units) * hidden + unit] if unit < hidden else float32(0.0)
+            u_s[col, k] = recurrent[k, (col // units) * hidden + unit] if unit < hidden else float32(0.0)
         cuda.syncthreads()
 
         c = float32(0.0)
@@ -67,28 +79,43 @@ def persistent_layer_kernel(hidden: int, units: int, batch: int, k_chunk: int):
             z_f = float32(0.0)
             z_c = float32(0.0)
             z_o = float32(0.0)
-            if active:
-                z_i = x_gates[t, b, j] + bias[j]
-                z_f = x_gates[t, b, hidden + j] + bias[hidden + j]
-                z_c = x_gates[t, b, 2 * hidden + j] + bias[2 * hidden + j]
-                z_o = x_gates[t, b, 3 * hidden + j] + bias[3 * hidden + j]
             if t > 0:  # h_{-1} = 0: step 0 has no recurrent term
                 for k0 in range(0, hidden, k_chunk):
                     for e in range(tid, batch * k_chunk, threads):
                         r, kk = e // k_chunk, e % k_chunk
                         h_s[r, kk] = hs[t - 1, r, k0 + kk] if k0 + kk < hidden else float32(0.0)
                     cuda.syncthreads()
-                    for kk in range(min(k_chunk, hidden - k0)):
+                    for kk in range(share, min(k_chunk, hidden - k0), splits):
                         h = h_s[b, kk]
-                        z_i += h * u_s[k0 + kk, jj]
-                        z_f += h * u_s[k0 + kk, units + jj]
-                        z_c += h * u_s[k0 + kk, 2 * units + jj]
-                        z_o += h * u_s[k0 + kk, 3 * units + jj]
+                        z_i += h * u_s[jj, k0 + kk]
+                        z_f += h * u_s[units + jj, k0 + kk]
+                        z_c += h * u_s[2 * units + jj, k0 + kk]
+                        z_o += h * u_s[3 * units + jj, k0 + kk]
                     cuda.syncthreads()  # h_s is refilled next
-            if active:
+            if splits > 1:  # a compile-time constant: this goes away with one thread per pair
+                shares[tid, 0] = z_i
+                shares[tid, 1] = z_f
+                shares[tid, 2] = z_c
+                shares[tid, 3] = z_o
+                cuda.syncthreads()
+            if leader:
+                if splits > 1:
+                    z_i = float32(0.0)
+                    z_f = float32(0.0)
+                    z_c = float32(0.0)
+                    z_o = float32(0.0)
+                    for other in range(tid, tid + splits):
+                        z_i += shares[other, 0]
+                        z_f += shares[other, 1]
+                        z_c += shares[other, 2]
+                        z_o += shares[other, 3]
+                z_i += x_gates[t, b, j] + bias[j]
+                z_f += x_gates[t, b, hidden + j] + bias[hidden + j]
+                z_c += x_gates[t, b, 2 * hidden + j] + bias[2 * hidden + j]
+                z_o += x_gates[t, b, 3 * hidden + j] + bias[3 * hidden + j]
                 c = sigmoidf(z_f) * c + sigmoidf(z_i) * math.tanh(z_c)
                 hs[t, b, j] = sigmoidf(z_o) * math.tanh(c)
-            grid.sync()  # every block's h_t is in memory before any block reads it
+            grid.sync()  # every block's h_t is in memory before any block reads it (and shares is free)
 
     return persistent_layer
 
@@ -101,36 +128,54 @@ class Plan:
     batch: int
     units: int  # hidden units per block
     blocks: int
-    threads: int  # per block: one per (batch row, unit)
-    k_chunk: int
-    shared_bytes: int
+    splits: int  # threads per (batch row, unit) pair, sharing its dot products
+    k_chunk: int  # steps of h staged in shared memory at a time
+    threads: int = 0  # per block: batch x units x splits
+    shared_bytes: int = 0
+
+    def __post_init__(self):
+        object.__setattr__(self, "threads", self.batch * self.units * self.splits)
+        object.__setattr__(self, "shared_bytes", shared_bytes(self.hidden, self.units, self.batch, self.k_chunk, self.splits))
 
     def kernel(self):
-        return persistent_layer_kernel(self.hidden, self.units, self.batch, self.k_chunk)
+        return persistent_layer_kernel(self.hidden, self.units, self.batch, self.k_chunk, self.splits)
 
 
 class PersistentLimitError(ValueError):
     """The layer does not fit the chip as one persistent grid; the message names the limit."""
 
 
-def shared_bytes(hidden: int, units: int, batch: int, k_chunk: int) -> int:
-    return 4 * (hidden * 4 * units + batch * (k_chunk + 1))
+def shared_bytes(hidden: int, units: int, batch: int, k_chunk: int, splits: int = 1) -> int:
+    """Static shared memory of one block: U's columns, staged h, the threads' shares."""
+    shares = batch * units * splits * 4 if splits > 1 else 4
+    return 4 * (4 * units * (hidden + 1) + batch * (k_chunk + 1) + shares)
 
 
-def largest_k_chunk(hidden: int, units: int, batch: int) -> int | None:
-    for k_chunk in K_CHUNKS:
-        if shared_bytes(hidden, units, batch, k_chunk) <= SHARED_BYTES:
+def choose_splits(pairs: int, hidden: int, target_threads: int = TARGET_THREADS) -> int:
+    """Threads per pair: a power of two that brings the block near ``target_threads``."""
+    splits = 1
+    while splits * 2 <= MAX_SPLITS and pairs * splits * 2 <= target_threads and splits * 2 <= hidden:
+        splits *= 2
+    return splits
+
+
+def largest_k_chunk(hidden: int, units: int, batch: int, splits: int = 1) -> int | None:
+    """All of h if it fits beside the weights, else the largest power of two that does."""
+    candidates = [hidden] + [2 ** p for p in range(10, -1, -1) if 2 ** p < hidden]
+    for k_chunk in candidates:
+        if shared_bytes(hidden, units, batch, k_chunk, splits) <= SHARED_BYTES:
             return k_chunk
     return None
 
 
-def plan(hidden: int, batch: int, *, max_blocks=None, single_block: bool | None = None) -> Plan:
+def plan(hidden: int, batch: int, *, max_blocks=None, single_block: bool | None = None,
+         target_threads: int = TARGET_THREADS) -> Plan:
     """The plan with the most blocks (fewest units each) that fits, or a PersistentLimitError.
 
     ``max_blocks(plan)`` says how many blocks of that plan's kernel can be resident at once (the
     cooperative limit); by default asked of the device. ``single_block`` (default: on the
     simulator, whose blocks run one at a time so that a grid barrier needs a single block) puts
-    every unit in one block.
+    every unit in one block. ``target_threads``: how many threads per block to aim for.
     """
     max_blocks = max_blocks or cooperative_limit
     single_block = _device.SIMULATOR if single_block is None else single_block
@@ -138,16 +183,17 @@ def plan(hidden: int, batch: int, *, max_blocks=None, single_block: bool | None 
     reasons = []
     for units in candidates:
         blocks = -(-hidden // units)
-        threads = batch * units
-        if threads > MAX_THREADS:
-            reasons.append(f"{units} units per block need {batch} x {units} = {threads} threads > {MAX_THREADS}")
+        pairs = batch * units
+        if pairs > MAX_THREADS:
+            reasons.append(f"{units} units per block need {batch} x {units} = {pairs} threads > {MAX_THREADS}")
             break  # more units only need more threads
-        k_chunk = largest_k_chunk(hidden, units, batch)
+        splits = choose_splits(pairs, hidden, target_threads)
+        k_chunk = largest_k_chunk(hidden, units, batch, splits)
         if k_chunk is None:
-            reasons.append(f"{units} units per block need {shared_bytes(hidden, units, batch, 1)} bytes of "
+            reasons.append(f"{units} units per block need {shared_bytes(hidden, units, batch, 1, splits)} bytes of "
                            f"shared memory > {SHARED_BYTES}")
             break
-        candidate = Plan(hidden, batch, units, blocks, threads, k_chunk, shared_bytes(hidden, units, batch, k_chunk))
+        candidate = Plan(hidden, batch, units, blocks, splits, k_chunk)
         resident = max_blocks(candidate)
         if blocks <= resident:
             return candidate
@@ -191,7 +237,8 @@ def limits(hidden: int = 512, batches=(1, 4, 16, 64, 128, 256, 512)) -> dict:
     for batch in batches:
         try:
             p = plan(hidden, batch)
-            fits[batch] = f"fits: {p.blocks} blocks x {p.threads} threads, {p.units} units each, {p.shared_bytes} B shared"
+            fits[batch] = (f"fits: {p.blocks} blocks x {p.threads} threads ({p.units} units x {p.splits} threads "
+                           f"per batch row), {p.shared_bytes} B shared")
         except PersistentLimitError as error:
             fits[batch] = f"does not fit: {error}"
     return fits
