@@ -1,0 +1,350 @@
+"""fastlstm_lib.cnn: both layouts build the same model and compute the same function; the data
+loader never needs the network; bad arguments say what was expected. No timing assertions."""
+
+import pickle
+import subprocess
+import sys
+
+import numpy as np
+import pytest
+
+from fastlstm_lib import cnn
+
+pytest.importorskip("keras")
+
+TINY_CNN = dict(image_size=8, width=4, dense_units=8)
+TINY_WRN = dict(depth=10, width_factor=1, image_size=8)
+
+
+def trainable(model):
+    return sum(int(np.prod(w.shape)) for w in model.trainable_weights)
+
+
+@pytest.mark.parametrize("builder, options", [(cnn.cifar_cnn, TINY_CNN), (cnn.cifar_cnn, dict(image_size=16, blocks=3, width=4)),
+                                              (cnn.wide_resnet, TINY_WRN)])
+def test_both_layouts_have_equal_parameter_counts(builder, options):
+    last, first = (builder(f, **options) for f in cnn.DATA_FORMATS)
+    assert last.count_params() == first.count_params() > 0
+    assert cnn.model_data_format(last) == "channels_last"
+    assert cnn.model_data_format(first) == "channels_first"
+
+
+@pytest.mark.parametrize("builder, options, told", [
+    (cnn.wide_resnet, TINY_WRN, ("Conv2D", "GlobalAveragePooling2D", "BatchNormalization")),
+    (cnn.cifar_cnn, TINY_CNN, ("Conv2D", "MaxPooling2D", "Flatten")),
+])
+def test_channels_first_model_is_told_everywhere(builder, options, told):
+    keras = cnn.import_keras()
+    model = builder("channels_first", **options)
+    present = {type(layer).__name__ for layer in model.layers}
+    assert set(told) <= present  # so that the checks below are not vacuous
+    spatial = (keras.layers.Conv2D, keras.layers.MaxPooling2D, keras.layers.GlobalAveragePooling2D)
+    assert all(layer.data_format == "channels_first" for layer in model.layers if isinstance(layer, spatial))
+    assert all(layer.axis in (1, [1]) for layer in model.layers if isinstance(layer, keras.layers.BatchNormalization))
+    # Flatten is told too: memory order in both layouts, whatever keras.json says (copy_weights relies on it)
+    assert all(layer.data_format == "channels_last" for layer in model.layers if isinstance(layer, keras.layers.Flatten))
+    assert tuple(model.input.shape[1:]) == (3, 8, 8)
+
+
+def test_layouts_stay_equivalent_when_keras_json_says_channels_first():
+    keras = cnn.import_keras()
+    images = cnn.synthetic_images(8, image_size=8, seed=3)[0]
+    previous = keras.config.image_data_format()
+    keras.config.set_image_data_format("channels_first")  # what "image_data_format" in keras.json does
+    try:
+        last, first = cnn.twin_models("cifar_cnn", **TINY_CNN)
+    finally:
+        keras.config.set_image_data_format(previous)
+    assert {layer.data_format for layer in (last.get_layer("flatten"), first.get_layer("flatten"))} == {"channels_last"}
+    assert cnn.max_output_difference(last, first, images) <= 1e-5
+
+
+def _flatten_model(data_format, flatten_format):
+    keras = cnn.import_keras()
+    inputs = keras.Input(cnn.input_shape(data_format, 4), name="images")
+    x = keras.layers.Conv2D(2, 3, padding="same", data_format=data_format, name="conv")(inputs)
+    x = keras.layers.Flatten(data_format=flatten_format, name="flatten")(x)
+    return keras.Model(inputs, keras.layers.Dense(3, activation="softmax", name="dense")(x))
+
+
+def test_copy_weights_knows_a_flatten_that_transposes_itself():
+    cnn.import_keras().utils.set_random_seed(0)
+    images = cnn.synthetic_images(8, image_size=4, seed=1)[0]
+    source = _flatten_model("channels_last", "channels_last")
+    for flatten_format, expected in (("channels_last", ["dense"]), ("channels_first", [])):
+        target = _flatten_model("channels_first", flatten_format)  # channels_first: Keras transposes to NHWC first
+        assert cnn.copy_weights(source, target) == expected
+        assert cnn.max_output_difference(source, target, images) <= 1e-5
+    with pytest.raises(ValueError, match="memory order"):
+        cnn.copy_weights(_flatten_model("channels_last", "channels_first"), _flatten_model("channels_first", "channels_last"))
+
+
+@pytest.mark.parametrize("dropout", [0.0, 0.3, 0.49, np.float32(0.25), np.float64(0.4)])
+def test_cnn_dropout_below_one_half_builds(dropout):
+    model = cnn.cifar_cnn("channels_last", dropout=dropout, **TINY_CNN)
+    assert model.get_layer("dropout_dense").rate == pytest.approx(2 * float(dropout))
+
+
+def test_numpy_numbers_are_numbers():
+    model = cnn.wide_resnet("channels_last", dropout=np.float32(0.3), **TINY_WRN)
+    assert model.get_layer("group1_block1_dropout").rate == pytest.approx(0.3)
+    a, _ = cnn.synthetic_images(4, image_size=8, noise=np.float32(0.5))
+    b, _ = cnn.synthetic_images(4, image_size=8, noise=0.5)
+    np.testing.assert_array_equal(a, b)
+
+
+def test_layout_optimizer_restores_the_previous_state():
+    if cnn.backend_name() != "tensorflow":
+        pytest.skip("Grappler's layout optimizer is TensorFlow's")
+    import tensorflow as tf
+
+    def state():
+        return tf.config.optimizer.get_experimental_options().get("layout_optimizer")
+
+    before = state()
+    with cnn.layout_optimizer(False):
+        assert state() is False
+        with cnn.layout_optimizer(True):
+            assert state() is True
+        assert state() is False  # the outer setting, not a forced True
+    assert state() == before  # unset stays unset (TensorFlow's default)
+    with pytest.raises(RuntimeError, match="boom"):
+        with cnn.layout_optimizer(False):
+            raise RuntimeError("boom")
+    assert state() == before
+
+
+def test_wrn_28_10_has_36_5_million_parameters():
+    model = cnn.wide_resnet("channels_last")  # built, not trained
+    assert abs(trainable(model) - 36.5e6) < 0.05e6
+    assert model.layers[-1].units == cnn.NUM_CLASSES
+
+
+def test_classic_cnn_structure():
+    model = cnn.cifar_cnn("channels_last")
+    convs = [layer.filters for layer in model.layers if layer.__class__.__name__ == "Conv2D"]
+    dense = [layer.units for layer in model.layers if layer.__class__.__name__ == "Dense"]
+    assert convs == [32, 32, 64, 64] and dense == [512, 10]
+
+
+def test_flatten_row_permutation_matches_the_transposed_features():
+    rng = np.random.default_rng(0)
+    h, w, c, units = 3, 5, 4, 7
+    features = rng.standard_normal((h, w, c))
+    kernel = rng.standard_normal((h * w * c, units))
+    permuted = cnn.flatten_rows_to_channels_first(kernel, h, w, c)
+    expected = features.reshape(-1) @ kernel
+    np.testing.assert_allclose(features.transpose(2, 0, 1).reshape(-1) @ permuted, expected, rtol=1e-12)
+    assert not np.allclose(features.transpose(2, 0, 1).reshape(-1) @ kernel, expected)
+
+
+@pytest.mark.parametrize("model, options", [("cifar_cnn", TINY_CNN), ("wide_resnet", TINY_WRN)])
+def test_copied_weights_compute_the_same_function(model, options):
+    images = cnn.synthetic_images(16, image_size=8, seed=3)[0]
+    last, first = cnn.twin_models(model, **options)
+    assert cnn.max_output_difference(last, first, images) <= 1e-5
+
+
+def test_copy_without_permutation_computes_something_else():
+    images = cnn.synthetic_images(16, image_size=8, seed=3)[0]
+    last, _ = cnn.twin_models("cifar_cnn", **TINY_CNN)
+    naive = cnn.cifar_cnn("channels_first", **TINY_CNN)
+    naive.set_weights(last.get_weights())
+    assert cnn.max_output_difference(last, naive, images) > 1e-4
+
+
+def test_to_layout_transposes_and_scales():
+    images = cnn.synthetic_images(2, image_size=8, seed=0)[0]
+    first = cnn.to_layout(images, "channels_first")
+    assert first.shape == (2, 3, 8, 8) and first.dtype == np.float32 and first.flags["C_CONTIGUOUS"]
+    np.testing.assert_array_equal(first, np.transpose(images, [0, 3, 1, 2]) / np.float32(255))
+
+
+def test_loader_falls_back_offline_and_labels_itself(tmp_path, monkeypatch):
+    monkeypatch.delenv(cnn.DOWNLOAD_ENV, raising=False)
+    data = cnn.load_images(40, 10, cache_dir=tmp_path)
+    assert data.source == "synthetic" and not data.real
+    assert "OFFLINE SUBSTITUTE" in data.description and "not CIFAR-10" in data.description
+    assert data.x_train.shape == (40, 32, 32, 3) and data.x_train.dtype == np.uint8
+    assert data.x_test.shape == (10, 32, 32, 3)
+    assert set(np.unique(data.y_train)) <= set(range(cnn.NUM_CLASSES))
+    again = cnn.load_images(40, 10, cache_dir=tmp_path)
+    np.testing.assert_array_equal(data.x_train, again.x_train)  # seeded
+    small = cnn.load_images(8, 4, image_size=16, cache_dir=tmp_path)
+    assert small.x_train.shape == (8, 16, 16, 3) and small.image_size == 16
+
+
+def test_failed_download_falls_back_and_says_why(tmp_path, monkeypatch):
+    def no_network(found):
+        raise OSError("no route to host")
+
+    monkeypatch.setattr(cnn, "_load_cifar10", no_network)  # never touch the real network in a test
+    data = cnn.load_images(8, 4, cache_dir=tmp_path, download=True)
+    assert data.source == "synthetic" and "download failed" in data.description
+
+
+def test_loader_reads_cached_cifar_batches(tmp_path):
+    folder = tmp_path / "cifar-10-batches-py"
+    folder.mkdir()
+    rng = np.random.default_rng(0)
+    for name in [f"data_batch_{i}" for i in range(1, 6)] + ["test_batch"]:
+        entry = {b"data": rng.integers(0, 256, (2, 3072), dtype=np.uint8), b"labels": [1, 7]}
+        (folder / name).write_bytes(pickle.dumps(entry))
+    assert cnn.find_cached_cifar10(tmp_path) == ("folder", folder)
+    data = cnn.load_images(cache_dir=tmp_path, download=False)
+    assert data.real and data.x_train.shape == (10, 32, 32, 3) and data.x_test.shape == (2, 32, 32, 3)
+    assert list(data.y_test) == [1, 7]
+    first_image = np.frombuffer(pickle.loads((folder / "data_batch_1").read_bytes())[b"data"][0].tobytes(), np.uint8)
+    np.testing.assert_array_equal(data.x_train[0], first_image.reshape(3, 32, 32).transpose(1, 2, 0))
+
+
+def test_time_layouts_reports_compile_epoch_apart_for_both_layouts():
+    data = cnn.load_images(32, 8, image_size=8, download=False, cache_dir="/nonexistent-fastlstm-cache")
+    results = cnn.time_layouts("cifar_cnn", data, batch_size=16, rounds=2, width=4, dense_units=8)
+    assert [r["data_format"] for r in results] == list(cnn.DATA_FORMATS)
+    for result in results:
+        assert result["error"] is None and len(result["epoch_s"]) == 2
+        assert result["first_epoch_s"] > 0 and result["min_s"] <= result["median_s"] <= result["max_s"]
+        assert result["images_per_s"] == pytest.approx(32 / result["median_s"])
+        assert result["env"]["keras"] and result["env"]["device"]
+    (row,) = cnn.compare_layouts(results)
+    assert row["rounds"] == 2 and row["ratio"] > 0
+    single = cnn.time_training("cifar_cnn", data, data_format="channels_first", batch_size=16, rounds=1, width=4, dense_units=8)
+    assert single["data_format"] == "channels_first" and len(single["epoch_s"]) == 1
+
+
+def _result(data_format, times, error=None):
+    base = {"name": "cifar_cnn", "precision": "float32", "jit_compile": False, "batch_size": 64, "replicas": 1,
+            "images": 512, "image_size": 16, "variant": "", "data_format": data_format, "error": error,
+            "env": {"device": "CPU", "backend": "tensorflow", "tensorflow": "2.21.0", "keras": "3.15.1"}}
+    if error is None:
+        base.update(epoch_s=times, median_s=float(np.median(times)), min_s=min(times), max_s=max(times))
+    return base
+
+
+def test_compare_layouts_ratio_noise_and_failures():
+    rows = cnn.compare_layouts([_result("channels_last", [1.0, 1.1, 1.2]), _result("channels_first", [0.5, 0.6, 0.7])])
+    assert rows[0]["ratio"] == pytest.approx(1.1 / 0.6) and rows[0]["winner"] == "channels_first" and rows[0]["clear"]
+    assert "channels_first is" in cnn.verdict(rows[0])
+    # channels_first wins the median but loses round 2 (a noisy round): no clear winner
+    rows = cnn.compare_layouts([_result("channels_last", [1.0, 1.0, 1.2]), _result("channels_first", [0.9, 1.1, 0.8])])
+    assert rows[0]["winner"] == "channels_first" and not rows[0]["clear"] and "no clear winner" in cnn.verdict(rows[0])
+    rows = cnn.compare_layouts([_result("channels_last", [1.0]), _result("channels_first", [], error="only supports NHWC")])
+    assert rows[0]["winner"] == "channels_last" and "only channels_last runs" in cnn.verdict(rows[0])
+
+
+def test_then_and_now_puts_our_rows_beside_the_article():
+    results = [_result("channels_last", [1.0, 1.0]), _result("channels_first", [1.2, 1.3]),
+               dict(_result("channels_last", [1.0]), name="wrn_10_2"), dict(_result("channels_first", [0.9]), name="wrn_10_2"),
+               dict(_result("channels_last", [1.0]), jit_compile=True), dict(_result("channels_first", [], error="boom"), jit_compile=True)]
+    text = cnn.format_then_and_now(cnn.compare_layouts(results))
+    lines = text.splitlines()
+    assert lines[0].startswith("10-layer CNN, 1 GPU") and "just under 10%" in lines[1] and "RTX 2080 Ti" in lines[1]
+    assert "cifar_cnn · float32 · XLA off" in lines[2] and "channels_last is" in lines[2] and "CPU" in lines[2]
+    assert "TF 1.13" in text and "tensorflow 2.21.0" in text and "Keras 3.15.1" in text
+    wrn = lines.index(next(line for line in lines if line.startswith("WRN-28-10")))
+    assert "wrn_10_2" in lines[wrn + 2] and "channels_first is" in lines[wrn + 2]
+    assert "not measured (needs 2 GPUs)" in text
+    assert "Measured here only" in text and "only channels_last runs (channels_first: boom)" in text
+    with pytest.raises(TypeError):
+        cnn.format_then_and_now("rows")
+    with pytest.raises(ValueError, match="lacks"):
+        cnn.format_then_and_now([{"model": "cifar_cnn"}])
+
+
+def test_layout_op_census_shows_keras_transposes_around_pooling():
+    if cnn.backend_name() != "tensorflow":
+        pytest.skip("TensorFlow graphs only")
+    assert cnn.layout_op_census(cnn.cifar_cnn("channels_last", **TINY_CNN)) == {"Conv2D NHWC": 4, "MaxPool NHWC": 2}
+    first = cnn.layout_op_census(cnn.cifar_cnn("channels_first", **TINY_CNN))
+    assert first["Conv2D NCHW"] == 4 and first["Transpose"] == 4
+
+
+def test_article_numbers_have_their_source():
+    rows = cnn.article_channels_first()
+    assert [r["gpus"] for r in rows] == [1, 1, 2]
+    assert all(0 < r["cf_faster_pct"] <= 10 for r in rows)
+    source = cnn.article_channels_first_source()
+    assert "TensorFlow 1.13" in source and "2080 Ti" in source and "cuDNN 7.5" in source
+
+
+def test_import_stays_light():
+    code = ("import sys, fastlstm_lib, fastlstm_lib.cnn; "
+            "bad = [m for m in ('keras', 'tensorflow', 'torch', 'matplotlib', 'tqdm') if m in sys.modules]; print(bad)")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout
+    assert out.strip().splitlines()[-1] == "[]"
+
+
+@pytest.mark.parametrize("call, error", [
+    (lambda: cnn.cifar_cnn("NCHW"), ValueError),
+    (lambda: cnn.cifar_cnn("channels_last", width=0), ValueError),
+    (lambda: cnn.cifar_cnn("channels_last", width=1.5), TypeError),
+    (lambda: cnn.cifar_cnn("channels_last", image_size=10), ValueError),
+    (lambda: cnn.cifar_cnn("channels_last", dropout=1.0), ValueError),
+    (lambda: cnn.cifar_cnn("channels_last", dropout=0.5), ValueError),  # the last Dense would get 2 * 0.5 = 1
+    (lambda: cnn.cifar_cnn("channels_last", dropout=0.75), ValueError),
+    (lambda: cnn.cifar_cnn("channels_last", dropout="0.25"), TypeError),
+    (lambda: cnn.cifar_cnn("channels_last", dropout=float("nan")), ValueError),
+    (lambda: cnn.wide_resnet("channels_last", dropout=1.0), ValueError),
+    (lambda: cnn.wide_resnet("channels_last", depth=27), ValueError),
+    (lambda: cnn.wide_resnet("channels_last", width_factor=True), TypeError),
+    (lambda: cnn.build("resnet50", "channels_last"), ValueError),
+    (lambda: cnn.load_images(image_size=12), ValueError),
+    (lambda: cnn.load_images(n_train=0), ValueError),
+    (lambda: cnn.load_images(download="yes"), TypeError),
+    (lambda: cnn.synthetic_images(4, noise=-1.0), ValueError),
+    (lambda: cnn.synthetic_images(4, noise="0.5"), TypeError),
+    (lambda: cnn.synthetic_images(4, noise=None), TypeError),
+    (lambda: cnn.synthetic_images(4, noise=True), TypeError),
+    (lambda: cnn.synthetic_images(4, noise=float("inf")), ValueError),
+    (lambda: cnn.layer_table("a model"), TypeError),
+    (lambda: cnn.layer_table(None), TypeError),
+    (lambda: cnn.model_data_format([1, 2]), TypeError),
+    (lambda: cnn.compare_layouts("results"), TypeError),
+    (lambda: cnn.compare_layouts(["a result"]), TypeError),
+    (lambda: cnn.compare_layouts([{"data_format": "channels_last"}]), ValueError),
+    (lambda: cnn.cpu_conv_probe(timeout=0), ValueError),
+    (lambda: cnn.cpu_conv_probe(timeout=-5.0), ValueError),
+    (lambda: cnn.cpu_conv_probe(timeout="60"), TypeError),
+    (lambda: cnn.memory_grab_demo(timeout=float("nan")), ValueError),
+    (lambda: cnn.memory_grab_demo(timeout=None), TypeError),
+    (lambda: cnn.to_layout(np.zeros((2, 8, 8, 1), np.uint8), "channels_first"), ValueError),
+    (lambda: cnn.to_layout([[1, 2]], "channels_last"), TypeError),
+    (lambda: cnn.to_layout(np.zeros((2, 8, 8, 3), np.uint8), "NHWC"), ValueError),
+    (lambda: cnn.flatten_rows_to_channels_first(np.zeros((10, 2)), 2, 2, 2), ValueError),
+    (lambda: cnn.flatten_rows_to_channels_first(np.zeros(8), 2, 2, 2), TypeError),
+    (lambda: cnn.cpu_conv_probe(onednn="yes"), TypeError),
+    (lambda: cnn.layout_optimizer(1).__enter__(), TypeError),
+])
+def test_bad_arguments_say_what_was_expected(call, error):
+    with pytest.raises(error):
+        call()
+
+
+def test_time_training_checks_its_arguments():
+    data = cnn.load_images(8, 4, image_size=8, download=False, cache_dir="/nonexistent-fastlstm-cache")
+    with pytest.raises(ValueError, match="precision"):
+        cnn.time_training("cifar_cnn", data, data_format="channels_last", precision="float16")
+    with pytest.raises(ValueError, match="model"):
+        cnn.time_training("vgg", data, data_format="channels_last")
+    with pytest.raises(TypeError, match="ImageData"):
+        cnn.time_training("cifar_cnn", data.x_train, data_format="channels_last")
+    with pytest.raises(ValueError, match="on_error"):
+        cnn.time_training("cifar_cnn", data, data_format="channels_last", on_error="ignore")
+    with pytest.raises(ValueError, match="data_format"):
+        cnn.time_layouts("cifar_cnn", data, data_formats=("NCHW",))
+    with pytest.raises(ValueError, match="rounds"):
+        cnn.time_layouts("cifar_cnn", data, rounds=0)
+    with pytest.raises(ValueError, match="must not repeat"):
+        cnn.time_layouts("cifar_cnn", data, data_formats=("channels_last", "channels_last"))
+    with pytest.raises(TypeError, match="net must be a keras.Model"):
+        cnn.train_and_evaluate("cifar_cnn", data)
+    with pytest.raises(TypeError, match="model must be a keras.Model"):
+        cnn.layer_table(data)
+    with pytest.raises(ValueError, match="data_format"):
+        cnn.compare_layouts([dict(_result("channels_last", [1.0]), data_format="NCHW")])
+    with pytest.raises(ValueError, match="neither an error nor its times"):
+        cnn.compare_layouts([{k: v for k, v in _result("channels_last", [1.0]).items() if k not in ("median_s", "epoch_s")}])
+    last = cnn.cifar_cnn("channels_last", **TINY_CNN)
+    with pytest.raises(ValueError, match="channels_last source"):
+        cnn.copy_weights(last, last)
