@@ -49,14 +49,18 @@ def persistent_layer_kernel(hidden: int, units: int, batch: int, k_chunk: int, s
     """The kernel for one plan: shared-array shapes must be compile-time constants."""
     gate_cols = 4 * units
     threads = batch * units * splits
+    # Shared-array shapes must be constants when Numba compiles for a GPU: computed here, in
+    # Python. The +1 paddings put neighbouring rows in different shared-memory banks.
+    u_shape = (gate_cols, hidden + 1)
+    h_shape = (batch, k_chunk + 1)
+    shares_shape = (threads if splits > 1 else 1, 4)  # unused with one thread per pair
 
     @cuda.jit
     def persistent_layer(x_gates, recurrent, bias, hs):
         # x_gates (T, B, 4H): x_t @ W for every step; recurrent (H, 4H); bias (4H,); hs (T, B, H).
-        # The +1 paddings put neighbouring rows in different shared-memory banks.
-        u_s = cuda.shared.array((gate_cols, hidden + 1), float32)  # this block's columns of U, transposed
-        h_s = cuda.shared.array((batch, k_chunk + 1), float32)
-        shares = cuda.shared.array((threads if splits > 1 else 1, 4), float32)  # unused with one thread per pair
+        u_s = cuda.shared.array(u_shape, float32)  # this block's columns of U, transposed
+        h_s = cuda.shared.array(h_shape, float32)
+        shares = cuda.shared.array(shares_shape, float32)
         grid = cuda.cg.this_grid()
         tid = cuda.threadIdx.x
         share = tid % splits  # this thread adds k = share, share + splits, ...
