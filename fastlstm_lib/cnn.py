@@ -425,6 +425,14 @@ def keras_cache_dirs() -> list[Path]:
     return [home / "datasets" for home in homes]
 
 
+def _home_relative(path: Path) -> str:
+    """A path as a reader recognises it on any machine: ~/.keras/datasets, not /root/.keras/..."""
+    try:
+        return str(Path("~") / Path(path).relative_to(Path.home()))
+    except ValueError:
+        return str(path)
+
+
 def find_cached_cifar10(cache_dir=None) -> tuple[str, Path] | None:
     """("archive", path) if Keras 3 has the downloaded archive, ("folder", path) if the extracted
     batches are there (older Keras), None if neither: then loading it would need the network."""
@@ -546,7 +554,8 @@ def load_images(
     if not isinstance(download, bool):
         raise TypeError(f"download must be True, False or None, got {download!r}")
     found = find_cached_cifar10(cache_dir)
-    note = "" if found else f"CIFAR-10 is not in the Keras cache ({', '.join(str(d) for d in ([Path(cache_dir)] if cache_dir else keras_cache_dirs()))})"
+    looked = [Path(cache_dir)] if cache_dir else keras_cache_dirs()
+    note = "" if found else f"CIFAR-10 is not in the Keras cache ({', '.join(_home_relative(d) for d in looked)})"
     if found or download:
         try:
             x_train, y_train, x_test, y_test = _load_cifar10(found)

@@ -550,11 +550,9 @@ def small_model(n_features: int = 32, hidden: int = 64, *, seed: int = 0):
 
 
 def _progress(iterable, enabled: bool, description: str):
-    if not enabled:
-        return iterable
-    from tqdm.auto import tqdm
+    from .harness import progress_bar  # the library's one progress bar
 
-    return tqdm(iterable, desc=description)
+    return progress_bar(list(iterable), description, "run", enabled=enabled)
 
 
 # --------------------------------------------------------------------------- feeders compared

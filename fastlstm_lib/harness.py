@@ -20,7 +20,6 @@ from numba import cuda
 
 from . import _device
 from .config import LSTMConfig, flops
-from .device import device_info
 from .params import init_params, random_input
 from .reference import reference_forward, relative_error
 from . import steps as steps_registry
@@ -60,12 +59,13 @@ def time_launches(launch, warmup: int, repeats: int, synchronize=None) -> list[f
     CUDA events on a GPU. A wall clock on the simulator (no events there), and for work that
     runs outside Numba's streams (Keras), where ``synchronize()`` waits for it to finish.
     """
+    wall_clock = _device.SIMULATOR or synchronize is not None
     synchronize = synchronize or cuda.synchronize
     for _ in range(warmup):
         launch()
     synchronize()
     times = []
-    if _device.SIMULATOR or synchronize is not cuda.synchronize:
+    if wall_clock:
         for _ in range(repeats):
             start = time.perf_counter()
             launch()
@@ -82,10 +82,14 @@ def time_launches(launch, warmup: int, repeats: int, synchronize=None) -> list[f
     return times
 
 
+#: (warmup, repeats) on real hardware: a GPU, or the CPU that Keras runs on beside the simulator.
+REAL_REPEATS = (3, 20)
+
+
 def default_repeats() -> tuple[int, int]:
     """(warmup, repeats): many on a GPU; on the simulator, where a run takes seconds and times
     mean nothing anyway, just enough to exercise the code path."""
-    return (0, 2) if _device.SIMULATOR else (3, 20)
+    return (0, 2) if _device.SIMULATOR else REAL_REPEATS
 
 
 def bench(step, cfg: LSTMConfig | None = None, *, warmup: int | None = None, repeats: int | None = None,
@@ -99,9 +103,9 @@ def bench(step, cfg: LSTMConfig | None = None, *, warmup: int | None = None, rep
     cfg = LSTMConfig.default() if cfg is None else cfg
     if not isinstance(cfg, LSTMConfig):
         raise TypeError(f"cfg must be an LSTMConfig, got {type(cfg).__name__}")
-    wall_clock = getattr(step, "clock", "events") == "wall"  # Keras: its own streams, its own device
+    wall_clock = step.clock == "wall"  # Keras: its own streams, its own device
     # Keras runs on real hardware even beside the simulator: it gets a real warm-up and repeats.
-    default_warmup, default_count = (3, 20) if wall_clock else default_repeats()
+    default_warmup, default_count = REAL_REPEATS if wall_clock else default_repeats()
     warmup = default_warmup if warmup is None else warmup
     repeats = default_count if repeats is None else repeats
     if warmup < 0 or repeats < 1:
@@ -112,10 +116,10 @@ def bench(step, cfg: LSTMConfig | None = None, *, warmup: int | None = None, rep
     error_before = check(runner, ref, step.name, "before", rtol)
     times = np.array(time_launches(runner.launch, warmup, repeats, runner.synchronize if wall_clock else None))
     error_after = check(runner, ref, step.name, "after", rtol)
+    meaningful = wall_clock or not _device.SIMULATOR
     if wall_clock:
-        device, timing, meaningful = step.device(), "wall clock around a synchronised call", True
+        timing = "wall clock around a synchronised call"
     else:
-        device, meaningful = device_info(), not _device.SIMULATOR
         timing = "CUDA events" if meaningful else "wall clock on the CUDA simulator: meaningless"
 
     median_ms = float(np.median(times))
@@ -124,7 +128,7 @@ def bench(step, cfg: LSTMConfig | None = None, *, warmup: int | None = None, rep
         "step": step.name,
         "title": step.title,
         "config": cfg.as_dict(),
-        "device": device,
+        "device": step.device(),
         "timing": timing,
         "times_meaningful": meaningful,
         "warmup": warmup,
@@ -150,22 +154,36 @@ class _NoProgressBar(list):
 
 
 def progress_bar(items, desc: str, unit: str, *, enabled: bool = True):
-    """tqdm over ``items`` when enabled and installed (a lean GPU machine may not have it)."""
-    if enabled:
+    """tqdm over ``items`` when enabled and installed (a lean GPU machine may not have it).
+
+    A notebook widget bar only when ipywidgets is there: without it ``tqdm.auto`` prints a
+    warning (with its install path) and falls back to the text bar, which we then use directly.
+    """
+    if not enabled:
+        return _NoProgressBar(items)
+    try:
+        import ipywidgets  # noqa: F401
+
+        from tqdm.auto import tqdm
+    except ImportError:
         try:
-            from tqdm.auto import tqdm
+            from tqdm import tqdm
         except ImportError:
-            pass
-        else:
-            return tqdm(items, desc=desc, unit=unit)
-    return _NoProgressBar(items)
+            return _NoProgressBar(items)
+    return tqdm(items, desc=desc, unit=unit)
+
+
+def checked_names(names) -> list[str]:
+    """``names`` (all ladder steps if None), every one known: a typo fails before minutes of work."""
+    names = steps_registry.names() if names is None else list(names)
+    for name in names:
+        steps_registry.get(name)
+    return names
 
 
 def bench_steps(names=None, cfg: LSTMConfig | None = None, *, progress: bool = True, **kwargs) -> list[dict]:
     """``bench`` for several steps (all by default), in ladder order, with a progress bar."""
-    names = steps_registry.names() if names is None else list(names)
-    for name in names:
-        steps_registry.get(name)  # fail on a typo before spending minutes on the others
+    names = checked_names(names)
     iterator = progress_bar(names, "benchmark", "step", enabled=progress)
     results = []
     for name in iterator:
@@ -185,9 +203,7 @@ def bench_batch_sweep(names=None, batches=(1, 4, 16, 64), base: LSTMConfig | Non
     import dataclasses
 
     base = LSTMConfig.article() if base is None else base
-    names = steps_registry.names() if names is None else list(names)
-    for name in names:
-        steps_registry.get(name)
+    names = checked_names(names)
     jobs = progress_bar([(batch, name) for batch in batches for name in names], "batch sweep", "run",
                         enabled=progress)
     results = []

@@ -171,7 +171,7 @@ class KerasLSTM:
         return runner.result()
 
     def device(self) -> dict:
-        from .device import device_info
+        from .device import _version, device_info
 
         where = backend_device()
         info = device_info()
@@ -181,15 +181,6 @@ class KerasLSTM:
 
     def __repr__(self) -> str:
         return f"<Keras {self.name!r}: {self.title}>"
-
-
-def _version(package: str) -> str | None:
-    from importlib import metadata
-
-    try:
-        return metadata.version(package)
-    except metadata.PackageNotFoundError:
-        return None
 
 
 KERAS_STEPS = {
@@ -207,8 +198,7 @@ def train_step_times(params, x, *, use_cudnn="auto", warmup: int = 2, repeats: i
     """One training step (``train_on_batch``: forward, MSE loss, backward, SGD update) of the LSTM
     stack, timed after warm-up. Also returns the weights after the first step, so that two ways of
     computing it (cuDNN and generic) can be shown to do the same math."""
-    import time
-
+    from .harness import time_launches
     from .keras_bridge import import_keras, keras_lstm_stack
 
     x, params, cfg = validate_input(x, params)
@@ -220,14 +210,9 @@ def train_step_times(params, x, *, use_cudnn="auto", warmup: int = 2, repeats: i
     model.compile(optimizer=keras.optimizers.SGD(learning_rate=0.1), loss="mse")
     first_loss = float(model.train_on_batch(x, target))
     weights_after_one_step = [w.copy() for w in model.get_weights()]
-    for _ in range(warmup):
-        model.train_on_batch(x, target)
-    times = []
-    for _ in range(repeats):
-        start = time.perf_counter()
-        float(model.train_on_batch(x, target))  # the loss as a Python float: waits for the step
-        times.append((time.perf_counter() - start) * 1e3)
-    times = np.array(times)
+    # The loss as a Python float waits for the step, so the clock needs no other synchronisation.
+    times = np.array(time_launches(lambda: float(model.train_on_batch(x, target)), warmup, repeats,
+                                   synchronize=lambda: None))
     return {"use_cudnn": use_cudnn, "first_loss": first_loss, "weights_after_one_step": weights_after_one_step,
             "time_ms": {"median": float(np.median(times)), "min": float(times.min()), "max": float(times.max())},
             "repeats": repeats, "warmup": warmup}

@@ -21,6 +21,7 @@ import numpy as np
 from numba import cuda
 
 from ..config import LSTMConfig
+from ..device import device_info
 from ..params import validate_input
 
 
@@ -68,6 +69,13 @@ class LSTMStep:
     name: str = ""
     #: One line for tables and plots.
     title: str = ""
+    #: How the harness times it: "events" (CUDA events around Numba's streams). Keras' layer,
+    #: which runs on its backend's own streams, says "wall" (keras_steps.py).
+    clock: str = "events"
+
+    def device(self) -> dict:
+        """Where it runs, recorded with every result."""
+        return device_info()
 
     def setup(self, params, cfg: LSTMConfig, **options) -> Any:  # pragma: no cover - abstract
         raise NotImplementedError
