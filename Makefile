@@ -23,15 +23,20 @@ lab: $(STAMP)
 test: $(STAMP)
 	$(BIN)/python -m pytest
 
-# On a machine with an NVIDIA GPU: check and time every step at the article's config (JSON and
-# chart under data/results/), Keras' LSTM three ways (TF32 off), our GEMM against cuBLAS (needs
-# torch) on the article's shapes, and the persistent kernel across batch sizes. Without
-# TensorFlow: KERAS_BACKEND=torch make bench.
+# On a machine with an NVIDIA GPU, nothing else running: every measurement the notebooks read,
+# under data/results/ (see data/results/README.md): the ladder, issue vs GPU time, Keras' LSTM
+# three ways (TF32 off), our GEMM against cuBLAS (needs torch), the batch sweep, the backward
+# ladder against Keras on cuDNN, the CNN layouts and data feeding. Without TensorFlow:
+# KERAS_BACKEND=torch make bench.
 bench: $(STAMP)
 	$(BIN)/python -m fastlstm_lib bench --config article --out data/results/ladder-$$(date +%Y%m%d).json --plot data/results/ladder-$$(date +%Y%m%d).png
+	$(BIN)/python -m fastlstm_lib clocks --config article --out data/results/clocks-$$(date +%Y%m%d).json
 	$(BIN)/python -m fastlstm_lib bench --config article --steps keras_cudnn keras_generic keras_recurrent_dropout --tf32 off --out data/results/keras-$$(date +%Y%m%d).json
 	$(BIN)/python -m fastlstm_lib gemm --out data/results/gemm-vs-cublas-$$(date +%Y%m%d).json
-	$(BIN)/python -m fastlstm_lib sweep --config article --steps wavefront persistent keras_cudnn --batches 1 4 16 64 --out data/results/batch-sweep-$$(date +%Y%m%d).json
+	$(BIN)/python -m fastlstm_lib sweep --config article --steps wavefront persistent keras_cudnn --batches 1 4 16 64 --tf32 off --out data/results/batch-sweep-$$(date +%Y%m%d).json
+	$(BIN)/python -m fastlstm_lib.backward --config article --out data/results/backward-$$(date +%Y%m%d).json
+	$(BIN)/python -m fastlstm_lib.cnn --out data/results/cnn-layouts-$$(date +%Y%m%d).json
+	$(BIN)/python -m fastlstm_lib.feeding --out data/results/feeding-$$(date +%Y%m%d).json
 
 clean:
 	rm -rf $(VENV) .pytest_cache

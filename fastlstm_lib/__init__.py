@@ -1,55 +1,55 @@
 """fastlstm_lib: an LSTM in Numba CUDA, made faster one cuDNN optimization at a time.
 
 Importing it picks the device: a real GPU if the CUDA driver sees one, otherwise Numba's CUDA
-simulator (switched on here, before numba is imported, and announced in one line). Only NumPy
-and Numba are imported; Keras, TensorFlow, matplotlib and tqdm load when first used.
+simulator (switched on here, before numba is imported, and announced in one line at the first
+Numba work). Only NumPy and Numba are imported; Keras, TensorFlow, matplotlib and tqdm load when
+first used. The CNN (notebook 20) and data-feeding (notebook 30) support live in the
+subpackages ``fastlstm_lib.cnn`` and ``fastlstm_lib.feeding``, imported on their own. Training
+(notebooks 40-42): ``fl.reference_backward``, the backward ladder ``fl.backward`` and the Keras
+layer ``fl.keras_layer.FastLSTM`` (which imports Keras when first touched). The notebooks'
+exercises and their grader (``fl.check``) are in ``fastlstm_lib.exercises``, the setup doctor in
+``fastlstm_lib.doctor``.
 """
 
-from . import _device  # first: decides NUMBA_ENABLE_CUDASIM before numba is imported
+from . import simulator  # first: decides NUMBA_ENABLE_CUDASIM before numba is imported
 
-if _device.SIMULATOR:
-    from ._simulator import lock_shared_array_allocation
-
-    lock_shared_array_allocation()  # a race in the simulator's shared memory (see _simulator.py)
+if simulator.SIMULATOR:
+    simulator.lock_shared_array_allocation()  # a race in the simulator's shared memory
 
 from .config import LSTMConfig, flops
 from .params import GATES, LayerParams, init_params, random_input, validate_input, validate_params
-from .reference import matches, reference_forward, relative_error
+from .reference import RTOL, matches, reference_forward, relative_error
 from .device import device_info, is_simulator
 from . import steps
 from .launches import count_launches, launch_overhead_us
-from .published import article_numbers, article_source, committed_results, fp32_peak_tflops, ladder_comparison
-from .harness import (
-    RTOL,
-    WrongResultError,
-    bench,
-    bench_batch_sweep,
-    bench_steps,
-    format_table,
-    load_results,
-    save_results,
-)
+from .article import article_numbers, article_source, ladder_comparison
+from .gpus import fp32_peak_tflops, gpu
+from .results import committed_results, format_table, load_results, save_results
+from .harness import WrongResultError, bench, bench_batch_sweep, bench_steps, host_and_device_times
+# Binds fl.profile to the function (the subpackage stays importable: ``from fastlstm_lib.profile import charts``).
+from .profile import lower_bound, profile
+from . import backward
+from .backward import reference_backward
 
 
-def params_from_keras(layers):
-    """A list of stacked ``keras.layers.LSTM`` layers -> params (imports Keras on first use)."""
-    from .keras_bridge import params_from_keras as convert
-
-    return convert(layers)
-
-
-def persistent_limits(hidden: int = 512, batches=(1, 4, 16, 64, 128, 256, 512)) -> dict:
-    """Which batch sizes fit the persistent step (notebook 09) on this device at ``hidden``, and why not."""
-    from .kernels.persistent import limits
-
-    return limits(hidden, batches)
+#: Public names whose modules import Keras (or plan for a GPU) and so load on first use: name -> module.
+_LAZY = {
+    "params_from_keras": "keras_bridge",  # a list of keras.layers.LSTM -> params
+    "keras_forward": "keras_bridge",  # Keras' own LSTM stack on x with params
+    "persistent_limits": "kernels.persistent_plan",  # which batch sizes fit the persistent step on a chip
+    "check": "exercises",  # grade a notebook exercise and print the verdict
+}
 
 
-def keras_forward(x, params, **options):
-    """Keras' own LSTM stack on ``x`` with ``params`` (imports Keras on first use)."""
-    from .keras_bridge import keras_forward as run
+def __getattr__(name):
+    """The names in ``_LAZY``, and the subpackage ``fl.keras_layer`` (it imports Keras), on first use."""
+    import importlib
 
-    return run(x, params, **options)
+    if name in _LAZY:
+        return getattr(importlib.import_module(f"{__name__}.{_LAZY[name]}"), name)
+    if name == "keras_layer":
+        return importlib.import_module(f"{__name__}.keras_layer")
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 
 
 __version__ = "0.1.0"
@@ -58,7 +58,7 @@ __all__ = [
     "LSTMConfig", "flops", "GATES", "LayerParams", "init_params", "random_input",
     "validate_input", "validate_params", "reference_forward", "relative_error", "matches",
     "device_info", "is_simulator", "steps", "RTOL", "WrongResultError", "bench", "bench_steps", "bench_batch_sweep",
-    "format_table", "save_results", "load_results", "params_from_keras", "keras_forward",
+    "host_and_device_times", "format_table", "save_results", "load_results", "params_from_keras", "keras_forward",
     "count_launches", "launch_overhead_us", "article_numbers", "article_source", "committed_results",
-    "fp32_peak_tflops", "ladder_comparison", "persistent_limits",
+    "fp32_peak_tflops", "gpu", "ladder_comparison", "persistent_limits", "profile", "lower_bound", "backward", "reference_backward", "check",
 ]

@@ -1,4 +1,6 @@
-"""Command line: ``python -m fastlstm_lib bench [--steps ...] [--config article|tiny|default] [--out FILE]``."""
+"""Command line: ``python -m fastlstm_lib bench [--steps ...] [--config article|tiny|default] [--out FILE]``;
+``profile`` records every step without running it and bounds it per GPU (meaningful on the simulator too);
+``python -m fastlstm_lib doctor [--full | --quick]`` checks that the course will run on this machine."""
 
 from __future__ import annotations
 
@@ -15,6 +17,12 @@ def main(argv=None) -> int:
     parser = argparse.ArgumentParser(prog="python -m fastlstm_lib", description=__doc__)
     commands = parser.add_subparsers(dest="command", required=True)
     commands.add_parser("info", help="print the device and software versions")
+    doctor = commands.add_parser("doctor", help="will the course run here? each problem with the command that fixes it "
+                                                "(exit status 0 only if it will)")
+    how = doctor.add_mutually_exclusive_group()
+    how.add_argument("--full", action="store_true", help="also import the Keras backend and ask which GPU it sees "
+                                                         "(done by default only when there is a GPU; takes seconds)")
+    how.add_argument("--quick", action="store_true", help="never import the Keras backend")
     gemm = commands.add_parser("gemm", help="our GEMM against cuBLAS (via torch, TF32 off) on the article's GEMM shapes; GPU only")
     gemm.add_argument("--out", metavar="FILE", help="also write the rows as JSON")
     bench = commands.add_parser("bench", help="check and time the steps on this device")
@@ -35,12 +43,31 @@ def main(argv=None) -> int:
     sweep.add_argument("--config", choices=CONFIGS, default="default", help="the base config whose batch is varied")
     sweep.add_argument("--out", metavar="FILE", help="also write the results as JSON")
     sweep.add_argument("--tf32", choices=("off", "on"), default="off", help="for the Keras steps, as in bench")
+    clocks = commands.add_parser("clocks", help="per step, the host's time to issue a forward pass beside the GPU's "
+                                                 "(is it host-bound?); GPU only")
+    clocks.add_argument("--steps", nargs="+", metavar="STEP", help="default: all ladder steps")
+    clocks.add_argument("--config", choices=CONFIGS, default="default", help="as in bench")
+    clocks.add_argument("--out", metavar="FILE", help="also write the results as JSON")
+    profile = commands.add_parser("profile", help="record the steps without running them (launches, FLOPs, bytes, "
+                                                  "dependencies) and print lower bounds per GPU and host; no GPU needed")
+    profile.add_argument("--steps", nargs="+", metavar="STEP", help="default: the whole ladder")
+    profile.add_argument("--config", choices=CONFIGS, default="article", help="default: article")
+    profile.add_argument("--gpus", nargs="+", metavar="GPU", default=["M40", "T4", "A100", "H100"],
+                         help="names in data/gpus.csv (default: M40 T4 A100 H100)")
+    profile.add_argument("--hosts", nargs="+", choices=("cpp", "python"), default=["cpp", "python"])
+    profile.add_argument("--out", metavar="FILE", help="also write the rows as JSON")
     args = parser.parse_args(argv)
+    if args.command == "profile":
+        return profile_command(fl, args)
     if args.command in ("bench", "sweep") and any(name in fl.steps.keras_names() for name in args.steps or []):
-        from fastlstm_lib.keras_steps import set_tf32
+        from fastlstm_lib.keras_backend import set_tf32
 
         set_tf32(args.tf32 == "on")
 
+    if args.command == "doctor":
+        from fastlstm_lib.doctor import run
+
+        return run(full=True if args.full else (False if args.quick else None))
     if args.command == "info":
         print(json.dumps(fl.device_info(), indent=2))
         return 0
@@ -57,6 +84,23 @@ def main(argv=None) -> int:
                   f"  ({100 * row['fraction_of_cublas']:.0f}% of cuBLAS)")
         if args.out:
             print(f"wrote {fl.save_results(rows, args.out)}")
+        return 0
+    if args.command == "clocks":
+        if fl.is_simulator():
+            print("error: on the CUDA simulator launches run synchronously and there are no events: "
+                  "issue and device times mean nothing there", file=sys.stderr)
+            return 2
+        try:
+            cfg = getattr(fl.LSTMConfig, args.config)()
+            results = [fl.host_and_device_times(name, cfg) for name in (args.steps or fl.steps.names())]
+        except (ValueError, TypeError, fl.WrongResultError) as error:
+            print(f"error: {error}", file=sys.stderr)
+            return 2
+        for r in results:
+            print(f"{r['step']:<18} issue {r['issue_ms']['median']:9.3f} ms  GPU {r['device_ms']['median']:9.3f} ms  "
+                  f"wall {r['wall_ms']['median']:9.3f} ms")
+        if args.out:
+            print(f"wrote {fl.save_results(results, args.out)}")
         return 0
     if args.command == "sweep":
         try:
@@ -88,6 +132,33 @@ def main(argv=None) -> int:
 
         ladder_chart(results).savefig(args.plot, dpi=120)
         print(f"wrote {args.plot}" + (" (simulator: no measured bars, times mean nothing)" if fl.is_simulator() else ""))
+    return 0
+
+
+def profile_command(fl, args) -> int:
+    """``profile``: the ladder's bounds per GPU and host, the article beside them, and how long it took."""
+    import time
+
+    from fastlstm_lib.profile import ladder
+
+    cfg = getattr(fl.LSTMConfig, args.config)()
+    started = time.perf_counter()
+    try:
+        rows = ladder.ladder_bounds(gpus=args.gpus, hosts=args.hosts, steps=args.steps, cfg=cfg)
+    except (ValueError, TypeError) as error:
+        print(f"error: {error}", file=sys.stderr)
+        return 2
+    seconds = time.perf_counter() - started
+    print(f"lower bounds per forward pass, {cfg}")
+    print(ladder.table_text(rows, args.gpus, args.hosts))
+    if any("article_ms" in row for row in rows) and "M40" in args.gpus and "cpp" in args.hosts and "python" in args.hosts:
+        for row in ladder.article_check(rows):
+            print(f"{row['step']:<16} article {row['article_ms']:8.2f} ms = {row['measured_over_bound']:4.2f} x "
+                  f"our M40 C++-host bound" + ("" if row["consistent"] else "  BEATS THE BOUND: the bound is wrong"))
+    print(f"profiled {len(rows)} steps and bounded them on {len(args.gpus)} GPUs x {len(args.hosts)} hosts "
+          f"in {seconds:.1f} s")
+    if args.out:
+        print(f"wrote {fl.save_results(rows, args.out)}")
     return 0
 
 

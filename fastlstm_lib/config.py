@@ -44,9 +44,9 @@ class LSTMConfig:
     @classmethod
     def default(cls) -> "LSTMConfig":
         """``article()`` on a GPU, ``tiny()`` on the simulator."""
-        from . import _device
+        from . import simulator
 
-        return cls.tiny() if _device.SIMULATOR else cls.article()
+        return cls.tiny() if simulator.SIMULATOR else cls.article()
 
     def as_dict(self) -> dict:
         return dataclasses.asdict(self)

@@ -1,17 +1,19 @@
-"""What we are running on, recorded with every measurement."""
+"""What we are running on (recorded with every measurement), and installed package versions."""
 
 from __future__ import annotations
 
+import functools
 import platform
 
 import numpy as np
 import numba
 from numba import cuda
 
-from . import _device
+from . import simulator
 
 
-def _version(package: str) -> str | None:
+def package_version(package: str) -> str | None:
+    """The installed version of a distribution ("numba-cuda"), or None if it is not installed."""
     from importlib import metadata
 
     try:
@@ -22,19 +24,20 @@ def _version(package: str) -> str | None:
 
 def device_info() -> dict:
     """Device name, simulator or not, compute capability, SM count and software versions."""
+    simulator.announce()
     info = {
         "name": "Numba CUDA simulator (CPU)",
-        "simulator": _device.SIMULATOR,
+        "simulator": simulator.SIMULATOR,
         "compute_capability": None,
         "multiprocessors": None,
         "cuda_driver": None,
         "numba": numba.__version__,
-        "numba_cuda": _version("numba-cuda"),
+        "numba_cuda": package_version("numba-cuda"),
         "numpy": np.__version__,
         "python": platform.python_version(),
         "host": platform.machine(),
     }
-    if _device.SIMULATOR:
+    if simulator.SIMULATOR:
         return info
     device = cuda.get_current_device()
     name = device.name
@@ -49,4 +52,10 @@ def device_info() -> dict:
 
 
 def is_simulator() -> bool:
-    return _device.SIMULATOR
+    return simulator.SIMULATOR
+
+
+@functools.lru_cache(maxsize=1)
+def multiprocessors() -> int:
+    """SMs of the current GPU (1 on the simulator, whose blocks run one at a time)."""
+    return 1 if simulator.SIMULATOR else int(cuda.get_current_device().MULTIPROCESSOR_COUNT)

@@ -6,25 +6,10 @@ gates in the order i, f, c, o: exactly our layout, so weights copy across unchan
 
 from __future__ import annotations
 
-import os
-
 import numpy as np
 
+from .keras_backend import import_keras
 from .params import LayerParams, validate_input, validate_params
-
-
-def import_keras():
-    """Import Keras (TensorFlow backend unless KERAS_BACKEND says otherwise), quietly."""
-    os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")  # less C++ start-up chatter in notebooks
-    import keras
-
-    if keras.backend.backend() == "tensorflow":
-        # TensorFlow looks for GPUs (and logs about it) the first time a device is touched. Do it
-        # now, so that the log lands with the import and not in the middle of later output.
-        import tensorflow as tf
-
-        tf.config.list_logical_devices()
-    return keras
 
 
 def params_from_keras(layers) -> list[LayerParams]:

@@ -8,10 +8,12 @@ dispatcher on a GPU, the fake one on the simulator), so it sees every kernel of 
 from __future__ import annotations
 
 import contextlib
-import time
 from collections import Counter
 
 from numba import cuda
+
+from . import simulator
+from .timing import wall_times
 
 
 @cuda.jit
@@ -21,11 +23,11 @@ def _empty_kernel(out):
         out[0] = 0.0
 
 
-def _kernel_class():
+def kernel_class():
     return type(_empty_kernel)
 
 
-def _kernel_name(kernel) -> str:
+def kernel_name(kernel) -> str:
     function = getattr(kernel, "py_func", None) or getattr(kernel, "fn", None)
     return getattr(function, "__name__", repr(kernel))
 
@@ -33,12 +35,12 @@ def _kernel_name(kernel) -> str:
 @contextlib.contextmanager
 def count_launches():
     """``with count_launches() as launches: ...`` -> a Counter of launches by kernel name."""
-    cls = _kernel_class()
+    cls = kernel_class()
     original = cls.__getitem__
     launches: Counter = Counter()
 
     def counting_getitem(self, launch_config):
-        launches[_kernel_name(self)] += 1
+        launches[kernel_name(self)] += 1
         return original(self, launch_config)
 
     cls.__getitem__ = counting_getitem
@@ -56,11 +58,13 @@ def launch_overhead_us(launches: int = 2000) -> float:
     """
     if launches < 1:
         raise ValueError(f"launches must be >= 1, got {launches}")
+    simulator.announce()
     dummy = cuda.device_array(1, dtype="float32")
+
+    def launch_all():
+        for _ in range(launches):
+            _empty_kernel[1, 1](dummy)
+
     _empty_kernel[1, 1](dummy)  # compile and load outside the clock
-    cuda.synchronize()
-    start = time.perf_counter()
-    for _ in range(launches):
-        _empty_kernel[1, 1](dummy)
-    cuda.synchronize()
-    return (time.perf_counter() - start) / launches * 1e6
+    total_ms = wall_times(launch_all, warmup=0, repeats=1, synchronize=cuda.synchronize)[0]
+    return total_ms / launches * 1e3

@@ -11,6 +11,7 @@ from typing import NamedTuple, Sequence
 
 import numpy as np
 
+from .checks import check_array
 from .config import LSTMConfig
 
 GATES = ("i", "f", "c", "o")
@@ -63,18 +64,6 @@ def random_input(cfg: LSTMConfig, seed: int = 1) -> np.ndarray:
 # Validation: one place, so every step and the reference reject bad input with the same words.
 
 
-def _check_float_array(name: str, value, allowed: tuple) -> np.ndarray:
-    if not isinstance(value, np.ndarray):
-        raise TypeError(f"{name} must be a NumPy array, got {type(value).__name__}")
-    if value.dtype not in allowed:
-        wanted = " or ".join(str(np.dtype(d)) for d in allowed)
-        raise TypeError(
-            f"{name} must have dtype {wanted}, got {value.dtype}"
-            + (" (convert with .astype(np.float32))" if np.float32 in allowed else "")
-        )
-    return value
-
-
 def validate_params(params: Sequence, *, allowed=(np.float32,)) -> list[LayerParams]:
     """Check a stack of layers: shapes chain, one hidden size, float32. Returns LayerParams."""
     if isinstance(params, LayerParams) or not isinstance(params, (list, tuple)):
@@ -94,7 +83,7 @@ def validate_params(params: Sequence, *, allowed=(np.float32,)) -> list[LayerPar
                 f"{type(layer).__name__}" + (f" of length {len(layer)}" if hasattr(layer, "__len__") else "")
             )
         kernel, recurrent, bias = (
-            _check_float_array(f"params[{index}].{part}", array, allowed)
+            check_array(f"params[{index}].{part}", array, allowed)
             for part, array in zip(LayerParams._fields, layer)
         )
         if recurrent.ndim != 2 or recurrent.shape[1] != 4 * recurrent.shape[0] or recurrent.shape[0] == 0:
@@ -124,7 +113,7 @@ def validate_params(params: Sequence, *, allowed=(np.float32,)) -> list[LayerPar
 def validate_input(x, params: Sequence, *, allowed=(np.float32,)) -> tuple[np.ndarray, list[LayerParams], LSTMConfig]:
     """Check ``x`` against ``params``; return them checked, with the LSTMConfig they describe."""
     params = validate_params(params, allowed=allowed)
-    x = _check_float_array("x", x, allowed)
+    x = check_array("x", x, allowed)
     if x.ndim != 3:
         raise ValueError(f"x must have shape (batch, seq_len, input_size), got {x.ndim} dimensions {x.shape}")
     batch, seq_len, features = x.shape

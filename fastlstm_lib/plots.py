@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from .published import article_numbers
+from .article import article_numbers
 
 
 def ladder_chart(results: list[dict], *, published=True, title: str | None = None, ax=None):

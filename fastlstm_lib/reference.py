@@ -6,39 +6,55 @@ import numpy as np
 
 from .params import validate_input
 
+#: The fp32 tolerance every step must meet: relative error (max |y - ref| / max |ref|) <= RTOL.
+RTOL = 1e-5
 
-def sigmoid(z: np.ndarray) -> np.ndarray:
+
+def sigmoid64(z: np.ndarray) -> np.ndarray:
+    """The logistic function in float64 NumPy (the kernels' ``sigmoidf`` is its float32 twin)."""
     return 1.0 / (1.0 + np.exp(-z))
+
+
+def lstm_layer64(layer_input: np.ndarray, layer) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """One LSTM layer over a whole sequence, float64, straight from the equations.
+
+    ``layer_input`` (batch, seq_len, in); ``layer`` (kernel, recurrent_kernel, bias) in Keras'
+    layout. Returns h and c at every step, (batch, seq_len, H) each, and the activated gates
+    [i, f, g, o] at every step, (batch, seq_len, 4H): what the backward pass needs (notebook 40).
+    """
+    kernel, recurrent_kernel, bias = layer
+    W = kernel.astype(np.float64)
+    U = recurrent_kernel.astype(np.float64)
+    b = bias.astype(np.float64)
+    batch, seq_len, _ = layer_input.shape
+    H = U.shape[0]
+    # The input part of every step is known in advance: one matrix product for all steps.
+    input_part = layer_input @ W + b  # (batch, seq_len, 4H)
+    h = np.zeros((batch, H))
+    c = np.zeros((batch, H))
+    hs, cs, gates = np.empty((batch, seq_len, H)), np.empty((batch, seq_len, H)), np.empty((batch, seq_len, 4 * H))
+    for t in range(seq_len):
+        z = input_part[:, t] + h @ U
+        i = sigmoid64(z[:, 0 * H : 1 * H])
+        f = sigmoid64(z[:, 1 * H : 2 * H])
+        g = np.tanh(z[:, 2 * H : 3 * H])
+        o = sigmoid64(z[:, 3 * H : 4 * H])
+        c = f * c + i * g
+        h = o * np.tanh(c)
+        hs[:, t], cs[:, t], gates[:, t] = h, c, np.concatenate([i, f, g, o], axis=1)
+    return hs, cs, gates
 
 
 def reference_forward(x: np.ndarray, params) -> np.ndarray:
     """Stacked LSTM, float64 throughout: returns the last layer's h at every step, (batch, seq_len, H).
 
     Accepts float32 or float64 arrays; computes in float64 so that it is the yardstick, not a
-    competitor, for the float32 GPU steps.
+    competitor, for the float32 GPU steps. Each layer's h sequence is the next layer's input.
     """
-    x, params, cfg = validate_input(x, params, allowed=(np.float32, np.float64))
-    H = cfg.hidden
+    x, params, _ = validate_input(x, params, allowed=(np.float32, np.float64))
     layer_input = x.astype(np.float64)
-    for kernel, recurrent_kernel, bias in params:
-        W = kernel.astype(np.float64)
-        U = recurrent_kernel.astype(np.float64)
-        b = bias.astype(np.float64)
-        # The input part of every step is known in advance: one matrix product for all steps.
-        input_part = layer_input @ W + b  # (batch, seq_len, 4H)
-        h = np.zeros((cfg.batch, H))
-        c = np.zeros((cfg.batch, H))
-        outputs = np.empty((cfg.batch, cfg.seq_len, H))
-        for t in range(cfg.seq_len):
-            z = input_part[:, t] + h @ U
-            i = sigmoid(z[:, 0 * H : 1 * H])
-            f = sigmoid(z[:, 1 * H : 2 * H])
-            g = np.tanh(z[:, 2 * H : 3 * H])
-            o = sigmoid(z[:, 3 * H : 4 * H])
-            c = f * c + i * g
-            h = o * np.tanh(c)
-            outputs[:, t] = h
-        layer_input = outputs
+    for layer in params:
+        layer_input, _, _ = lstm_layer64(layer_input, layer)
     return layer_input
 
 
@@ -59,6 +75,6 @@ def relative_error(y: np.ndarray, ref: np.ndarray) -> float:
     return diff / scale if scale > 0 else diff
 
 
-def matches(y: np.ndarray, ref: np.ndarray, rtol: float = 1e-5) -> bool:
+def matches(y: np.ndarray, ref: np.ndarray, rtol: float = RTOL) -> bool:
     """True when y is finite everywhere and within ``rtol`` of the reference (NaN never passes)."""
     return relative_error(y, ref) <= rtol

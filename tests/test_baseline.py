@@ -52,22 +52,23 @@ def check_gemm(launch, m, k, n, transpose_b=False):
     np.testing.assert_allclose(c.copy_to_host(), 2 * (a @ b), rtol=1e-5, atol=1e-5)
 
 
-@pytest.mark.parametrize("transpose_b", [False, True])
+@pytest.mark.parametrize("transpose_b, strided_b", [(False, False), (True, False), (True, True)])
 @pytest.mark.parametrize("blocking", [None, Blocking(bm=16, bn=8, bk=4, tm=4, tn=2)])
 @pytest.mark.parametrize("m,k,n", SHAPES)
-def test_blocked_gemm_any_size(m, k, n, blocking, transpose_b):
+def test_blocked_gemm_any_size(m, k, n, blocking, transpose_b, strided_b):
     def launch(a, b, c, **kw):
-        gemm(a, b, c, transpose_b=transpose_b, blocking=blocking, **kw)
+        gemm(a, b, c, transpose_b=transpose_b, strided_b=strided_b, blocking=blocking, **kw)
 
     check_gemm(launch, m, k, n, transpose_b)
 
 
-def test_blocked_gemm_gpu_blocking_on_one_block():
+@pytest.mark.parametrize("transpose_b", [False, True])
+def test_blocked_gemm_gpu_blocking_on_one_block(transpose_b):
     # The GPU's 64 x 64 blocking (256 threads, ~40 ms a launch here): one block, every edge case.
     def launch(a, b, c, **kw):
-        gemm(a, b, c, blocking=Blocking(bm=64, bn=64, bk=8, tm=4, tn=4), **kw)
+        gemm(a, b, c, transpose_b=transpose_b, blocking=Blocking(bm=64, bn=64, bk=8, tm=4, tn=4), **kw)
 
-    check_gemm(launch, 5, 11, 19)
+    check_gemm(launch, 5, 11, 19, transpose_b)
 
 
 @pytest.mark.parametrize("tile", [4, 16])
@@ -103,3 +104,24 @@ def test_gemm_rejects_shapes_that_do_not_chain():
         gemm(a, b, cuda.device_array((3, 6), np.float32))
     with pytest.raises(ValueError, match="transposed"):
         gemm(a, b, cuda.device_array((3, 5), np.float32), transpose_b=True)
+
+
+@pytest.mark.parametrize("blocking_name", ["GPU_LARGE", "GPU_SMALL"])
+@pytest.mark.parametrize("store", ["A", "B plain", "B transposed"])
+def test_a_warps_shared_tile_stores_hit_32_banks(blocking_name, store):
+    """The 32 threads of a warp store one element each into a shared tile: with the tiles' row
+    stride of bm (or bn) + SHARED_PADDING words, in 32 different banks (no bank conflict)."""
+    from fastlstm_lib.kernels import gemm as g
+
+    blocking = getattr(g, blocking_name)
+    for first in range(0, blocking.threads, 32):
+        banks = set()
+        for e in range(first, first + 32):  # the loaders' index arithmetic for element e
+            if store == "A":
+                row, column, stride = e % blocking.bk, e // blocking.bk, blocking.bm + g.SHARED_PADDING
+            elif store == "B plain":
+                row, column, stride = e // blocking.bn, e % blocking.bn, blocking.bn + g.SHARED_PADDING
+            else:
+                row, column, stride = e % blocking.bk, e // blocking.bk, blocking.bn + g.SHARED_PADDING
+            banks.add((row * stride + column) % 32)
+        assert len(banks) == 32

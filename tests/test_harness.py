@@ -162,3 +162,25 @@ def test_benchmarks_run_without_tqdm():
     )
     assert done.returncode == 0, done.stderr
     assert "['persistent']" in done.stdout
+
+
+def test_host_and_device_times_check_and_report_three_clocks():
+    result = fl.host_and_device_times("fused_pointwise", MINI, warmup=0, repeats=2)
+    assert result["relative_error"]["after"] <= 1e-5
+    assert result["issue_ms"]["median"] <= result["wall_ms"]["median"]
+    if fl.is_simulator():
+        assert result["device_ms"] is None and not result["times_meaningful"]
+    json.dumps(result)
+
+
+def test_host_and_device_times_refuse_keras():
+    pytest.importorskip("keras")
+    with pytest.raises(TypeError, match="only a wall clock"):
+        fl.host_and_device_times("keras_generic", MINI)
+
+
+def test_cli_clocks_refuses_the_simulator():
+    if not fl.is_simulator():
+        pytest.skip("on a GPU this is a real measurement")
+    done = subprocess.run([sys.executable, "-m", "fastlstm_lib", "clocks"], capture_output=True, text=True, timeout=120)
+    assert done.returncode == 2 and "mean nothing" in done.stderr

@@ -6,7 +6,8 @@ import numpy as np
 import pytest
 
 import fastlstm_lib as fl
-from fastlstm_lib import keras_steps
+from fastlstm_lib import keras_backend
+from fastlstm_lib.steps import keras_lstm
 from conftest import MINI, ODD, problem
 
 
@@ -30,8 +31,8 @@ def test_bench_times_keras_with_a_wall_clock_and_names_its_device():
     result = fl.bench("keras_generic", MINI, warmup=1, repeats=2)
     assert result["timing"] == "wall clock around a synchronised call"
     assert result["times_meaningful"]  # Keras really runs where it says, even beside the simulator
-    assert result["device"]["keras_backend"] == keras_steps.backend_name()
-    assert result["device"]["name"] == keras_steps.backend_device()["name"]
+    assert result["device"]["keras_backend"] == keras_backend.backend_name()
+    assert result["device"]["name"] == keras_backend.backend_device()["name"]
     assert result["relative_error"]["after"] <= 1e-5
     json.dumps(result)
 
@@ -50,17 +51,17 @@ def test_keras_step_validates_input():
 
 def test_training_step_is_the_same_math_either_way():
     x, params = problem(ODD)
-    auto = keras_steps.train_step_times(params, x, use_cudnn="auto", warmup=0, repeats=1)
-    generic = keras_steps.train_step_times(params, x, use_cudnn=False, warmup=0, repeats=1)
+    auto = keras_lstm.train_step_times(params, x, use_cudnn="auto", warmup=0, repeats=1)
+    generic = keras_lstm.train_step_times(params, x, use_cudnn=False, warmup=0, repeats=1)
     assert np.isfinite(auto["first_loss"]) and abs(auto["first_loss"] - generic["first_loss"]) <= 1e-5
     for a, b in zip(auto["weights_after_one_step"], generic["weights_after_one_step"]):
         np.testing.assert_allclose(a, b, rtol=1e-4, atol=1e-6)
 
 
 def test_tf32_switch_round_trips():
-    before = keras_steps.tf32_enabled()
+    before = keras_backend.tf32_enabled()
     try:
-        keras_steps.set_tf32(False)
-        assert keras_steps.tf32_enabled() is False
+        keras_backend.set_tf32(False)
+        assert keras_backend.tf32_enabled() is False
     finally:
-        keras_steps.set_tf32(bool(before))
+        keras_backend.set_tf32(bool(before))

@@ -7,8 +7,8 @@ import pytest
 import fastlstm_lib as fl
 from conftest import MINI, ODD, problem
 
-LADDER = ["baseline", "combined_gemms", "streams", "fused_pointwise", "pretransposed",
-          "combined_inputs", "wavefront"]
+#: The cuDNN 5 steps, in the article's order (data/article_cudnn5.csv): the ladder starts with them.
+LADDER = [row["step"] for row in fl.article_numbers()]
 
 #: Three layers, so that the wavefront has a middle layer that both waits and is waited for.
 ODD3 = fl.LSTMConfig(batch=3, seq_len=5, input_size=7, hidden=13, layers=3)

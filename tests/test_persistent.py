@@ -6,7 +6,8 @@ import pytest
 from numba import cuda
 
 import fastlstm_lib as fl
-from fastlstm_lib.kernels import persistent
+from fastlstm_lib.gpus import chip
+from fastlstm_lib.kernels import persistent, persistent_plan
 from conftest import ODD, problem
 
 
@@ -42,7 +43,7 @@ def test_persistent_is_two_launches_per_layer(odd_problem):
 def test_simulator_plans_a_single_block():
     if not fl.is_simulator():
         pytest.skip("simulator only")
-    p = persistent.plan(13, 3)
+    p = persistent_plan.plan(13, 3)
     assert (p.blocks, p.units, p.threads) == (1, 13, 39)
 
 
@@ -63,7 +64,7 @@ def test_many_blocks_index_the_right_units(splits):
     x_gates = np.ascontiguousarray((x @ kernel).transpose(1, 0, 2))  # (T, B, 4H), bias added in-kernel
     hs = np.ascontiguousarray(ref.transpose(1, 0, 2)).astype(np.float32)
     hs[-1] = np.nan
-    grid = persistent.Plan(hidden, batch, units=5, blocks=3, splits=splits, k_chunk=4)
+    grid = persistent_plan.Plan(hidden, batch, units=5, blocks=3, splits=splits, k_chunk=4)
     hs_device = cuda.to_device(hs)
     persistent.launch(grid, cuda.to_device(x_gates), cuda.to_device(recurrent), cuda.to_device(bias), hs_device)
     assert fl.relative_error(hs_device.copy_to_host().transpose(1, 0, 2), ref) <= 1e-5
@@ -75,38 +76,62 @@ def test_split_dot_products_in_one_block():
     kernel, recurrent, bias = params[0]
     x_gates = np.ascontiguousarray((x @ kernel).transpose(1, 0, 2))
     hs = cuda.to_device(np.full((3, 2, 7), np.nan, np.float32))
-    grid = persistent.Plan(7, 2, units=7, blocks=1, splits=2, k_chunk=7)
+    grid = persistent_plan.Plan(7, 2, units=7, blocks=1, splits=2, k_chunk=7)
     persistent.launch(grid, cuda.to_device(x_gates), cuda.to_device(recurrent), cuda.to_device(bias), hs)
     ref = fl.reference_forward(x, params)
     assert fl.relative_error(hs.copy_to_host().transpose(1, 0, 2), ref) <= 1e-5
 
 
-def h100_like(plan):
-    return 132  # one resident block per SM on an H100 SXM
+def one_block_per_sm(name):
+    """A chip like ``name`` that holds one block per SM whatever the block's size: the pessimistic
+    planning of a grid barrier, before occupancy is counted."""
+    import dataclasses
+
+    return dataclasses.replace(chip(name), max_blocks_per_sm=1)
 
 
-@pytest.mark.parametrize("batch, splits, k_chunk", [
-    (1, 32, 512),  # 4 pairs per block: 32 threads share each pair's dot products; all of h fits
-    (4, 16, 512),
-    (16, 4, 128),
-    (64, 1, 32),  # 256 pairs fill the block by themselves
-    (256, 1, 8),
+@pytest.mark.parametrize("batch, units, splits, k_chunk", [
+    (1, 4, 32, 512),  # 4 pairs per block: 32 threads share each pair's dot products; all of h fits
+    (4, 4, 16, 512),
+    (16, 4, 4, 512),  # dynamic shared memory: all of h fits where 48 KiB of static memory held 128
+    (64, 4, 1, 512),  # 256 pairs fill the block by themselves
 ])
-def test_plan_at_hidden_512(batch, splits, k_chunk):
-    p = persistent.plan(512, batch, max_blocks=h100_like, single_block=False, target_threads=256)  # the GPU's target
-    assert (p.units, p.blocks, p.splits, p.k_chunk) == (4, 128, splits, k_chunk)
-    assert p.threads == batch * 4 * splits <= 1024
-    assert p.shared_bytes <= persistent.SHARED_BYTES
+def test_plan_at_hidden_512_one_block_per_sm(batch, units, splits, k_chunk):
+    p = persistent_plan.plan(512, batch, chip=one_block_per_sm("H100"), target_threads=256)
+    assert (p.units, p.blocks, p.splits, p.k_chunk) == (units, 512 // units, splits, k_chunk)
+    assert p.threads == batch * units * splits <= 1024
+    assert p.shared_bytes <= chip("H100").shared_bytes_per_block
+
+
+def test_occupancy_lets_an_h100_hold_several_blocks_per_sm():
+    # Batch 4: 4 units per block make 128 blocks, which one block per SM would also fit; with
+    # occupancy, 2 units per block (256 blocks, 2 per SM) fit too, and more blocks share the work.
+    p = persistent_plan.plan(512, 4, chip="H100", target_threads=256)
+    assert p.blocks > 132 and p.blocks <= p.blocks_per_sm * 132
+
+
+def test_hidden_1024_batch_4_fits_an_h100_but_not_an_m40():
+    p = persistent_plan.plan(1024, 4, chip="H100", target_threads=256)
+    assert p.shared_bytes > persistent.STATIC_SHARED_BYTES  # beyond 48 KiB: dynamic shared memory
+    assert p.blocks <= p.blocks_per_sm * 132
+    with pytest.raises(persistent_plan.PersistentLimitError, match="M40"):
+        persistent_plan.plan(1024, 4, chip="M40", target_threads=256)
+
+
+def test_batch_256_needs_more_registers_than_an_sm_has():
+    # 4 units x 256 rows = 1024 threads x 128 registers > 65536: not even one block is resident.
+    with pytest.raises(persistent_plan.PersistentLimitError, match=r"limited by registers"):
+        persistent_plan.plan(512, 256, chip=one_block_per_sm("H100"), target_threads=256)
 
 
 def test_plan_names_the_thread_limit():
-    with pytest.raises(persistent.PersistentLimitError, match=r"256 blocks > 132 .* 512 x 3 = 1536 threads > 1024"):
-        persistent.plan(512, 512, max_blocks=h100_like, single_block=False)
+    with pytest.raises(persistent_plan.PersistentLimitError, match=r"512 x 3 = 1536 threads > 1024"):
+        persistent_plan.plan(512, 512, chip=one_block_per_sm("H100"))
 
 
 def test_plan_names_the_shared_memory_limit():
-    with pytest.raises(persistent.PersistentLimitError, match="shared memory"):
-        persistent.plan(1024, 4, max_blocks=h100_like, single_block=False)
+    with pytest.raises(persistent_plan.PersistentLimitError, match="shared memory"):
+        persistent_plan.plan(8192, 1, chip="M40")
 
 
 def test_a_step_that_does_not_fit_fails_before_launching():
@@ -120,5 +145,12 @@ def test_a_step_that_does_not_fit_fails_before_launching():
 
 
 def test_limits_report_each_batch():
-    report = fl.persistent_limits(13, batches=(1, 3))
+    report = fl.persistent_limits(13, batches=(1, 3), chip="T4")
     assert set(report) == {1, 3} and all(text.startswith(("fits", "does not fit")) for text in report.values())
+
+
+def test_a_plan_for_a_named_gpu_is_the_same_on_every_machine():
+    # The simulator aims for 32 threads per block on itself, but a plan for an H100 is an H100's.
+    for batch in (1, 4, 64):
+        assert persistent_plan.plan(512, batch, chip="H100") == persistent_plan.plan(
+            512, batch, chip="H100", target_threads=persistent_plan.GPU_TARGET_THREADS)

@@ -1,4 +1,4 @@
-"""The GEMM every step uses: C = A @ op(B), or C += A @ op(B), correct at any size.
+"""The GEMM every step uses: C = op(A) @ op(B), or C += op(A) @ op(B), correct at any size.
 
 Two kernels, the second built on the first's idea:
 
@@ -19,9 +19,21 @@ Both load elements beyond the edge of A, B or C as zeros and never store them: o
 safe. Arrays may be strided views (one gate's columns of a stacked matrix, one time step of a
 sequence).
 
-``transpose_b``: B is stored (N, K) and read as its transpose, like BLAS's 'T' flag. A warp's
-loads of a B tile then walk down a column of that storage, 32 rows apart, instead of along a
-row: the layout the pre-transposed step (notebook 06) removes.
+``transpose_b``: B is stored (N, K) and read as its transpose, like BLAS's 'T' flag. The kernel
+loads such a B tile the way it loads A: consecutive threads take consecutive k, which are
+neighbours in memory, and the tile is transposed on its way into shared memory. So both layouts
+cost the same 32-byte sectors per warp-wide load, as they do in cuBLAS. ``strided_b=True`` keeps
+the naive alternative for notebook 06: consecutive threads take consecutive columns of op(B),
+which for a transposed B are K floats apart in memory, one sector per thread.
+
+``transpose_a``: A is stored (K, M) and read as its transpose (the backward pass's weight
+gradients, X^T dZ summed over every step, notebook 41). Its tile is loaded with consecutive threads
+on consecutive m, neighbours in that layout, and lands in shared memory k-major, as it is used.
+
+The shared tiles are padded by four columns. A warp's transposing stores (A always, a transposed
+B too) write an 8 x 4 patch of a tile, k down and four rows or columns across; with a row stride
+of 64 + 4 words, the 32 threads land in 32 different shared-memory banks (with + 1, only 11: a
+4-way bank conflict), and a plain B's row-wise stores stay conflict-free.
 """
 
 from __future__ import annotations
@@ -31,11 +43,12 @@ from typing import NamedTuple
 
 from numba import cuda, float32
 
-from .. import _device
+from .. import simulator
+from ..device import multiprocessors
 
 #: Tile edge of ``tiled_gemm``: 16 x 16 = 256 threads on a GPU; 4 x 4 on the simulator, where
 #: every simulated thread costs ~0.15 ms per launch.
-TILE = 4 if _device.SIMULATOR else 16
+TILE = 4 if simulator.SIMULATOR else 16
 
 
 class Blocking(NamedTuple):
@@ -52,11 +65,15 @@ class Blocking(NamedTuple):
         return (self.bm // self.tm) * (self.bn // self.tn)
 
 
+#: Extra words per shared-tile row: 4 keeps a warp's transposing stores in 32 different banks.
+SHARED_PADDING = 4
+
 #: On a GPU: 256 threads, 16 outputs each (64 x 64 per block), or a 32 x 32 patch with 4 each
 #: when 64 x 64 patches would leave SMs idle (the LSTM's recurrent GEMM is only batch rows tall).
+GPU_LARGE = Blocking(bm=64, bn=64, bk=8, tm=4, tn=4)
+GPU_SMALL = Blocking(bm=32, bn=32, bk=8, tm=2, tn=2)
 #: On the simulator: 16 threads, 4 outputs each: the same code paths, milliseconds per launch.
-LARGE = Blocking(bm=8, bn=8, bk=4, tm=2, tn=2) if _device.SIMULATOR else Blocking(bm=64, bn=64, bk=8, tm=4, tn=4)
-SMALL = LARGE if _device.SIMULATOR else Blocking(bm=32, bn=32, bk=8, tm=2, tn=2)
+SIMULATOR_BLOCKING = Blocking(bm=8, bn=8, bk=4, tm=2, tn=2)
 
 
 @functools.lru_cache(maxsize=None)
@@ -93,18 +110,21 @@ def tiled_gemm_kernel(tile: int):
 
 
 @functools.lru_cache(maxsize=None)
-def blocked_gemm_kernel(blocking: Blocking, transpose_b: bool):
-    """The register-blocked kernel for one blocking and B layout (all compile-time constants)."""
+def blocked_gemm_kernel(blocking: Blocking, transpose_b: bool, strided_b: bool = False, transpose_a: bool = False):
+    """The register-blocked kernel for one blocking and A and B layout (all compile-time constants)."""
     bm, bn, bk, tm, tn = blocking
     threads = blocking.threads
     threads_n = bn // tn  # threads side by side along N
     threads_m = bm // tm
+    a_shape = (bk, bm + SHARED_PADDING)  # see the module docstring (bank conflicts)
+    b_shape = (bk, bn + SHARED_PADDING)
+    b_along_k = transpose_b and not strided_b  # walk B's storage order: k is contiguous in (N, K)
 
     @cuda.jit
     def blocked_gemm(a, b, c, accumulate):
         # Both tiles are stored k-major, so the inner loop reads a row of each.
-        a_tile = cuda.shared.array((bk, bm), float32)
-        b_tile = cuda.shared.array((bk, bn), float32)
+        a_tile = cuda.shared.array(a_shape, float32)
+        b_tile = cuda.shared.array(b_shape, float32)
         acc = cuda.local.array((tm, tn), float32)
         a_reg = cuda.local.array(tm, float32)
         b_reg = cuda.local.array(tn, float32)
@@ -116,22 +136,37 @@ def blocked_gemm_kernel(blocking: Blocking, transpose_b: bool):
         thread_n = tid % threads_n
         row0 = cuda.blockIdx.y * bm
         col0 = cuda.blockIdx.x * bn
-        m, k_total = a.shape
-        n = c.shape[1]
+        m, n = c.shape
+        k_total = a.shape[0] if transpose_a else a.shape[1]
         for i in range(tm):
             for j in range(tn):
                 acc[i, j] = float32(0.0)
         for k0 in range(0, k_total, bk):
-            # Cooperative loads. A is row-major (M, K): consecutive threads take consecutive k.
+            # Cooperative loads. A (M, K): consecutive threads take consecutive k; a transposed A,
+            # stored (K, M): consecutive m. Either way, neighbours in memory.
             for e in range(tid, bm * bk, threads):
-                r = e // bk
-                kk = e % bk
-                in_range = row0 + r < m and k0 + kk < k_total
-                a_tile[kk, r] = a[row0 + r, k0 + kk] if in_range else float32(0.0)
-            # B: consecutive threads take consecutive n, which is contiguous only if B is (K, N).
+                if transpose_a:
+                    kk = e // bm
+                    r = e % bm
+                else:
+                    r = e // bk
+                    kk = e % bk
+                if row0 + r < m and k0 + kk < k_total:
+                    if transpose_a:
+                        a_tile[kk, r] = a[k0 + kk, row0 + r]
+                    else:
+                        a_tile[kk, r] = a[row0 + r, k0 + kk]
+                else:
+                    a_tile[kk, r] = float32(0.0)
+            # B: consecutive threads take neighbours in memory: consecutive n of a (K, N) B,
+            # consecutive k of an (N, K) one (unless strided_b asks for the naive order).
             for e in range(tid, bk * bn, threads):
-                kk = e // bn
-                col = e % bn
+                if b_along_k:
+                    col = e // bk
+                    kk = e % bk
+                else:
+                    kk = e // bn
+                    col = e % bn
                 if k0 + kk < k_total and col0 + col < n:
                     if transpose_b:
                         b_tile[kk, col] = b[col0 + col, k0 + kk]
@@ -162,41 +197,48 @@ def blocked_gemm_kernel(blocking: Blocking, transpose_b: bool):
     return blocked_gemm
 
 
-def gemm_shape(a, b, c, transpose_b: bool) -> tuple[int, int, int]:
-    """(M, N, K) of C = A @ op(B); a ValueError if the shapes don't chain."""
-    m, k = a.shape
+def gemm_shape(a, b, c, transpose_b: bool, transpose_a: bool = False) -> tuple[int, int, int]:
+    """(M, N, K) of C = op(A) @ op(B); a ValueError if the shapes don't chain."""
+    k, m = a.shape if transpose_a else a.shape[::-1]
     k_b, n = (b.shape[1], b.shape[0]) if transpose_b else b.shape
     if k != k_b or c.shape != (m, n):
-        stored = f"B {b.shape}" + (" transposed" if transpose_b else "")
-        raise ValueError(f"gemm shapes don't chain: A {a.shape} @ {stored} -> C {c.shape}")
+        stored_a = f"A {a.shape}" + (" transposed" if transpose_a else "")
+        stored_b = f"B {b.shape}" + (" transposed" if transpose_b else "")
+        raise ValueError(f"gemm shapes don't chain: {stored_a} @ {stored_b} -> C {c.shape}")
     return m, n, k
 
 
+def gpu_blocking(m: int, n: int, sms: int) -> Blocking:
+    """What a GPU with ``sms`` SMs runs for an (m x n) C: GPU_LARGE patches, unless they would
+    give fewer blocks than it has SMs."""
+    blocks = -(-m // GPU_LARGE.bm) * -(-n // GPU_LARGE.bn)
+    return GPU_SMALL if blocks < sms else GPU_LARGE
+
+
 def choose_blocking(m: int, n: int) -> Blocking:
-    """LARGE patches, unless they would give fewer blocks than the GPU has SMs."""
-    blocks = -(-m // LARGE.bm) * -(-n // LARGE.bn)
-    return SMALL if blocks < multiprocessors() else LARGE
+    """The blocking ``gemm()`` launches here: this GPU's choice, or the simulator's small one."""
+    return SIMULATOR_BLOCKING if simulator.SIMULATOR else gpu_blocking(m, n, multiprocessors())
 
 
-@functools.lru_cache(maxsize=1)
-def multiprocessors() -> int:
-    return 1 if _device.SIMULATOR else int(cuda.get_current_device().MULTIPROCESSOR_COUNT)
+def gemm(a, b, c, *, accumulate: bool = False, transpose_a: bool = False, transpose_b: bool = False,
+         blocking: Blocking | None = None, strided_b: bool = False, stream=0) -> None:
+    """Launch C = op(A) @ op(B) (or C += op(A) @ op(B)) on device arrays.
 
-
-def gemm(a, b, c, *, accumulate: bool = False, transpose_b: bool = False, blocking: Blocking | None = None,
-         stream=0) -> None:
-    """Launch C = A @ op(B) (or C += A @ op(B)) on device arrays.
-
-    A is (M, K); B is (K, N), or (N, K) with ``transpose_b``; C is (M, N).
+    A is (M, K), or (K, M) with ``transpose_a``; B is (K, N), or (N, K) with ``transpose_b``; C is
+    (M, N). ``strided_b``: load a transposed B in the naive, uncoalesced order (notebook 06's
+    comparison; never faster).
     """
-    m, n, _ = gemm_shape(a, b, c, transpose_b)
+    simulator.announce()
+    m, n, _ = gemm_shape(a, b, c, transpose_b, transpose_a)
     blocking = choose_blocking(m, n) if blocking is None else blocking
     grid = (-(-n // blocking.bn), -(-m // blocking.bm))
-    blocked_gemm_kernel(blocking, bool(transpose_b))[grid, blocking.threads, stream](a, b, c, accumulate)
+    kernel = blocked_gemm_kernel(blocking, bool(transpose_b), bool(strided_b), bool(transpose_a))
+    kernel[grid, blocking.threads, stream](a, b, c, accumulate)
 
 
 def tiled_gemm(a, b, c, *, accumulate: bool = False, tile: int | None = None, stream=0) -> None:
     """Launch the textbook tiled kernel: C = A @ B (or C += A @ B)."""
+    simulator.announce()
     tile = TILE if tile is None else tile
     m, n, _ = gemm_shape(a, b, c, False)
     grid = (-(-n // tile), -(-m // tile))

@@ -11,7 +11,8 @@ import math
 
 from numba import cuda, float32
 
-from .launch import pointwise_grid
+from .. import simulator
+from .geometry import pointwise_grid
 
 
 @cuda.jit(device=True, inline=True)
@@ -66,39 +67,41 @@ def _tanh(a, out):
         out[r, c] = math.tanh(a[r, c])
 
 
-def _launch(kernel, out, *args, stream=0):
+def launch_elementwise(kernel, out, *args, stream=0):
+    """Launch an element-wise ``kernel(*args)`` with one thread per element of ``out``."""
+    simulator.announce()
     blocks, threads = pointwise_grid(out.size)
     kernel[blocks, threads, stream](*args)
 
 
 def fill(out, value, stream=0):
     """out[:] = value"""
-    _launch(_fill, out, out, float32(value), stream=stream)
+    launch_elementwise(_fill, out, out, float32(value), stream=stream)
 
 
 def add(a, b, out, stream=0):
     """out = a + b"""
-    _launch(_add, out, a, b, out, stream=stream)
+    launch_elementwise(_add, out, a, b, out, stream=stream)
 
 
 def add_bias(a, bias, out, stream=0):
     """out = a + bias (bias broadcast along rows)"""
-    _launch(_add_bias, out, a, bias, out, stream=stream)
+    launch_elementwise(_add_bias, out, a, bias, out, stream=stream)
 
 
 def mul(a, b, out, stream=0):
     """out = a * b"""
-    _launch(_mul, out, a, b, out, stream=stream)
+    launch_elementwise(_mul, out, a, b, out, stream=stream)
 
 
 def sigmoid(a, out, stream=0):
     """out = 1 / (1 + exp(-a))"""
-    _launch(_sigmoid, out, a, out, stream=stream)
+    launch_elementwise(_sigmoid, out, a, out, stream=stream)
 
 
 def tanh(a, out, stream=0):
     """out = tanh(a)"""
-    _launch(_tanh, out, a, out, stream=stream)
+    launch_elementwise(_tanh, out, a, out, stream=stream)
 
 
 # --------------------------------------------------------------------------------------------
@@ -125,4 +128,4 @@ def _lstm_cell(x_gates, h_gates, bias, c, h):
 def lstm_cell(x_gates, h_gates, bias, c, h, stream=0):
     """One layer-step's point-wise work in one launch: z = x_gates + h_gates + bias (B, 4H, gates
     i, f, c, o); c = f*c + i*tanh(z_c) in place; h = o*tanh(c)."""
-    _launch(_lstm_cell, c, x_gates, h_gates, bias, c, h, stream=stream)
+    launch_elementwise(_lstm_cell, c, x_gates, h_gates, bias, c, h, stream=stream)

@@ -1,91 +1,42 @@
-"""The optimization ladder: one module per step, in the order the course adds them.
+"""The steps: the optimization ladder, one module per step, plus Keras' own LSTM, in one registry.
 
-    fl.steps.names()                       # ["baseline", ...]
+    fl.steps.names()                       # the ladder: ["baseline", ...]
     fl.steps.get("baseline").forward(x, params)
 
-Each module ``stepNN_<name>.py`` (NN = the notebook that teaches it) defines one ``LSTMStep``
-subclass and an instance of it called ``STEP``.
+Each ladder module ``stepNN_<name>.py`` (NN = the notebook that teaches it) defines one
+``LSTMStep`` subclass and an instance of it called ``STEP``. The ladder is read from those file
+names, in NN order: adding a step is adding a file (``registry.Ladder``). ``keras_lstm.py`` adds
+Keras' own LSTM three ways (``keras_names()``); they are steps of the same registry, not rungs of
+the ladder.
 """
 
 from __future__ import annotations
 
-import importlib
-
-from ._base import LSTMStep, Runner
-
-#: Step modules, in ladder order.
-_MODULES = [
-    "step02_baseline",
-    "step03_combined_gemms",
-    "step04_streams",
-    "step05_fused_pointwise",
-    "step06_pretransposed",
-    "step07_combined_inputs",
-    "step08_wavefront",
-    "step09_persistent",
-]
+from ..registry import Ladder
+from .base import LSTMStep, Runner
 
 
-def _load():
-    steps = {}
-    for module_name in _MODULES:
-        step = importlib.import_module(f"{__name__}.{module_name}").STEP
-        steps[step.name] = step
-    return steps
+def _keras_steps():
+    from .keras_lstm import KERAS_STEPS  # Keras itself loads only when one of them runs
+
+    return KERAS_STEPS
 
 
-def names() -> list[str]:
-    """Ordered step names, "baseline" first."""
-    return list(_load())
+LADDER = Ladder(__name__, "step", extras=_keras_steps)
 
+#: Ordered ladder step names, "baseline" first.
+names = LADDER.names
+#: Keras' own LSTM, three ways, timed by the same harness (notebook 10): not ladder steps.
+keras_names = LADDER.extra_names
+#: The step called ``name`` (a ladder step or a Keras one).
+get = LADDER.get
+all_steps = LADDER.all_steps
+#: The number of the notebook that teaches ladder step ``name`` ("03" for combined_gemms).
+notebook = LADDER.number
+previous = LADDER.previous
+#: The methods a step's class defines itself: its difference from the step before.
+changes = LADDER.changes
+ladder_modules = LADDER.modules
 
-def keras_names() -> list[str]:
-    """Keras' own LSTM, three ways, timed by the same harness (notebook 10): not ladder steps."""
-    from ..keras_steps import KERAS_STEPS
-
-    return list(KERAS_STEPS)
-
-
-def get(name: str) -> LSTMStep:
-    """The step called ``name`` (a ladder step or a Keras one); a ValueError lists the names otherwise."""
-    if not isinstance(name, str):
-        raise TypeError(f"step name must be a str, got {type(name).__name__}")
-    steps = _load()
-    if name in steps:
-        return steps[name]
-    from ..keras_steps import KERAS_STEPS
-
-    if name in KERAS_STEPS:
-        return KERAS_STEPS[name]
-    raise ValueError(f"unknown step {name!r}; known steps: {', '.join([*steps, *KERAS_STEPS])}")
-
-
-def all_steps() -> list[LSTMStep]:
-    return list(_load().values())
-
-
-def previous(name: str) -> LSTMStep | None:
-    """The step before ``name`` in the ladder (None for the first)."""
-    order = names()
-    index = order.index(get(name).name)
-    return get(order[index - 1]) if index > 0 else None
-
-
-def changes(name: str) -> str:
-    """The source of what step ``name`` changes: the methods its class defines itself.
-
-    Every step subclasses the one before and overrides only what its optimization changes, so
-    these methods *are* the difference between two consecutive steps.
-    """
-    import inspect
-
-    step = get(name)
-    cls = type(step)
-    parts = [f"class {cls.__name__}({', '.join(base.__name__ for base in cls.__bases__)}):  # fastlstm_lib{inspect.getsourcefile(cls).rsplit('fastlstm_lib', 1)[-1]}"]
-    for attribute, value in cls.__dict__.items():
-        if inspect.isfunction(value):
-            parts.append(inspect.getsource(value).rstrip())
-    return "\n\n".join(parts)
-
-
-__all__ = ["LSTMStep", "Runner", "names", "keras_names", "get", "all_steps", "previous", "changes"]
+__all__ = ["LSTMStep", "Runner", "LADDER", "names", "keras_names", "get", "all_steps", "notebook", "previous",
+           "changes", "ladder_modules"]

@@ -7,9 +7,19 @@ Per layer and time step:
 25 launches per layer-step, every intermediate going through global memory. Layers run one
 after the other, time-major, everything on the default stream.
 
-The weights are kept as the equations write them, z = W x + U h + b: one row per gate unit,
-W (4H x in) and U (4H x H), the layout PyTorch and cuDNN store. Our products are x_t @ W^T, so
-the GEMM reads W transposed (BLAS's 'T' flag); notebook 06 changes that.
+The course writes the gates as Keras does, z = x W + h U + b, with W (in x 4H) and U (H x 4H):
+Keras' ``kernel`` and ``recurrent_kernel``. The baseline stores their transposes, W^T (4H x in) and
+U^T (4H x H), one row per gate unit, as PyTorch and cuDNN keep them; the products x_t @ W and
+h_{t-1} @ U then read the stored matrices with BLAS's 'T' flag. Notebook 06 changes that.
+
+State (what ``setup`` returns):
+- ``stream``: where everything is launched (0, the default stream);
+- ``layers``: per layer, the uploaded ``kernel``, ``recurrent``, ``bias`` and whether the GEMM
+  reads them ``transposed``;
+- ``hidden_seq``: two (T, B, H) buffers, the outputs of the layers below the top, ping-ponged;
+- ``h_zero``: h before step 0; ``c``: the cell state (B, H);
+- ``x_gates``, ``h_gates``: the two products (B, 4H); ``z``, ``act``: pre-activations and
+  activations (B, 4H); ``tmp``: two (B, H) temporaries of the cell update.
 """
 
 from __future__ import annotations
@@ -21,14 +31,15 @@ from numba import cuda
 
 from ..kernels import pointwise as pw
 from ..kernels.gemm import gemm
-from ._base import LSTMStep
+from .base import LSTMStep, reject_options
+from .resources import scratch
 
 #: Which activation each gate gets, in Keras' gate order i, f, c, o.
 GATE_ACTIVATIONS = (pw.sigmoid, pw.sigmoid, pw.tanh, pw.sigmoid)
 
 
 def gate_rows(matrix, g):
-    """Gate g's rows of a stacked (4H, k) weight matrix: (H, k)."""
+    """Gate g's rows of a stacked (4H, k) weight matrix (W^T or U^T): (H, k)."""
     hidden = matrix.shape[0] // 4
     return matrix[g * hidden:(g + 1) * hidden]
 
@@ -37,18 +48,6 @@ def gate_columns(matrix, g):
     """Gate g's columns of a (B, 4H) matrix of gate values: (B, H), a strided view."""
     hidden = matrix.shape[1] // 4
     return matrix[:, g * hidden:(g + 1) * hidden]
-
-
-def scratch(shape, count=None):
-    """Uninitialised device buffers: every kernel writes them fully before anybody reads them."""
-    if count is None:
-        return cuda.device_array(shape, dtype="float32")
-    return [cuda.device_array(shape, dtype="float32") for _ in range(count)]
-
-
-def reject_options(step, options):
-    if options:
-        raise TypeError(f"step {step.name!r} takes no options, got {sorted(options)}")
 
 
 class Baseline(LSTMStep):
@@ -65,15 +64,15 @@ class Baseline(LSTMStep):
             hidden_seq=scratch((T, B, H), 2) if cfg.layers > 1 else [],
             h_zero=cuda.to_device(np.zeros((B, H), dtype=np.float32)),  # h before step 0
             c=scratch((B, H)),
-            x_gates=scratch((B, 4 * H)),  # x_t @ W^T: the 4 gates side by side
-            h_gates=scratch((B, 4 * H)),  # h_{t-1} @ U^T
+            x_gates=scratch((B, 4 * H)),  # x_t @ W: the 4 gates side by side
+            h_gates=scratch((B, 4 * H)),  # h_{t-1} @ U
             z=scratch((B, 4 * H)),
             act=scratch((B, 4 * H)),
             tmp=scratch((B, H), 2),
         )
 
     def upload_weights(self, layer):
-        """W (4H x in) and U (4H x H), one row per gate unit: Keras' matrices transposed."""
+        """W^T (4H x in) and U^T (4H x H), one row per gate unit: Keras' matrices transposed."""
         return SimpleNamespace(
             kernel=cuda.to_device(np.ascontiguousarray(layer.kernel.T)),
             recurrent=cuda.to_device(np.ascontiguousarray(layer.recurrent_kernel.T)),
@@ -98,26 +97,30 @@ class Baseline(LSTMStep):
             self.cell_update(state, weights, state.x_gates, state.h_gates, hs[t])
             h_prev = hs[t]
 
-    def gate_products(self, s, w, x_t, h_prev):
-        """x_t @ W^T into s.x_gates and h_prev @ U^T into s.h_gates: one GEMM per gate and operand."""
+    def gate_products(self, state, weights, x_t, h_prev):
+        """x_t @ W into state.x_gates and h_prev @ U into state.h_gates: one GEMM per gate and operand,
+        each reading its gate's rows of the stored W^T or U^T with the 'T' flag."""
         for g in range(4):
-            gemm(x_t, gate_rows(w.kernel, g), gate_columns(s.x_gates, g), transpose_b=True, stream=s.stream)
-            gemm(h_prev, gate_rows(w.recurrent, g), gate_columns(s.h_gates, g), transpose_b=True, stream=s.stream)
+            gemm(x_t, gate_rows(weights.kernel, g), gate_columns(state.x_gates, g),
+                 transpose_b=True, stream=state.stream)
+            gemm(h_prev, gate_rows(weights.recurrent, g), gate_columns(state.h_gates, g),
+                 transpose_b=True, stream=state.stream)
 
-    def cell_update(self, s, w, x_gates, h_gates, h_t):
+    def cell_update(self, state, weights, x_gates, h_gates, h_t):
         """Bias, activations, c and h: 17 separate kernels, each a round trip through memory."""
-        stream = s.stream
+        stream = state.stream
         for g in range(4):
-            z, act = gate_columns(s.z, g), gate_columns(s.act, g)
+            z, act = gate_columns(state.z, g), gate_columns(state.act, g)
             pw.add(gate_columns(x_gates, g), gate_columns(h_gates, g), z, stream=stream)
-            pw.add_bias(z, w.bias[g * z.shape[1]:(g + 1) * z.shape[1]], z, stream=stream)
+            pw.add_bias(z, weights.bias[g * z.shape[1]:(g + 1) * z.shape[1]], z, stream=stream)
             GATE_ACTIVATIONS[g](z, act, stream=stream)
-        i, f, g, o = (gate_columns(s.act, gate) for gate in range(4))
-        pw.mul(f, s.c, s.tmp[0], stream=stream)  # f * c
-        pw.mul(i, g, s.tmp[1], stream=stream)  # i * g
-        pw.add(s.tmp[0], s.tmp[1], s.c, stream=stream)  # c = f*c + i*g
-        pw.tanh(s.c, s.tmp[0], stream=stream)  # tanh(c)
-        pw.mul(o, s.tmp[0], h_t, stream=stream)  # h = o * tanh(c)
+        i, f, g, o = (gate_columns(state.act, gate) for gate in range(4))
+        c, tmp = state.c, state.tmp
+        pw.mul(f, c, tmp[0], stream=stream)  # f * c
+        pw.mul(i, g, tmp[1], stream=stream)  # i * g
+        pw.add(tmp[0], tmp[1], c, stream=stream)  # c = f*c + i*g
+        pw.tanh(c, tmp[0], stream=stream)  # tanh(c)
+        pw.mul(o, tmp[0], h_t, stream=stream)  # h = o * tanh(c)
 
 
 STEP = Baseline()

@@ -2,7 +2,7 @@
 
 A layer's inputs are all known before its recurrence starts: layer 0's are the data, and since
 layers here run one after the other, layer l's are the finished outputs of layer l-1. Stacked,
-(T*B x in) @ W^T computes every step's input product in ONE GEMM, 100x taller than a step's: it
+(T*B x in) @ W computes every step's input product in ONE GEMM, 100x taller than a step's: it
 fills the GPU, and T-1 launches disappear. The recurrent GEMM can't do the same: step t needs
 h_{t-1}.
 
@@ -11,6 +11,10 @@ smaller chunks, chunk k+1's GEMM on the side stream overlaps chunk k's recurrenc
 (step 08) needs chunks for the layers above the first.
 
 What changes: ``setup`` (the option, one event per chunk) and ``run_layer``.
+
+State added:
+- ``chunks``: [(t0, t1), ...], the steps each input GEMM covers;
+- ``chunk_inputs_done``: one event per chunk, its input products are ready.
 """
 
 from __future__ import annotations
@@ -18,14 +22,8 @@ from __future__ import annotations
 import numbers
 
 from ..kernels import pointwise as pw
-from ..kernels.launch import ordering_event
+from .resources import ordering_event, rows
 from .step06_pretransposed import Pretransposed
-
-
-def rows(sequence):
-    """A contiguous (steps, B, F) block of a sequence as the (steps*B, F) matrix a GEMM takes."""
-    steps, batch, features = sequence.shape
-    return sequence.reshape(steps * batch, features)
 
 
 def chunk_bounds(seq_len: int, chunk: int) -> list[tuple[int, int]]:
@@ -54,21 +52,20 @@ class CombinedInputs(Pretransposed):
         return state
 
     def run_layer(self, state, weights, xs, hs):
-        s = state
-        s.layer_ready.record(s.stream)
-        s.layer_ready.wait(s.side)
+        state.layer_ready.record(state.stream)
+        state.layer_ready.wait(state.side)
         # Every input GEMM of the layer is queued at once on the side stream...
-        for (t0, t1), done in zip(s.chunks, s.chunk_inputs_done):
-            self.input_gemm(weights, rows(xs[t0:t1]), rows(s.x_seq[t0:t1]), s.side)
-            done.record(s.side)
+        for (t0, t1), done in zip(state.chunks, state.chunk_inputs_done):
+            self.input_gemm(weights, rows(xs[t0:t1]), rows(state.x_seq[t0:t1]), state.side)
+            done.record(state.side)
         # ...while the main stream runs the recurrence, chunk by chunk as their inputs arrive.
-        pw.fill(s.c, 0.0, stream=s.stream)
-        h_prev = s.h_zero
-        for (t0, t1), done in zip(s.chunks, s.chunk_inputs_done):
-            done.wait(s.stream)
+        pw.fill(state.c, 0.0, stream=state.stream)
+        h_prev = state.h_zero
+        for (t0, t1), done in zip(state.chunks, state.chunk_inputs_done):
+            done.wait(state.stream)
             for t in range(t0, t1):
-                self.recurrent_gemm(s, weights, h_prev)
-                self.cell_update(s, weights, s.x_seq[t], s.h_gates, hs[t])
+                self.recurrent_gemm(state, weights, h_prev)
+                self.cell_update(state, weights, state.x_seq[t], state.h_gates, hs[t])
                 h_prev = hs[t]
 
 

@@ -3,7 +3,8 @@
 Layer l at step t needs only (l-1, t), its input, and (l, t-1), its own state. So layer 1 can
 start step 0 as soon as layer 0 has finished step 0, and while layer 1 works on step t, layer 0
 works on step t+1: the work advances along diagonals l + t = const, and up to one layer-step per
-layer runs at the same time: several small GEMMs at once fill a GPU that one can't.
+layer runs at the same time: several small GEMMs at once give the SMs the warps one alone can't
+(one recurrent GEMM leaves most of an SM's warp slots empty, so memory latency goes unhidden).
 
 Each layer gets its own stream and its own buffers (c, the gate products, its output sequence).
 The input products stay combined (step 07), in chunks: layer 0's inputs are known, so its
@@ -13,6 +14,11 @@ ones let the layers overlap sooner, larger ones make taller GEMMs (``chunk`` opt
 T/20 steps, 5 at the article's 100).
 
 What changes: ``default_chunk``, ``setup`` (a lane per layer) and ``run`` (the diagonals).
+
+State added:
+- ``lanes``: per layer, its ``stream``, ``c``, ``h_gates``, ``x_seq``, ``h_zero`` and one
+  ``chunk_done`` event per chunk (its output for that chunk is written);
+- ``hidden_seq``: now one (T, B, H) output per layer below the top, kept whole for the layer above.
 """
 
 from __future__ import annotations
@@ -23,9 +29,8 @@ import numpy as np
 from numba import cuda
 
 from ..kernels import pointwise as pw
-from ..kernels.launch import ordering_event
-from .step02_baseline import scratch
-from .step07_combined_inputs import CombinedInputs, rows
+from .resources import ordering_event, rows, scratch
+from .step07_combined_inputs import CombinedInputs
 
 
 class Wavefront(CombinedInputs):

@@ -13,29 +13,36 @@ layer's persistent grid already occupies the whole GPU).
 
 What changes: ``setup`` (plan the grid, or say plainly why the layer does not fit) and
 ``run_layer`` (2 launches per layer instead of 2 per layer-step).
+
+Option ``chip``: plan the grid for a GPU named in data/gpus.csv ("H100") instead of this device.
+
+State added: ``plan``, the persistent grid (blocks, threads, units per block, shared memory).
 """
 
 from __future__ import annotations
 
-from ..kernels import persistent
-from .step07_combined_inputs import CombinedInputs, rows
+from ..kernels import persistent, persistent_plan
+from .resources import rows
+from .step07_combined_inputs import CombinedInputs
 
 
 class Persistent(CombinedInputs):
     name = "persistent"
     title = "one cooperative launch per layer, weights kept in shared memory"
 
-    def setup(self, params, cfg, **options):
-        # Fails here, before anything is launched, if the chip can't hold the layer.
-        grid = persistent.plan(cfg.hidden, cfg.batch)
+    def setup(self, params, cfg, chip=None, **options):
+        # Fails here, before anything is launched, if the chip can't hold the layer. ``chip``: plan
+        # for a GPU named in data/gpus.csv instead of this device; what fl.profile's dry run needs
+        # on the simulator, which plans a single block (a real simulated run of a multi-block plan
+        # gives wrong results there: its blocks run one after another).
+        grid = persistent_plan.plan(cfg.hidden, cfg.batch, chip=chip)
         state = super().setup(params, cfg, **options)
         state.plan = grid
         return state
 
     def run_layer(self, state, weights, xs, hs):
-        s = state
-        self.input_gemm(weights, rows(xs), rows(s.x_seq), s.stream)  # every step at once
-        persistent.launch(s.plan, s.x_seq, weights.recurrent, weights.bias, hs, stream=s.stream)
+        self.input_gemm(weights, rows(xs), rows(state.x_seq), state.stream)  # every step at once
+        persistent.launch(state.plan, state.x_seq, weights.recurrent, weights.bias, hs, stream=state.stream)
 
 
 STEP = Persistent()

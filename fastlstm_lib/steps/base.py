@@ -1,4 +1,4 @@
-"""What every optimization step shares: validation, upload, poisoned outputs, download.
+"""What every step shares: the step interface, validation, upload, poisoned outputs, timing.
 
 A step is a class with two methods of its own:
 
@@ -8,6 +8,15 @@ A step is a class with two methods of its own:
   input on the device, time-major (seq_len, batch, input); ``out`` receives the last layer's h,
   (seq_len, batch, hidden). Work may use several streams, but must be ordered before anything
   queued afterwards on the default stream, so one pair of CUDA events times it all.
+
+``runner()`` binds a step to one input and one set of weights; the harness checks and times
+the ``Runner``. A step that computes elsewhere (Keras' own LSTM, ``keras_lstm.py``) overrides
+``runner()`` and returns a Runner subclass with its own clock; nothing else needs to know.
+
+What the harness checks a step against is the step's too: ``reference`` (the float64 forward
+pass), ``Runner.error`` (``relative_error``), ``rtol`` and ``flop`` (the forward's GEMM FLOPs).
+A step that computes something else, a backward pass (``fastlstm_lib/backward``), overrides them
+and is checked and timed by the same ``fl.bench``.
 
 Later steps subclass earlier ones and override only what their optimization changes, so the
 difference between two steps is the difference between two classes.
@@ -20,9 +29,17 @@ from typing import Any
 import numpy as np
 from numba import cuda
 
-from ..config import LSTMConfig
+from .. import simulator
+from ..config import LSTMConfig, flops
 from ..device import device_info
 from ..params import validate_input
+from ..reference import RTOL, reference_forward, relative_error
+from ..timing import issue_and_run_times, time_launches
+
+#: (warmup, repeats) on real hardware: a GPU, or the CPU that Keras runs on beside the simulator.
+REAL_REPEATS = (3, 20)
+#: On the simulator a run takes seconds and times mean nothing: just enough to exercise the path.
+SIMULATOR_REPEATS = (0, 2)
 
 
 def time_major(x: np.ndarray) -> np.ndarray:
@@ -36,12 +53,23 @@ def poisoned(shape, stream=0):
     return cuda.to_device(np.full(shape, np.nan, dtype=np.float32), stream=stream)
 
 
+def reject_options(step, options) -> None:
+    """For steps that take no options: a TypeError naming the ones given."""
+    if options:
+        raise TypeError(f"step {step.name!r} takes no options, got {sorted(options)}")
+
+
 class Runner:
     """One step bound to one input and one set of weights, on the device, ready to launch.
 
     ``launch()`` queues the forward pass (asynchronous on a GPU); ``result()`` waits for it and
-    returns (batch, seq_len, hidden) float32 on the host. The harness times ``launch()``.
+    returns (batch, seq_len, hidden) float32 on the host; ``time()`` times repeated launches.
     """
+
+    #: How ``time()`` measures, recorded with every result.
+    timing = "CUDA events" if not simulator.SIMULATOR else "wall clock on the CUDA simulator: meaningless"
+    #: Whether those times say anything about the hardware.
+    times_meaningful = not simulator.SIMULATOR
 
     def __init__(self, step: "LSTMStep", cfg: LSTMConfig, state: Any, x_device, out_device):
         self.step = step
@@ -50,18 +78,31 @@ class Runner:
         self.x = x_device
         self.out = out_device
 
+    def default_repeats(self) -> tuple[int, int]:
+        """(warmup, repeats) when the caller does not say."""
+        return REAL_REPEATS if self.times_meaningful else SIMULATOR_REPEATS
+
     def poison(self) -> None:
         self.out.copy_to_device(np.full(self.out.shape, np.nan, dtype=np.float32))
 
     def launch(self) -> None:
         self.step.run(self.state, self.x, self.out)
 
-    def synchronize(self) -> None:
-        cuda.synchronize()
+    def time(self, warmup: int, repeats: int) -> list[float]:
+        """Milliseconds per forward pass: CUDA events around each launch (after ``warmup``)."""
+        return time_launches(self.launch, warmup=warmup, repeats=repeats)
+
+    def time_issue_and_run(self, warmup: int, repeats: int) -> dict:
+        """Per forward pass: the host's time to issue it, the GPU's (events) and the wall clock."""
+        return issue_and_run_times(self.launch, warmup=warmup, repeats=repeats)
 
     def result(self) -> np.ndarray:
         cuda.synchronize()
         return np.ascontiguousarray(self.out.copy_to_host().transpose(1, 0, 2))
+
+    def error(self, ref) -> float:
+        """How far ``result()`` is from the step's reference (what the harness compares with rtol)."""
+        return relative_error(self.result(), ref)
 
 
 class LSTMStep:
@@ -69,9 +110,16 @@ class LSTMStep:
     name: str = ""
     #: One line for tables and plots.
     title: str = ""
-    #: How the harness times it: "events" (CUDA events around Numba's streams). Keras' layer,
-    #: which runs on its backend's own streams, says "wall" (keras_steps.py).
-    clock: str = "events"
+    #: What ``runner()`` returns.
+    runner_class = Runner
+    #: What the harness checks the result against: ``reference(x, params)``, float64.
+    reference = staticmethod(reference_forward)
+    #: The tolerance of that check (``Runner.error(ref) <= rtol``).
+    rtol: float = RTOL
+
+    def flop(self, cfg: LSTMConfig, **options) -> int:
+        """The FLOPs one run counts (GFLOP/s = flop / time): the forward pass's GEMMs."""
+        return flops(cfg)
 
     def device(self) -> dict:
         """Where it runs, recorded with every result."""
@@ -88,13 +136,14 @@ class LSTMStep:
     def runner(self, x: np.ndarray, params, **options) -> Runner:
         """Validate, set up and upload; nothing is launched yet."""
         x, params, cfg = validate_input(x, params)
+        simulator.announce()
         state = self.setup(params, cfg, **options)
         x_device = cuda.to_device(time_major(x))
         out_device = poisoned((cfg.seq_len, cfg.batch, cfg.hidden))
-        return Runner(self, cfg, state, x_device, out_device)
+        return self.runner_class(self, cfg, state, x_device, out_device)
 
     def forward(self, x: np.ndarray, params, **options) -> np.ndarray:
-        """The last layer's h at every step, (batch, seq_len, hidden) float32, computed on the device."""
+        """The last layer's h at every step, (batch, seq_len, hidden) float32."""
         runner = self.runner(x, params, **options)
         runner.launch()
         return runner.result()

@@ -1,17 +1,25 @@
-"""The published numbers the course sets its measurements beside (data/*.csv, with sources)."""
+"""The article's published numbers (``data/article_cudnn5.csv``), and ours set beside them.
+
+NVIDIA's cuDNN 5 blog measured each optimization on a Tesla M40 at one config; notebooks 00 and
+02-11 show those rows, and ``ladder_comparison`` puts every measured device's row next to them.
+"""
 
 from __future__ import annotations
 
 import csv
 from pathlib import Path
 
-DATA = Path(__file__).resolve().parents[1] / "data"
+from .config import LSTMConfig
+from .gpus import fp32_peak_tflops
+
+CSV = Path(__file__).resolve().parents[1] / "data" / "article_cudnn5.csv"
+#: The GPU the article measured on, as data/gpus.csv names it.
+ARTICLE_GPU = "M40"
 
 
 def article_numbers() -> list[dict]:
     """NVIDIA's cuDNN 5 blog, M40, article config: step, optimization, GFLOP/s, speedup."""
-    path = DATA / "article_cudnn5.csv"
-    with path.open() as lines:
+    with CSV.open() as lines:
         rows = list(csv.DictReader(line for line in lines if not line.startswith("#")))
     return [
         {"step": r["step"], "optimization": r["optimization"], "gflops": float(r["gflops"]),
@@ -22,44 +30,7 @@ def article_numbers() -> list[dict]:
 
 def article_source() -> str:
     """The comment lines at the top of the CSV: conditions and source."""
-    path = DATA / "article_cudnn5.csv"
-    return "\n".join(line[2:].rstrip() for line in path.read_text().splitlines() if line.startswith("#"))
-
-
-RESULTS = DATA / "results"
-
-
-def committed_results() -> list[dict]:
-    """Every benchmark result committed under data/results/ (each names its device)."""
-    from .harness import load_results
-
-    results = []
-    for path in sorted(RESULTS.glob("*.json")):
-        for result in load_results(path):
-            result = dict(result, file=path.name)
-            results.append(result)
-    return results
-
-
-#: FP32 (non-Tensor-Core) peak of some GPUs, TFLOP/s, from the vendors' data sheets (boost
-#: clock). Used only to report what fraction of its peak a step reaches; unknown GPUs get None.
-FP32_PEAK_TFLOPS = {
-    "Tesla M40": 7.0,
-    "H100 SXM": 66.9,
-    "H100 80GB HBM3": 66.9,
-    "H100 PCIe": 51.2,
-    "H200": 66.9,
-    "A100": 19.5,
-    "V100": 15.7,
-}
-
-
-def fp32_peak_tflops(device_name: str) -> float | None:
-    """The FP32 peak of a GPU named like ``device_info()['name']``, or None if unknown."""
-    for key, peak in FP32_PEAK_TFLOPS.items():
-        if key.lower() in str(device_name).lower():
-            return peak
-    return None
+    return "\n".join(line[2:].rstrip() for line in CSV.read_text().splitlines() if line.startswith("#"))
 
 
 def ladder_comparison(results: list[dict]) -> list[dict]:
@@ -69,8 +40,6 @@ def ladder_comparison(results: list[dict]) -> list[dict]:
     ``results``: ``fl.bench`` dicts at the article's config (others, and simulator results, are
     ignored). Speedups are relative to the same device's baseline, as in the article.
     """
-    from .config import LSTMConfig
-
     article = LSTMConfig.article().as_dict()
     measured = [r for r in results if r.get("times_meaningful") and r["config"] == article]
     by_device: dict = {}

@@ -1,16 +1,19 @@
-"""Launch geometry, sized for the real GPU or for the CUDA simulator.
+"""Launch geometry of the element-wise kernels, sized for the real GPU or for the CUDA simulator.
 
 On a GPU, 256 threads per block keeps every SM busy. On the simulator each thread is a Python
 thread costing ~0.15 ms per launch, so blocks shrink to a warp's worth: the code is the same,
-only the numbers change.
+only the numbers change. (The GEMM and persistent kernels choose their own blocking.)
 """
 
 from __future__ import annotations
 
-from .. import _device
+from .. import simulator
 
-#: Threads per block of the element-wise kernels.
-POINTWISE_THREADS = 32 if _device.SIMULATOR else 256
+#: Threads per block of the element-wise kernels on a GPU (and, for ``fastlstm_lib.profile``'s dry
+#: runs, as on a named GPU).
+GPU_POINTWISE_THREADS = 256
+#: Threads per block of the element-wise kernels on this device.
+POINTWISE_THREADS = 32 if simulator.SIMULATOR else GPU_POINTWISE_THREADS
 
 
 def blocks_for(n: int, threads: int) -> int:
@@ -21,13 +24,3 @@ def blocks_for(n: int, threads: int) -> int:
 def pointwise_grid(n: int) -> tuple[int, int]:
     """(blocks, threads) for an element-wise kernel over ``n`` elements."""
     return blocks_for(n, POINTWISE_THREADS), POINTWISE_THREADS
-
-
-def ordering_event():
-    """A CUDA event used only to order streams, not to time them (cheaper on a GPU: no timestamp).
-
-    The simulator's events take no arguments; its streams run synchronously anyway.
-    """
-    from numba import cuda
-
-    return cuda.event() if _device.SIMULATOR else cuda.event(timing=False)

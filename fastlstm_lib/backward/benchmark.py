@@ -1,0 +1,88 @@
+"""The backward ladder measured on a GPU (notebook 41): ``python -m fastlstm_lib.backward``.
+
+At the article's size (hidden 512, batch 64, 100 steps, 4 layers), with TF32 off:
+
+- every backward step through ``fl.bench``, forward + backward and the backward alone, each
+  checked against the float64 reference before and after timing;
+- Keras' LSTM forward + backward (cuDNN on a GPU) through the same harness, and the ratio of our
+  last step's time to it (the course's own goal: at most 1.5x cuDNN's);
+- the weight gradient dW = X^T dZ of one layer over every step: one GEMM against one GEMM per
+  step (the course's own goal: at least 5x faster), the same kernel both ways, checked against NumPy.
+
+It refuses to run on the simulator, whose times mean nothing. The result file holds the device,
+the software versions and every setting.
+"""
+
+from __future__ import annotations
+
+import datetime
+
+import numpy as np
+from numba import cuda
+
+from .. import simulator
+from ..config import LSTMConfig
+from ..device import device_info
+from ..harness import bench
+from ..kernels.gemm import gemm
+from ..timing import summarize, time_launches
+from . import get, names
+
+#: The course's own speed goals (not published figures), recorded with the measurements they judge.
+TARGETS = {"forward_backward_vs_cudnn_at_most": 1.5, "weight_gradient_speedup_at_least": 5.0}
+
+
+def bench_weight_gradients(cfg: LSTMConfig, *, warmup: int = 3, repeats: int = 20, seed: int = 0) -> dict:
+    """dW = X^T dZ of layer 1 (in = H) over all steps: one tall GEMM vs T GEMMs of B rows, accumulating."""
+    B, T, H = cfg.batch, cfg.seq_len, cfg.hidden
+    rng = np.random.default_rng(seed)
+    xs = rng.standard_normal((T * B, H)).astype(np.float32)
+    dz = rng.standard_normal((T * B, 4 * H)).astype(np.float32)
+    expected = xs.T.astype(np.float64) @ dz
+    xs_d, dz_d, dw_d = cuda.to_device(xs), cuda.to_device(dz), cuda.device_array((H, 4 * H), np.float32)
+
+    def per_step():
+        for t in range(T):
+            rows = slice(t * B, (t + 1) * B)
+            gemm(xs_d[rows], dz_d[rows], dw_d, transpose_a=True, accumulate=t > 0)
+
+    def all_steps():
+        gemm(xs_d, dz_d, dw_d, transpose_a=True)
+
+    result = {"shape": f"({H} x {T * B}) @ ({T * B} x {4 * H})", "per_step_launches": T, "all_steps_launches": 1}
+    for label, launch in (("per_step", per_step), ("all_steps", all_steps)):
+        launch()
+        error = float(np.max(np.abs(dw_d.copy_to_host() - expected)) / np.max(np.abs(expected)))
+        if not error <= 1e-4:
+            raise RuntimeError(f"the {label} weight gradient is wrong: relative error {error:.3g}")
+        result[f"{label}_ms"] = summarize(time_launches(launch, warmup=warmup, repeats=repeats))
+        result[f"{label}_relative_error"] = error
+    result["speedup"] = result["per_step_ms"]["median"] / result["all_steps_ms"]["median"]
+    return result
+
+
+def bench_backward(cfg: LSTMConfig | None = None, *, steps=None, keras: bool = True, warmup: int | None = None,
+                   repeats: int | None = None) -> dict:
+    """Every measurement above, as one JSON-able dict. GPU only."""
+    if simulator.SIMULATOR:
+        raise RuntimeError("the backward benchmark needs a GPU: on the CUDA simulator times mean nothing")
+    cfg = LSTMConfig.article() if cfg is None else cfg
+    steps = names() if steps is None else [get(name).name for name in steps]
+    timing = {"warmup": warmup, "repeats": repeats}
+    runs = [bench(get(name), cfg, timed=timed, **timing)
+            for name in steps for timed in ("forward+backward", "backward")]
+    report = {"device": device_info(), "config": cfg.as_dict(), "targets": TARGETS, "steps": runs,
+              "weight_gradient": bench_weight_gradients(cfg),
+              "date": datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds")}
+    if keras:
+        from ..keras_backend import environment, set_tf32
+        from .keras_training import KERAS_TRAINING
+
+        set_tf32(False)  # true FP32, like our kernels
+        report["keras"] = environment()
+        report["keras_steps"] = [bench(step, cfg, **timing) for step in KERAS_TRAINING]
+        ours = next(r for r in runs if r["step"] == steps[-1] and r["options"]["timed"] == "forward+backward")
+        cudnn = report["keras_steps"][0]
+        report["forward_backward_vs_cudnn"] = {"ours": ours["step"], "keras": cudnn["step"],
+                                               "ratio": ours["time_ms"]["median"] / cudnn["time_ms"]["median"]}
+    return report

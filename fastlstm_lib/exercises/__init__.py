@@ -1,0 +1,87 @@
+"""Exercises that grade themselves: write one piece of a step, and ``check`` says whether it is
+right, and if not, where and which usual mistake it looks like.
+
+    import fastlstm_lib as fl
+    fl.check("gate_products", MyCombinedGemms)   # prints the verdict
+    fl.check("gate_products")                    # the library's own solution: what a pass looks like
+    verdict = fl.exercises.grade("gate_products", MyCombinedGemms)   # the same, as an object
+    fl.exercises.names()                         # every exercise, in notebook order
+    print(fl.exercises.solution("gate_products"))  # the solution's source
+    fl.exercises.catalog("gate_products")        # its typical mistakes and how each is recognised
+
+One module per exercise, ``exNN_<name>.py`` (NN = its notebook), defining ``EXERCISE``. Step
+exercises (a method of a step subclass) are run by ``step_runs``; kernel exercises by
+``kernel_runs``. The evidence comes from ``trace`` (every launch, event and buffer of a run; its
+ordering model in ``streams``, its buffers in ``memory``), ``schedule`` (thread orders on the
+simulator), ``mutants`` (the reference with a planted mistake) and ``locate`` (where, in words);
+``symptoms`` holds the detectors the catalogs share, ``base`` the grading loop. Importing this
+package loads NumPy and Numba only.
+"""
+
+from __future__ import annotations
+
+import functools
+import importlib
+import pkgutil
+import re
+
+from .base import Exercise, Mistake, Verdict
+
+EXERCISE_MODULE = re.compile(r"ex(\d\d)_\w+")
+
+
+@functools.lru_cache(maxsize=1)
+def _registry() -> dict[str, Exercise]:
+    modules = sorted(m.name for m in pkgutil.iter_modules(__path__) if EXERCISE_MODULE.fullmatch(m.name))
+    exercises = {}
+    for module in modules:
+        exercise = importlib.import_module(f"{__name__}.{module}").EXERCISE
+        exercises[exercise.name] = exercise
+    return exercises
+
+
+def names() -> list[str]:
+    """Every exercise, in notebook order."""
+    return list(_registry())
+
+
+def get(name: str) -> Exercise:
+    """The exercise called ``name``; a ValueError lists the names otherwise."""
+    if not isinstance(name, str):
+        raise TypeError(f"exercise name must be a str, got {type(name).__name__}")
+    if name not in _registry():
+        raise ValueError(f"unknown exercise {name!r}; exercises: {', '.join(names())}")
+    return _registry()[name]
+
+
+def grade(name: str, candidate=None) -> Verdict:
+    """Grade ``candidate`` (a step subclass or a kernel, as the exercise asks; None: the solution)."""
+    return get(name).grade(candidate)
+
+
+def check(name: str, candidate=None) -> None:
+    """Grade ``candidate`` and print the verdict: passed, not attempted yet, or where it goes wrong
+    and the usual mistake behind it. Deterministic: the same code gives the same words."""
+    print(grade(name, candidate).text)
+
+
+def solution(name: str) -> str:
+    """The source of the exercise's solution (the library's own code)."""
+    return get(name).solution_source()
+
+
+def catalog(name: str) -> list[dict]:
+    """The exercise's typical mistakes: name, what it is, and the symptom it is recognised by."""
+    return [{"name": m.name, "mistake": m.title, "symptom": m.symptom} for m in get(name).catalog]
+
+
+def planted(name: str, mistake: str):
+    """The solution with ``mistake`` planted in it: what that mistake looks like, for a demo."""
+    for entry in get(name).catalog:
+        if entry.name == mistake:
+            return entry.plant()
+    raise ValueError(f"exercise {name!r} has no mistake {mistake!r}; it has "
+                     f"{', '.join(m.name for m in get(name).catalog)}")
+
+
+__all__ = ["Exercise", "Mistake", "Verdict", "names", "get", "grade", "check", "solution", "catalog", "planted"]

@@ -1,0 +1,168 @@
+"""Exercises where the learner writes a kernel: how it is launched on probes and judged.
+
+Each probe is a set of inputs (odd sizes, sizes at a tile edge, crafted values). Every array
+sits inside a larger buffer padded with NaN: a kernel that reads past an edge gets NaN on a GPU
+(the simulator raises IndexError instead), and a kernel that writes past one leaves a number in
+the padding. Outputs start as NaN, so elements nobody writes show.
+
+Each probe runs twice. On the simulator the threads of each block run one at a time, once in
+ascending and once in descending order (``schedule``): a kernel that needs a barrier it does not
+have gives two different results. On a GPU it simply runs twice (and a race may or may not
+show: the simulator is the stricter judge here).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from typing import Callable
+
+import numpy as np
+from numba import cuda
+
+from . import locate, schedule
+from .base import Exercise, first_line
+
+#: Padding around every probe array, in elements along each axis.
+PAD = 2
+
+
+@dataclasses.dataclass(frozen=True)
+class Probe:
+    """``make()`` -> dict of host float32 arrays: the inputs, and the outputs' initial values
+    (NaN for pure outputs). ``stage``: graded with the first run or later."""
+
+    name: str
+    make: Callable[[], dict]
+    stage: str = "first"
+
+
+def padded(array: np.ndarray):
+    """(the device buffer with NaN all around, the view of it holding ``array``)."""
+    big = np.full(tuple(n + PAD for n in array.shape), np.nan, dtype=array.dtype)
+    inside = tuple(slice(0, n) for n in array.shape)
+    big[inside] = array
+    device = cuda.to_device(big)
+    return device, device[inside]
+
+
+@dataclasses.dataclass
+class Outcome:
+    """One launch of one probe: outputs (host), or the error; which outputs' padding got written."""
+
+    outputs: dict | None = None
+    error: BaseException | None = None
+    overwritten: tuple = ()
+
+
+class ProbeResult:
+    def __init__(self, exercise: "KernelExercise", kernel, probe: Probe):
+        self.probe = probe
+        self.inputs = probe.make()
+        self.expected = exercise.expected(self.inputs)
+        self.outcomes = [self._launch(exercise, kernel, order) for order in exercise.orders()]
+
+    def _launch(self, exercise, kernel, order) -> Outcome:
+        buffers = {name: padded(array) for name, array in self.inputs.items()}
+        views = {name: view for name, (_, view) in buffers.items()}
+        try:
+            if order is None:
+                exercise.launch(kernel, views)
+            else:
+                with schedule.ordered_threads(order):
+                    exercise.launch(kernel, views)
+            cuda.synchronize()
+        except Exception as error:
+            return Outcome(error=error)
+        outputs, overwritten = {}, []
+        for name in exercise.outputs:
+            whole = buffers[name][0].copy_to_host()
+            inside = tuple(slice(0, n) for n in self.inputs[name].shape)
+            outputs[name] = whole[inside].copy()
+            whole[inside] = np.nan
+            if np.isfinite(whole).any():
+                overwritten.append(name)
+        return Outcome(outputs, None, tuple(overwritten))
+
+    @property
+    def error(self) -> BaseException | None:
+        return next((o.error for o in self.outcomes if o.error is not None), None)
+
+    @property
+    def outputs(self) -> dict:
+        return self.outcomes[0].outputs
+
+    def order_dependent(self) -> bool:
+        """The outputs differ between the two runs (NaN counts as equal to NaN)."""
+        first, second = self.outcomes[0].outputs, self.outcomes[1].outputs
+        return any(not np.array_equal(first[n], second[n], equal_nan=True) for n in first)
+
+    def wrong(self, exercise: "KernelExercise") -> str | None:
+        for name in exercise.outputs:
+            where = locate.where_wrong(self.outputs[name], self.expected[name], exercise.axes[name])
+            if where:
+                return f"{name}: {where} (probe: {self.probe.name})"
+        return None
+
+
+class KernelEvidence:
+    def __init__(self, exercise: "KernelExercise", kernel):
+        self.exercise = exercise
+        self.kernel = kernel
+        self._results: dict[str, ProbeResult] = {}
+
+    def probe(self, name: str) -> ProbeResult:
+        """The probe called ``name``, run on first use."""
+        if name not in self._results:
+            probe = next(p for p in self.exercise.probes if p.name == name)
+            self._results[name] = ProbeResult(self.exercise, self.kernel, probe)
+        return self._results[name]
+
+    def stage_probes(self, stage: str) -> list[ProbeResult]:
+        return [self.probe(p.name) for p in self.exercise.probes if p.stage == stage]
+
+    def not_attempted(self, stage: str) -> bool:
+        return any(isinstance(r.error, NotImplementedError) for r in self.stage_probes(stage))
+
+
+class KernelExercise(Exercise):
+    """The learner writes a kernel; ``solution()`` returns the library's."""
+
+    outputs: tuple = ()
+    axes: dict = {}
+    probes: tuple = ()
+
+    def launch(self, kernel, arrays: dict) -> None:  # pragma: no cover - abstract
+        raise NotImplementedError
+
+    def expected(self, inputs: dict) -> dict:  # pragma: no cover - abstract
+        raise NotImplementedError
+
+    def orders(self) -> tuple:
+        return schedule.ORDERS if schedule.available() else (None, None)
+
+    def evidence(self, candidate):
+        if not callable(candidate):
+            raise TypeError(f"{self.name}: expected a kernel (a function, with or without @cuda.jit), "
+                            f"got {type(candidate).__name__}")
+        kernel = candidate if hasattr(candidate, "py_func") else cuda.jit(candidate)
+        return KernelEvidence(self, kernel)
+
+    def generic(self, evidence: KernelEvidence, stage: str) -> str | None:
+        for result in evidence.stage_probes(stage):
+            if result.error is not None:
+                return f"it raised {first_line(result.error)} (probe: {result.probe.name})"
+            overwritten = next((o.overwritten for o in result.outcomes if o.overwritten), ())
+            if overwritten:
+                return f"it wrote past the edge of {', '.join(overwritten)} (probe: {result.probe.name})"
+            if result.order_dependent():
+                return (f"the result depends on the order the threads run in (probe: {result.probe.name}): a "
+                        "thread reads what another has not written yet, or overwrites what another still reads")
+            wrong = result.wrong(self)
+            if wrong:
+                return wrong
+        return None
+
+    def passed_text(self, evidence: KernelEvidence) -> str:
+        names = ", ".join(p.name for p in self.probes)
+        how = ("threads run one at a time in two orders" if schedule.available() else "run twice")
+        return f"Right on every probe ({names}), outputs poisoned with NaN, nothing written past an edge, {how}."

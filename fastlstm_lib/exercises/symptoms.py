@@ -1,0 +1,185 @@
+"""Symptoms the catalog's mistakes are recognised by: small detectors, shared by the exercises.
+
+Each factory returns ``detect(evidence) -> str | None``: a sentence saying where the symptom
+shows, or None when it does not. Kernel exercises' evidence is a ``KernelEvidence`` (probes),
+step exercises' a ``StepEvidence`` (traced runs).
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from . import locate, mutants, schedule
+from .base import first_line
+
+# ---- kernels ------------------------------------------------------------------------------------
+
+
+def past_edge(probe: str, output: str):
+    """A thread beyond the last element indexes past the end: IndexError on the simulator, a write
+    into the NaN padding (or NaN read from it) on a GPU."""
+
+    def detect(evidence):
+        result = evidence.probe(probe)
+        if isinstance(result.error, IndexError):
+            return f"{first_line(result.error)} (probe: {probe})"
+        if any(output in o.overwritten for o in result.outcomes):
+            return f"something was written past the edge of {output} (probe: {probe})"
+        if not schedule.available() and result.error is None and not np.isfinite(result.outputs[output]).all() \
+                and not result.order_dependent():  # on a GPU, a read past the edge reads the NaN padding
+            return f"NaN read from past the edge of an input (probe: {probe}): {result.wrong(evidence.exercise)}"
+        return None
+
+    return detect
+
+
+def order_dependent(probe: str):
+    """The result changes with the order the threads of a block run in: a missing barrier."""
+
+    def detect(evidence):
+        result = evidence.probe(probe)
+        if result.error is None and result.order_dependent():
+            bad = [locate.wrong_mask(o.outputs[n], result.expected[n]).sum()
+                   for o in result.outcomes for n in evidence.exercise.outputs]
+            return (f"probe {probe}: run with the threads of each block one at a time, it gives a different "
+                    f"result in ascending and in descending order ({' and '.join(str(b) for b in bad)} wrong "
+                    "elements)")
+        return None
+
+    return detect
+
+
+def equals(probe: str, output: str, wrong_formula, what: str):
+    """The output equals ``wrong_formula(inputs)`` (a planted-mistake formula) instead of the right one."""
+
+    def detect(evidence):
+        result = evidence.probe(probe)
+        if result.error is not None:
+            return None
+        alternative = wrong_formula(result.inputs)
+        if locate.where_wrong(result.outputs[output], alternative, evidence.exercise.axes[output]) is None:
+            return f"{output} equals {what}: {result.wrong(evidence.exercise)}"
+        return None
+
+    return detect
+
+
+def unwritten_from(probe: str, output: str, first: int):
+    """Exactly the elements from flat index ``first`` on are left unwritten (NaN)."""
+
+    def detect(evidence):
+        result = evidence.probe(probe)
+        if result.error is not None:
+            return None
+        nan = np.isnan(result.outputs[output]).ravel()
+        if nan.any() and nan[first:].all() and not nan[:first].any():
+            return (f"{output}: the first {first} elements are written, the {nan.size - first} after them are "
+                    f"never written (probe: {probe})")
+        return None
+
+    return detect
+
+
+def cell_variant(probe: str, name: str, compute):
+    """The kernel's outputs equal the cell with mistake ``name`` planted (``mutants``)."""
+
+    def detect(evidence):
+        result = evidence.probe(probe)
+        if result.error is not None or not all(np.isfinite(v).all() for v in result.outputs.values()):
+            return None
+        stacked = np.concatenate([result.outputs[n].ravel() for n in evidence.exercise.outputs])
+        if mutants.match(stacked, lambda variant: np.ravel(compute(result.inputs, variant))) == name:
+            return f"{result.wrong(evidence.exercise)}; the outputs equal those of a cell where {mutants.describe(name)}"
+        return None
+
+    return detect
+
+
+def any_gate_order(probe: str, compute):
+    """The kernel's outputs equal a cell that reads the gate blocks in another order (any of 23)."""
+    orders = [cell_variant(probe, name, compute) for name in mutants.VARIANTS if name.startswith("gate_order")]
+
+    def detect(evidence):
+        return next((where for where in (order(evidence) for order in orders) if where), None)
+
+    return detect
+
+
+# ---- steps --------------------------------------------------------------------------------------
+
+
+def raised(error_type: str, contains: str = "", stage: str = "first"):
+    def detect(evidence):
+        error = evidence.run(stage).error
+        if error is not None and type(error).__name__ == error_type and contains in str(error):
+            return f"it raised {first_line(error)}"
+        return None
+
+    return detect
+
+
+def race(cause: str | None = None, buffer: str | None = None, overwrite: bool | None = None, stage: str = "first"):
+    """The trace found two unordered launches touching the same memory, with this cause/buffer.
+    At stage "again" only when the first run was clean: the race then comes from running twice."""
+
+    def detect(evidence):
+        if stage == "again" and (evidence.first.error or evidence.first.trace.findings or evidence.wrong()):
+            return None
+        run = evidence.run(stage)
+        finding = run.trace.first("race") if run.trace else None
+        if finding is None or (cause and finding.cause != cause):
+            return None
+        if buffer and not finding.buffer.startswith(buffer):
+            return None
+        if overwrite is not None and ("while it may still be read" in finding.text) != overwrite:
+            return None
+        return finding.text
+
+    return detect
+
+
+def read_before_write(buffer: str | None = None, stage: str = "first"):
+    def detect(evidence):
+        run = evidence.run(stage)
+        finding = run.trace.first("read_before_write") if run.trace else None
+        if finding and (buffer is None or finding.buffer.startswith(buffer)):
+            return finding.text
+        return None
+
+    return detect
+
+
+def variant(name: str):
+    """The first run's output equals the reference LSTM with mistake ``name`` (``mutants``)."""
+
+    def detect(evidence):
+        if evidence.variant == name:
+            return f"{evidence.wrong()}; the output equals an LSTM where {mutants.describe(name)}"
+        return None
+
+    return detect
+
+
+def more_launches():
+    def detect(evidence):
+        from .step_runs import more_launches as compare
+
+        run = evidence.first
+        if run.error is None and run.y is not None and evidence.wrong() is None:
+            return compare(run.launches, evidence.exercise.solution_launches())
+        return None
+
+    return detect
+
+
+def wrong_only_when_repeated():
+    """Right on a first run, wrong when the same runner runs twice back to back."""
+
+    def detect(evidence):
+        if evidence.first.error is None and evidence.wrong("first") is None and evidence.again.error is None:
+            wrong = evidence.wrong("again")
+            if wrong:
+                return f"the first run is right; run twice back to back, the second is {wrong}"
+        return None
+
+    return detect

@@ -1,0 +1,169 @@
+"""GPU data-sheet figures (``data/gpus.csv``) and the residency limits they imply.
+
+Used to say what fraction of its peak a measurement reaches, to plan the persistent kernel for a
+chip (occupancy: how many blocks fit on one SM) and to bound what a step could take on a chip we
+may not have (notebooks 09, 11). Every row of the CSV cites its source.
+"""
+
+from __future__ import annotations
+
+import csv
+import dataclasses
+import functools
+import numbers
+from pathlib import Path
+
+CSV = Path(__file__).resolve().parents[1] / "data" / "gpus.csv"
+
+_NUMBERS = {"sms": int, "fp32_tflops": float, "memory_gb_s": float, "l2_mib": float, "shared_kib_per_sm": float,
+            "shared_kib_per_block": float, "max_threads_per_sm": int, "max_blocks_per_sm": int,
+            "registers_per_sm": int}
+
+
+@functools.lru_cache(maxsize=1)
+def gpu_table() -> tuple[dict, ...]:
+    """Every row of data/gpus.csv, numbers converted, in file order (most specific match first)."""
+    with CSV.open() as lines:
+        rows = list(csv.DictReader(line for line in lines if not line.startswith("#")))
+    return tuple({key: _NUMBERS.get(key, str)(value) for key, value in row.items()} for row in rows)
+
+
+def known_gpus() -> list[str]:
+    """The short names of the GPUs in the table: "M40", "T4", ..., "H100"."""
+    return [row["name"] for row in gpu_table()]
+
+
+def find_gpu(name: str) -> dict | None:
+    """The row for a short name ("H100") or a device name as CUDA reports it
+    ("NVIDIA H100 80GB HBM3"); None for a GPU the table does not know (or the simulator)."""
+    if not isinstance(name, str):
+        raise TypeError(f"a GPU name must be a str, got {type(name).__name__}")
+    for row in gpu_table():
+        if name == row["name"]:
+            return row
+    for row in gpu_table():
+        if any(pattern.lower() in name.lower() for pattern in row["match"].split("|")):
+            return row
+    return None
+
+
+def gpu(name: str) -> dict:
+    """Like ``find_gpu``, but a ValueError that lists the known names when there is no row."""
+    row = find_gpu(name)
+    if row is None:
+        raise ValueError(f"unknown GPU {name!r}; data/gpus.csv knows {', '.join(known_gpus())}")
+    return row
+
+
+def fp32_peak_tflops(device_name: str) -> float | None:
+    """The FP32 peak of a GPU named like ``device_info()['name']``, or None if unknown."""
+    row = find_gpu(device_name)
+    return row["fp32_tflops"] if row else None
+
+
+# --------------------------------------------------------------------------------------------
+# A chip's residency limits, and how many blocks of a kernel fit on one SM at once (occupancy).
+
+
+@dataclasses.dataclass(frozen=True)
+class Chip:
+    """What decides how many blocks of a kernel can be resident at once on a GPU."""
+
+    name: str
+    sms: int
+    max_threads_per_sm: int
+    max_blocks_per_sm: int
+    shared_bytes_per_sm: int
+    shared_bytes_per_block: int  # the most one block may have (opt-in beyond 48 KiB)
+    registers_per_sm: int
+    reserved_shared_bytes_per_block: int  # the driver keeps 1 KiB per block from compute capability 8.0
+    l2_bytes: int
+
+    @classmethod
+    def from_row(cls, row: dict) -> "Chip":
+        major = int(str(row["compute_capability"]).split(".")[0])
+        return cls(name=row["name"], sms=row["sms"], max_threads_per_sm=row["max_threads_per_sm"],
+                   max_blocks_per_sm=row["max_blocks_per_sm"],
+                   shared_bytes_per_sm=int(row["shared_kib_per_sm"] * 1024),
+                   shared_bytes_per_block=int(row["shared_kib_per_block"] * 1024),
+                   registers_per_sm=row["registers_per_sm"],
+                   reserved_shared_bytes_per_block=1024 if major >= 8 else 0,
+                   l2_bytes=int(row["l2_mib"] * 2**20))
+
+
+def chip(name: str | None = None) -> Chip:
+    """The limits of the GPU called ``name`` (data/gpus.csv), or of the current GPU when None.
+
+    The current GPU's limits are read from the driver. On the simulator there is no current
+    GPU: name one ("H100") to plan for it.
+    """
+    if name is not None:
+        return Chip.from_row(gpu(name))
+    from . import simulator
+
+    if simulator.SIMULATOR:
+        raise ValueError("the CUDA simulator has no chip limits: name a GPU, e.g. chip('H100')")
+    from numba import cuda
+
+    device = cuda.get_current_device()
+    device_name = device.name.decode() if isinstance(device.name, bytes) else str(device.name)
+    row = find_gpu(device_name)
+    major = device.compute_capability[0]
+    return Chip(name=device_name, sms=int(device.MULTIPROCESSOR_COUNT),
+                max_threads_per_sm=int(device.MAX_THREADS_PER_MULTI_PROCESSOR),
+                # Not every Numba version names this attribute; the data sheet's figure is the same.
+                max_blocks_per_sm=row["max_blocks_per_sm"] if row else (32 if major != 7 else 16),
+                shared_bytes_per_sm=int(device.MAX_SHARED_MEMORY_PER_MULTIPROCESSOR),
+                shared_bytes_per_block=int(device.MAX_SHARED_MEMORY_PER_BLOCK_OPTIN),
+                registers_per_sm=int(device.MAX_REGISTERS_PER_MULTIPROCESSOR),
+                reserved_shared_bytes_per_block=1024 if major >= 8 else 0,
+                l2_bytes=int(device.L2_CACHE_SIZE))
+
+
+def occupancy(chip_: Chip, threads: int, shared_bytes: int, registers_per_thread: int) -> tuple[int, str]:
+    """How many blocks of ``threads`` threads, each using ``shared_bytes`` of shared memory and
+    ``registers_per_thread`` registers, one SM holds at once, and which limit decides it
+    ("blocks", "threads", "registers" or "shared memory").
+
+    A model of CUDA's occupancy calculator (registers are allocated per warp, in units of 256).
+    """
+    if shared_bytes > chip_.shared_bytes_per_block:
+        residency_limits(chip_, threads, shared_bytes, registers_per_thread)  # validates the arguments
+        return 0, "shared memory"
+    limits = residency_limits(chip_, threads, shared_bytes, registers_per_thread)
+    binding = min(limits, key=limits.get)
+    return max(0, limits[binding]), binding
+
+
+def residency_limits(chip_: Chip, threads: int, shared_bytes: int, registers_per_thread: int) -> dict:
+    """Blocks of ``threads`` threads, ``shared_bytes`` of shared memory and ``registers_per_thread``
+    registers that one SM could hold by each limit alone: {"blocks", "threads", "registers",
+    "shared memory"}. ``occupancy`` is the smallest of them (notebook 09 shows all four).
+
+    Registers are allocated per warp, in units of 256; from compute capability 8.0 the driver
+    keeps 1 KiB of shared memory per block. A block that asks for more shared memory than one
+    block may have (``shared_bytes_per_block``) cannot be launched at all: 0 by shared memory; a
+    block with none at all is not limited by it (as many as the block limit allows).
+    """
+    if not isinstance(chip_, Chip):
+        raise TypeError(f"chip_ must be a Chip (fastlstm_lib.gpus.chip(name)), got {type(chip_).__name__}")
+    for name, value, least in (("threads", threads, 1), ("shared_bytes", shared_bytes, 0),
+                               ("registers_per_thread", registers_per_thread, 1)):
+        if isinstance(value, bool) or not isinstance(value, numbers.Integral) or value < least:
+            raise ValueError(f"need {name} an int >= {least}, got {value!r}")
+    warps = -(-threads // 32)
+    registers_per_warp = -(-registers_per_thread * 32 // 256) * 256
+    shared_per_block = shared_bytes + chip_.reserved_shared_bytes_per_block
+    if shared_bytes > chip_.shared_bytes_per_block:
+        by_shared = 0
+    elif shared_per_block == 0:  # no shared memory at all: it limits nothing
+        by_shared = chip_.max_blocks_per_sm
+    else:
+        by_shared = chip_.shared_bytes_per_sm // shared_per_block
+    return {
+        "blocks": chip_.max_blocks_per_sm,
+        "threads": chip_.max_threads_per_sm // (warps * 32),
+        "registers": chip_.registers_per_sm // (registers_per_warp * warps),
+        "shared memory": by_shared,
+    }
+

@@ -1,0 +1,152 @@
+"""Planning the persistent kernel's grid (notebook 09): how many units per block, how many blocks.
+
+A grid barrier needs every block resident at once, so the plan must fit the chip: batch x units
+(x splits) threads per block, the block's slice of U and the staged h in its shared memory, and
+few enough blocks that, at the occupancy those use (blocks per SM), all of them are resident.
+``plan`` walks the number of units per block upwards and takes the first (most blocks) that
+fits: for the current GPU by the driver's occupancy calculator, for a named GPU (data/gpus.csv)
+by the data sheet's limits, on the simulator a single block. When nothing fits, the error names
+the limit that stopped it.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+
+from .. import simulator
+from ..gpus import Chip, chip as chip_limits, occupancy
+from .persistent import MAX_REGISTERS, STATIC_SHARED_BYTES, SharedLayout, persistent_layer_kernel, prepared, launch_signature
+
+MAX_THREADS = 1024
+#: Threads per block worth aiming for when splitting the dot products on a GPU, and on the
+#: simulator, where every thread is a Python thread.
+GPU_TARGET_THREADS = 256
+SIMULATOR_TARGET_THREADS = 32
+TARGET_THREADS = SIMULATOR_TARGET_THREADS if simulator.SIMULATOR else GPU_TARGET_THREADS
+MAX_SPLITS = 32
+
+
+@dataclasses.dataclass(frozen=True)
+class Plan:
+    """How a (hidden, batch) layer is cut into a cooperative grid on one chip."""
+
+    hidden: int
+    batch: int
+    units: int  # hidden units per block
+    blocks: int
+    splits: int  # threads per (batch row, unit) pair, sharing its dot products
+    k_chunk: int  # elements of h staged in shared memory at a time
+    blocks_per_sm: int = 1  # how many of these blocks one SM holds at once (occupancy)
+    chip: str = "simulator"
+
+    @property
+    def threads(self) -> int:  # per block
+        return self.batch * self.units * self.splits
+
+    @property
+    def layout(self) -> SharedLayout:
+        return SharedLayout(self.hidden, self.units, self.batch, self.k_chunk, self.splits)
+
+    @property
+    def shared_bytes(self) -> int:  # dynamic shared memory per block
+        return self.layout.bytes
+
+    @property
+    def kernel_key(self) -> tuple:
+        """The compile-time constants of this plan's kernel."""
+        return self.hidden, self.units, self.batch, self.k_chunk, self.splits
+
+    def kernel(self):
+        return persistent_layer_kernel(*self.kernel_key)
+
+
+class PersistentLimitError(ValueError):
+    """The layer does not fit the chip as one persistent grid; the message names the limit."""
+
+
+def choose_splits(pairs: int, hidden: int, target_threads: int = TARGET_THREADS) -> int:
+    """Threads per pair: a power of two that brings the block near ``target_threads``."""
+    splits = 1
+    while splits * 2 <= MAX_SPLITS and pairs * splits * 2 <= target_threads and splits * 2 <= hidden:
+        splits *= 2
+    return splits
+
+
+def largest_k_chunk(hidden: int, units: int, batch: int, splits: int, limit_bytes: int) -> int | None:
+    """All of h if it fits beside the weights, else the largest power of two that does."""
+    candidates = [hidden] + [2 ** p for p in range(10, -1, -1) if 2 ** p < hidden]
+    for k_chunk in candidates:
+        if SharedLayout(hidden, units, batch, k_chunk, splits).bytes <= limit_bytes:
+            return k_chunk
+    return None
+
+
+def plan(hidden: int, batch: int, *, chip: Chip | str | None = None, single_block: bool | None = None,
+         target_threads: int | None = None) -> Plan:
+    """The plan with the most blocks (fewest units each) whose grid can be resident at once.
+
+    ``chip``: a ``Chip``, a GPU's name from data/gpus.csv ("H100": plan for it from its data
+    sheet), or None for the device this runs on: the current GPU, where the driver's occupancy
+    calculator has the last word, or the simulator, whose blocks run one at a time so that a
+    grid barrier needs a single block (``single_block``, default: the simulator without a chip,
+    puts every unit in one block). ``target_threads``: threads per block to aim for; by default a
+    GPU's, when planning for a named chip or on a GPU, so that a plan for an H100 is the same
+    whichever machine makes it. Raises PersistentLimitError, naming the limit, when nothing fits.
+    """
+    if target_threads is None:
+        target_threads = GPU_TARGET_THREADS if chip is not None else TARGET_THREADS
+    single_block = (simulator.SIMULATOR and chip is None) if single_block is None else single_block
+    limits = None if (single_block and chip is None) else (chip if isinstance(chip, Chip) else chip_limits(chip))
+    shared_limit = limits.shared_bytes_per_block if limits else STATIC_SHARED_BYTES
+    candidates = [hidden] if single_block else range(1, hidden + 1)
+    reasons = []
+    for units in candidates:
+        blocks = -(-hidden // units)
+        pairs = batch * units
+        if pairs > MAX_THREADS:
+            reasons.append(f"{units} units per block need {batch} x {units} = {pairs} threads > {MAX_THREADS}")
+            break  # more units only need more threads
+        splits = choose_splits(pairs, hidden, target_threads)
+        k_chunk = largest_k_chunk(hidden, units, batch, splits, shared_limit)
+        if k_chunk is None:
+            needed = SharedLayout(hidden, units, batch, 1, splits).bytes
+            reasons.append(f"{units} units per block need {needed} bytes of shared memory > {shared_limit}")
+            break
+        candidate = Plan(hidden, batch, units, blocks, splits, k_chunk)
+        if limits is None:  # the simulator's single block
+            return candidate
+        per_sm, binding = occupancy(limits, candidate.threads, candidate.shared_bytes, MAX_REGISTERS)
+        if per_sm and blocks <= per_sm * limits.sms and chip is None:
+            # The current GPU: the driver's occupancy calculator, which knows the compiled
+            # kernel, has the last word on what the data-sheet model accepted.
+            per_sm, binding = driver_blocks_per_sm(candidate, limits), "the driver's occupancy calculator"
+        if per_sm and blocks <= per_sm * limits.sms:
+            return dataclasses.replace(candidate, blocks_per_sm=per_sm, chip=limits.name)
+        reasons.append(f"{units} units per block: {blocks} blocks > {per_sm} per SM (limited by {binding}) x "
+                       f"{limits.sms} SMs resident at once")
+    raise PersistentLimitError(
+        f"persistent LSTM: hidden {hidden}, batch {batch} does not fit "
+        f"{limits.name if limits else 'the simulator'} as one cooperative grid ({'; '.join(reasons[-2:])}). "
+        f"The U slice (hidden x 4 x units floats) must fit {shared_limit} bytes of shared memory, batch x units "
+        f"threads one block, and every block must be resident at once; see fl.persistent_limits()."
+    )
+
+
+def driver_blocks_per_sm(candidate: Plan, limits: Chip) -> int:
+    """Blocks of this plan resident per SM, by the driver's occupancy calculator."""
+    compiled_kernel = prepared(candidate, launch_signature())
+    return int(compiled_kernel.max_cooperative_grid_blocks(candidate.threads, candidate.shared_bytes)) // limits.sms
+
+
+def persistent_limits(hidden: int = 512, batches=(1, 4, 16, 64, 128, 256, 512), chip: str | None = None) -> dict:
+    """For ``hidden``: which batch sizes fit as one persistent grid on a chip (the current GPU by
+    default; on the simulator name one, e.g. "H100"), and why not."""
+    fits = {}
+    for batch in batches:
+        try:
+            p = plan(hidden, batch, chip=chip, single_block=False)
+            fits[batch] = (f"fits: {p.blocks} blocks x {p.threads} threads ({p.units} units x {p.splits} threads "
+                           f"per batch row), {p.shared_bytes} B shared, {p.blocks_per_sm} blocks per SM")
+        except PersistentLimitError as error:
+            fits[batch] = f"does not fit: {error}"
+    return fits

@@ -1,0 +1,54 @@
+"""Benchmark results as files: writing, reading, the committed ones, and a plain-text table.
+
+A result is the JSON-able dict ``fl.bench`` returns (device, versions, config, timing method,
+errors and times inside). Files under ``data/results/`` are the GPU measurements the notebooks
+show; nothing measured on the simulator belongs there.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+RESULTS = Path(__file__).resolve().parents[1] / "data" / "results"
+
+
+def save_results(results: list[dict], path) -> Path:
+    """Write results as JSON (device, config and versions are inside every entry)."""
+    path = Path(path)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(json.dumps({"results": results}, indent=2) + "\n")
+    return path
+
+
+def load_results(path) -> list[dict]:
+    return json.loads(Path(path).read_text())["results"]
+
+
+def committed_results() -> list[dict]:
+    """Every step result (``fl.bench``) committed under data/results/, each with the ``file`` it came
+    from. Other measurements in the same folder (the GEMM against cuBLAS, issue vs GPU times, CNN
+    epochs) are left to their own readers."""
+    return [dict(result, file=path.name) for path in sorted(RESULTS.glob("*.json"))
+            for result in load_results(path) if "step" in result and "time_ms" in result]
+
+
+def format_table(results: list[dict]) -> str:
+    """A plain-text table: one line per step, speedup relative to the first."""
+    if not results:
+        return "(no results)"
+    base = results[0]["time_ms"]["median"]
+    lines = [
+        f"{'step':<18} {'median ms':>10} {'min-max ms':>19} {'GFLOP/s':>9} {'speedup':>8} {'rel err':>9}",
+    ]
+    for r in results:
+        t = r["time_ms"]
+        lines.append(
+            f"{r['step']:<18} {t['median']:>10.3f} {t['min']:>9.3f}-{t['max']:<9.3f} "
+            f"{r['gflops']:>9.1f} {base / t['median']:>7.2f}x {r['relative_error']['after']:>9.1e}"
+        )
+    device = results[0]["device"]
+    lines.append(f"device: {device['name']}; config: {results[0]['config']}")
+    if not results[0]["times_meaningful"]:
+        lines.append("simulator: these times measure Python threads on the CPU, not a GPU. They mean nothing.")
+    return "\n".join(lines)

@@ -1,0 +1,143 @@
+"""Numba's CUDA simulator: whether we run on it, saying so once, and a fix for one of its races.
+
+Whether: Numba reads ``NUMBA_ENABLE_CUDASIM`` once, when ``numba.cuda`` is first imported, so
+the choice is made here, at ``import fastlstm_lib``, before anything imports numba, with nothing
+but ctypes: we ask the CUDA driver library directly whether it loads, initialises and sees at
+least one device. ``SIMULATOR`` holds the answer for the whole process.
+
+Overrides (environment variables):
+- ``NUMBA_ENABLE_CUDASIM=1``: the simulator, whatever hardware is present.
+- ``FASTLSTM_SIMULATOR=1``: the same, for people who'd rather not touch Numba's variable.
+
+Saying so: ``announce()`` prints one line the first time Numba work is asked for (a step, a
+kernel, ``device_info``), so the notebooks that never touch Numba (the CNN and data-feeding
+ones) carry no simulator banner.
+
+The fix (``lock_shared_array_allocation``): the simulator runs each CUDA thread of a block as a
+Python thread and gives a block's threads the same ``cuda.shared.array`` by remembering, per
+source line, the array the first thread created: ``get`` from a dict, ``np.empty`` if missing,
+then store. Nothing locks that, so two threads can both find nothing and each keep an array of
+their own: "shared" memory that is not shared, and a kernel that is right on most runs and wrong
+on some (seen as the persistent kernel failing 1 run in ~4 under load; numba-cuda 0.30.4). We
+replace the method with the same logic under a lock. Looking up the caller's frame directly,
+instead of formatting the whole stack as the original does, also makes every shared-array
+declaration cheaper there.
+"""
+
+from __future__ import annotations
+
+import ctypes
+import os
+import sys
+import threading
+
+import numpy as np
+
+_MESSAGE = (
+    "fastlstm_lib: {why}; using Numba's CUDA simulator: kernels run on the CPU, slowly, "
+    "problem sizes shrink and timings mean nothing."
+)
+
+#: Python's GIL switch interval on the simulator (see ``switch_to_simulator_if_needed``).
+SIMULATOR_SWITCH_INTERVAL_S = 2e-4
+
+
+def _driver_sees_a_gpu() -> bool:
+    """True when the CUDA driver loads, initialises and reports at least one device."""
+    names = {"win32": ["nvcuda.dll"], "darwin": []}.get(sys.platform, ["libcuda.so.1", "libcuda.so"])
+    for name in names:
+        try:
+            lib = ctypes.CDLL(name)
+        except OSError:
+            continue
+        try:
+            if lib.cuInit(0) != 0:
+                return False
+            count = ctypes.c_int(0)
+            if lib.cuDeviceGetCount(ctypes.byref(count)) != 0:
+                return False
+            return count.value > 0
+        except AttributeError:  # not a real driver library
+            return False
+    return False
+
+
+def choose_backend() -> tuple[bool, str | None]:
+    """Decide once per process. Returns (simulator?, reason or None)."""
+    if os.environ.get("NUMBA_ENABLE_CUDASIM", "0") not in ("", "0"):
+        return True, "NUMBA_ENABLE_CUDASIM is set"
+    if os.environ.get("FASTLSTM_SIMULATOR", "0") not in ("", "0"):
+        return True, "FASTLSTM_SIMULATOR is set"
+    if _driver_sees_a_gpu():
+        return False, None
+    return True, "no CUDA driver or GPU found"
+
+
+_reason: str | None = None
+_announced = False
+
+
+def switch_to_simulator_if_needed() -> bool:
+    """Turn the simulator on when there is no usable GPU. Returns simulator?"""
+    global _reason
+    simulator, why = choose_backend()
+    if not simulator:
+        return False
+    if "numba.cuda" in sys.modules and os.environ.get("NUMBA_ENABLE_CUDASIM", "0") in ("", "0"):
+        # Too late: numba.cuda was imported first and chose the real driver.
+        print(
+            "fastlstm_lib: no usable GPU, but numba.cuda was imported before fastlstm_lib, so the "
+            "simulator can't be switched on; import fastlstm_lib first (or set "
+            "NUMBA_ENABLE_CUDASIM=1).",
+            file=sys.stderr,
+        )
+        return False
+    os.environ["NUMBA_ENABLE_CUDASIM"] = "1"
+    # The simulator runs each CUDA thread as a Python thread, and its block manager busy-polls
+    # them at every cuda.syncthreads(). With Python's default 5 ms GIL switch interval a tiled
+    # GEMM spends most of its time waiting for the GIL; 0.2 ms makes it ~6x faster.
+    sys.setswitchinterval(min(sys.getswitchinterval(), SIMULATOR_SWITCH_INTERVAL_S))
+    _reason = why
+    return True
+
+
+def announce() -> None:
+    """On the simulator, say so in one line on stderr: once per process, at the first Numba work."""
+    global _announced
+    if SIMULATOR and not _announced:
+        _announced = True
+        print(_MESSAGE.format(why=_reason), file=sys.stderr)
+
+
+def lock_shared_array_allocation() -> None:
+    """Replace the simulator's ``FakeCUDAShared.array`` with the same logic under a lock."""
+    from numba.core import types
+    from numba.np import numpy_support
+    from numba.cuda.simulator import kernelapi
+
+    shared = kernelapi.FakeCUDAShared
+    if getattr(shared.array, "fastlstm_locked", False):
+        return
+    lock = threading.Lock()
+
+    def array(self, shape, dtype, alignment=None):
+        if alignment is not None:
+            raise RuntimeError("Array alignment is not supported in cudasim")
+        if isinstance(dtype, types.Type):
+            dtype = numpy_support.as_dtype(dtype)
+        if shape == 0:  # dynamic shared memory: one buffer for every request
+            count = self._dynshared_size // dtype.itemsize
+            return np.frombuffer(self._dynshared.data, dtype=dtype, count=count)
+        frame = sys._getframe(1)
+        caller = (frame.f_code.co_filename, frame.f_lineno)  # one array per declaring line
+        with lock:
+            allocated = self._allocations.get(caller)
+            if allocated is None:
+                allocated = self._allocations[caller] = np.empty(shape, dtype)
+        return allocated
+
+    array.fastlstm_locked = True
+    shared.array = array
+
+
+SIMULATOR = switch_to_simulator_if_needed()

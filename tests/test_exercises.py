@@ -1,0 +1,168 @@
+"""The exercises grade themselves: every solution passes; every typical mistake of the catalog,
+planted on purpose in the solution, fails with its own name; stubs are "not attempted yet";
+the words are the same every time."""
+
+import subprocess
+import sys
+
+import numpy as np
+import pytest
+from numba import cuda
+
+import fastlstm_lib as fl
+from fastlstm_lib import exercises
+from fastlstm_lib.exercises import mutants
+from fastlstm_lib.steps.step02_baseline import Baseline
+from conftest import ODD, problem
+
+#: Every exercise, in notebook order, and the mistakes its catalog must recognise.
+CATALOG = {
+    "add_bias": ["unguarded_tail", "same_elements_every_block", "bias_missing", "bias_along_rows"],
+    "tile_loads": ["unguarded_load", "missing_sync_after_loads", "missing_sync_before_next_loads",
+                   "wrong_load_index", "edge_not_zeroed"],
+    "gate_products": ["no_transpose", "per_gate_gemms", "recurrent_product_missing", "h_prev_ignored"],
+    "side_stream": ["event_on_wrong_stream", "missing_wait", "wait_on_wrong_stream", "layer_input_unordered",
+                    "slot_reused", "c_not_reset"],
+    "fused_cell": ["unguarded_tail", "same_elements_every_block", "c_not_stored", "gate_order", "bias_missing",
+                   "bias_twice", "recurrent_product_ignored", "forget_gate_ignored", "candidate_sigmoid",
+                   "h_without_tanh", "h_from_old_c", "bias_index"],
+    "upload": ["upload_raises", "field_missing", "still_transposed", "transposed_flag_kept", "uploads_w",
+               "column_major"],
+    "input_chunks": ["per_step_input_gemms", "chunk_event_not_waited", "wait_before_record", "state_reset_per_chunk",
+                     "h_from_current_step"],
+    "diagonals": ["chunk_out_of_range", "missing_last_diagonals", "top_layer_first", "layer_by_layer",
+                  "previous_run_not_awaited"],
+    "grid_step": ["missing_grid_barrier", "no_first_step_case", "reads_current_step", "c_reset_each_step",
+                  "gate_order", "bias_twice"],
+}
+PLANTED = [(name, mistake) for name, mistakes in CATALOG.items() for mistake in mistakes]
+
+
+def test_exercises_in_notebook_order():
+    assert exercises.names() == list(CATALOG)
+    assert [exercises.get(n).notebook for n in exercises.names()] == ["02", "02", "03", "04", "05", "06", "07", "08",
+                                                                       "09"]
+    assert all(exercises.get(n).difficulty in ("easy", "medium", "hard") for n in exercises.names())
+
+
+@pytest.mark.parametrize("name", list(CATALOG))
+def test_the_catalog_is_the_one_documented(name):
+    assert [m["name"] for m in exercises.catalog(name)] == CATALOG[name]
+
+
+@pytest.mark.parametrize("name", list(CATALOG))
+def test_the_solution_passes(name):
+    verdict = exercises.grade(name)
+    assert verdict.passed, verdict.text
+    assert verdict.text.startswith(f"{name}: passed.")
+
+
+@pytest.mark.parametrize("name, mistake", PLANTED, ids=[f"{n}-{m}" for n, m in PLANTED])
+def test_each_planted_mistake_fails_with_its_own_message(name, mistake):
+    verdict = exercises.grade(name, exercises.planted(name, mistake))
+    assert verdict.status == "failed"
+    assert verdict.mistake == mistake, verdict.text
+    entry = next(m for m in exercises.get(name).catalog if m.name == mistake)
+    assert f"not right yet: {entry.title}." in verdict.text and entry.advice in verdict.text
+
+
+class GateProductsStub(Baseline):
+    def gate_products(self, state, weights, x_t, h_prev):
+        raise NotImplementedError("write the two GEMMs")
+
+
+def add_bias_stub(a, bias, out):
+    i = cuda.grid(1)
+    raise NotImplementedError("one thread per element")
+
+
+@pytest.mark.parametrize("name, stub", [("gate_products", GateProductsStub), ("add_bias", add_bias_stub),
+                                        ("add_bias", cuda.jit(add_bias_stub))])
+def test_an_untouched_stub_is_not_attempted_yet(name, stub, capsys):
+    fl.check(name, stub)
+    printed = capsys.readouterr().out
+    assert printed.startswith(f"{name}: not attempted yet (the stub still raises NotImplementedError).")
+    assert "hint:" in printed
+    fl.check(name, stub)
+    assert capsys.readouterr().out == printed  # deterministic: nbval compares it
+
+
+def add_bias_in_own_words(a, bias, out):
+    i = cuda.grid(1)
+    if i < out.size:
+        row, col = divmod(i, out.shape[1])
+        out[row, col] = a[row, col] + bias[col]
+
+
+def test_a_solution_in_other_words_passes_and_verdicts_repeat():
+    assert exercises.grade("add_bias", add_bias_in_own_words).passed
+    first = exercises.grade("add_bias", exercises.planted("add_bias", "bias_along_rows")).text
+    assert exercises.grade("add_bias", exercises.planted("add_bias", "bias_along_rows")).text == first
+
+
+def test_the_simpler_persistent_kernel_the_notebook_asks_for_passes():
+    """Notebook 09's stub: h_{t-1} straight from global memory, no staging, no split dot products."""
+    from fastlstm_lib.exercises.ex09_grid_step import PLAN
+    from fastlstm_lib.kernels.pointwise import sigmoidf
+    import math
+    from numba import float32
+
+    hidden, units = PLAN.hidden, PLAN.units
+
+    @cuda.jit
+    def persistent_layer(x_gates, recurrent, bias, hs):
+        u_s = cuda.shared.array((4 * units, hidden), float32)
+        grid = cuda.cg.this_grid()
+        tid = cuda.threadIdx.x
+        b, jj = tid // units, tid % units
+        j = cuda.blockIdx.x * units + jj
+        for e in range(tid, hidden * 4 * units, cuda.blockDim.x):
+            k, col = e // (4 * units), e % (4 * units)
+            unit = cuda.blockIdx.x * units + col % units
+            u_s[col, k] = recurrent[k, (col // units) * hidden + unit] if unit < hidden else float32(0.0)
+        cuda.syncthreads()
+        c = float32(0.0)
+        for t in range(hs.shape[0]):
+            if j < hidden:
+                z = cuda.local.array(4, float32)
+                for g in range(4):
+                    z[g] = x_gates[t, b, g * hidden + j] + bias[g * hidden + j]
+                    if t > 0:
+                        for k in range(hidden):
+                            z[g] += hs[t - 1, b, k] * u_s[g * units + jj, k]
+                c = sigmoidf(z[1]) * c + sigmoidf(z[0]) * math.tanh(z[2])
+                hs[t, b, j] = sigmoidf(z[3]) * math.tanh(c)
+            grid.sync()
+
+    verdict = exercises.grade("grid_step", persistent_layer)
+    assert verdict.passed, verdict.text
+
+
+def test_solutions_are_printable():
+    assert "def gate_products" in exercises.solution("gate_products")
+    assert "def _add_bias" in exercises.solution("add_bias")
+
+
+def test_the_right_variant_is_the_reference():
+    x, params = problem(ODD)
+    assert np.allclose(mutants.forward(x, params), fl.reference_forward(x, params), rtol=0, atol=1e-12)
+
+
+def test_bad_requests_say_what_was_expected():
+    with pytest.raises(ValueError, match="unknown exercise 'nope'; exercises: add_bias"):
+        exercises.grade("nope")
+    with pytest.raises(TypeError, match="expected a subclass of a fastlstm_lib step"):
+        exercises.grade("gate_products", 42)
+    with pytest.raises(TypeError, match="expected a kernel"):
+        exercises.grade("add_bias", 42)
+    with pytest.raises(ValueError, match="has no mistake 'nope'"):
+        exercises.planted("add_bias", "nope")
+
+
+def test_importing_the_exercises_loads_no_framework():
+    heavy = ("tensorflow", "keras", "torch", "matplotlib")
+    done = subprocess.run([sys.executable, "-c", "import sys, fastlstm_lib.exercises as e; e.names(); "
+                           f"print(sorted({{m.split('.')[0] for m in sys.modules}} & set({heavy!r})))"],
+                          capture_output=True, text=True, timeout=120)
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.strip() == "[]"

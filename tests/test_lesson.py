@@ -1,0 +1,39 @@
+"""The notebooks' one-call lesson parts (fastlstm_lib.lesson): deterministic words, right numbers."""
+
+import matplotlib
+
+matplotlib.use("Agg")
+
+import fastlstm_lib as fl  # noqa: E402
+from fastlstm_lib import lesson  # noqa: E402
+
+
+def test_check_prints_verdicts_and_counted_launches_equal_the_dry_run(capsys, keras_available):
+    errors = lesson.check("fused_pointwise")
+    out = capsys.readouterr().out
+    assert errors["reference"] <= fl.RTOL and errors["keras"] <= fl.RTOL
+    assert "equals the float64 reference within 1e-05: True" in out
+    assert "the same kernels: True" in out
+    cfg = lesson.ODD
+    assert errors["launches"] == cfg.layers * (3 * cfg.seq_len + 1)
+
+
+def test_launch_rows_at_the_articles_size():
+    rows = {row["step"]: row for row in lesson.launch_rows(lesson.steps_so_far("fused_pointwise"))}
+    assert list(rows) == ["baseline", "combined_gemms", "streams", "fused_pointwise"]
+    assert rows["baseline"]["launches"] == 4 * (100 * 25 + 1)
+    assert rows["fused_pointwise"]["gemm"] == 800 and rows["fused_pointwise"]["other"] == 404
+
+
+def test_bounds_never_beaten_by_the_article(capsys):
+    rows = lesson.bounds("streams", chart=False)
+    assert [row["step"] for row in rows] == ["baseline", "combined_gemms", "streams"]
+    assert all(row["article_ms"] >= row["M40 cpp ms"] for row in rows)
+    assert "M40 cpp" in capsys.readouterr().out
+
+
+def test_measure_says_why_it_times_nothing_on_the_simulator(capsys):
+    if not fl.is_simulator():
+        return
+    assert lesson.measure("baseline") == []
+    assert "nothing is timed" in capsys.readouterr().out

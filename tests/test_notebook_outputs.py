@@ -1,0 +1,50 @@
+"""What the stored notebooks show a reader: no errors, no log noise, no local paths, and nothing in a
+compared cell that only one kind of machine prints (nbval compares those cells on CPU and GPU alike)."""
+
+import json
+import re
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[1]
+NOTEBOOKS = sorted((ROOT / "notebooks").glob("*.ipynb"))
+NOISE = re.compile(r"failed call to cuInit|oneDNN custom operations|absl::InitializeLog|cudart_stub|"
+                   r"TqdmExperimentalWarning|IProgress not found")
+LOCAL_PATH = re.compile(r"/(work|tmp|root|home|Users)/[A-Za-z0-9_.-]+")
+#: Printed on one kind of machine only: allowed in cells nbval ignores, never in compared ones.
+MACHINE_SPECIFIC = re.compile(r"CUDA simulator: kernels run on the CPU")
+
+
+def code_cells(path):
+    return [cell for cell in json.loads(path.read_text())["cells"] if cell["cell_type"] == "code"]
+
+
+def output_text(cell) -> str:
+    parts = []
+    for output in cell.get("outputs", []):
+        text = output.get("text", "")
+        parts.append("".join(text) if isinstance(text, list) else text)
+        data = output.get("data", {}).get("text/plain", "")
+        parts.append("".join(data) if isinstance(data, list) else data)
+    return "".join(parts)
+
+
+@pytest.mark.parametrize("path", NOTEBOOKS, ids=lambda p: p.name)
+def test_stored_outputs_are_clean(path):
+    for index, cell in enumerate(code_cells(path)):
+        where = f"{path.name} code cell {index}"
+        source = "".join(cell["source"])
+        assert not any(o.get("output_type") == "error" for o in cell.get("outputs", [])), f"{where}: an error is stored"
+        if source.strip():
+            assert cell.get("execution_count") is not None, f"{where}: saved without being run"
+        text = output_text(cell)
+        assert not NOISE.search(text), f"{where}: log noise in the stored output"
+        assert not LOCAL_PATH.search(text), f"{where}: a local path in the stored output"
+        if "NBVAL_IGNORE_OUTPUT" not in source:
+            assert not MACHINE_SPECIFIC.search(text), f"{where}: a compared cell shows the simulator's banner"
+
+
+def test_every_notebook_is_in_the_readme():
+    readme = (ROOT / "README.md").read_text()
+    assert [p.name for p in NOTEBOOKS if p.name not in readme] == []
