@@ -16,6 +16,9 @@ from . import simulator  # first: decides NUMBA_ENABLE_CUDASIM before numba is i
 if simulator.SIMULATOR:
     simulator.lock_shared_array_allocation()  # a race in the simulator's shared memory
 
+from .keras_backend import set_tensorflow_defaults
+
+set_tensorflow_defaults()  # before anything imports TensorFlow (a test's importorskip, a notebook)
 from .config import LSTMConfig, flops
 from .params import GATES, LayerParams, init_params, random_input, validate_input, validate_params
 from .reference import RTOL, matches, reference_forward, relative_error

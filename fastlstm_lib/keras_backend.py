@@ -3,8 +3,9 @@
 The one place that knows about TensorFlow, torch and JAX as Keras backends: the LSTM's Keras
 steps (notebook 10), the CNN support (notebook 20) and the data-feeding support (notebook 30)
 all ask here which backend runs, which GPUs it sees, what versions are installed, how to wait
-for its work and how to switch TF32 off. Nothing here is imported by ``import fastlstm_lib``;
-Keras loads on the first call.
+for its work and how to switch TF32 off. ``import fastlstm_lib`` only calls
+``set_tensorflow_defaults`` (environment variables TensorFlow reads once, when it loads, so they
+must be set before anything imports it); Keras loads on the first call that needs it.
 """
 
 from __future__ import annotations
@@ -58,10 +59,7 @@ def import_keras():
     global _imported
     if _imported is not None:
         return _imported
-    os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")  # INFO and WARNING lines once absl is up
-    # On a GPU TensorFlow would otherwise reserve nearly all of its memory at start-up, and our
-    # Numba kernels allocate beside it in the same process (notebooks 07-11, 41, 42).
-    os.environ.setdefault("TF_FORCE_GPU_ALLOW_GROWTH", "true")
+    set_tensorflow_defaults()
     with _native_stderr_captured():
         import keras
 
@@ -73,6 +71,21 @@ def import_keras():
             tf.config.list_logical_devices()
     _imported = keras
     return keras
+
+
+def set_tensorflow_defaults() -> None:
+    """TensorFlow's settings for the course, unless the environment already chose: it reads them
+    once, when it loads."""
+    os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")  # INFO and WARNING lines once absl is up
+    # On a GPU TensorFlow would otherwise reserve nearly all of its memory at start-up, and our
+    # Numba kernels allocate beside it in the same process (notebooks 07-11, 41, 42).
+    os.environ.setdefault("TF_FORCE_GPU_ALLOW_GROWTH", "true")
+    # TensorFlow turns its oneDNN CPU kernels on by default only on CPUs with AVX512_VNNI,
+    # AVX512_BF16, AVX_VNNI or AMX (tensorflow/core/util/port.cc, DefaultOneDnnPolicy). Without
+    # them its CPU Conv2D refuses channels_first (NCHW), which notebook 20 trains on a CPU: turn
+    # them on everywhere, so every x86 laptop runs the same kernels. TF_ENABLE_ONEDNN_OPTS=0 still
+    # turns them off.
+    os.environ.setdefault("TF_ENABLE_ONEDNN_OPTS", "1")
 
 
 def backend_name() -> str:
@@ -132,6 +145,16 @@ def cpu_name() -> str:
     return platform.processor() or platform.machine()
 
 
+def onednn_enabled():
+    """Whether TensorFlow runs its oneDNN CPU kernels (None where that can't be read)."""
+    try:
+        from tensorflow.python.util import _pywrap_util_port  # what TensorFlow's own tests ask
+
+        return bool(_pywrap_util_port.IsMklEnabled())
+    except (ImportError, AttributeError):
+        return None
+
+
 def environment() -> dict:
     """Where Keras computes and with what: recorded with every Keras measurement."""
     keras = import_keras()
@@ -151,7 +174,7 @@ def environment() -> dict:
         info["tensorflow"] = tf.__version__
         info["cuda"] = build.get("cuda_version") if gpus else None
         info["cudnn"] = build.get("cudnn_version") if gpus else None
-        info["onednn"] = os.environ.get("TF_ENABLE_ONEDNN_OPTS", "default (on for x86 Linux)")
+        info["onednn"] = onednn_enabled()
     elif backend == "torch":
         import torch
 

@@ -115,6 +115,20 @@ def test_numpy_numbers_are_numbers():
 # ---------------------------------------------------------------------------- the same function
 
 
+def test_tensorflow_runs_a_channels_first_convolution_on_any_cpu():
+    # TensorFlow's own CPU Conv2D is NHWC only; its oneDNN kernels, on by default only on CPUs with
+    # AVX-512 VNNI/BF16 or AMX, run NCHW too. import_keras turns them on on every CPU.
+    keras = cnn.import_keras()
+    if keras.backend.backend() != "tensorflow":
+        pytest.skip("a TensorFlow CPU kernel question; Keras runs on " + keras.backend.backend())
+    from fastlstm_lib.keras_backend import onednn_enabled
+
+    assert onednn_enabled() is not False, "TF_ENABLE_ONEDNN_OPTS=1 should have been set before TensorFlow loaded"
+    images = np.zeros((1, 3, 4, 4), np.float32)
+    conv = keras.layers.Conv2D(2, 3, padding="same", data_format="channels_first")
+    assert tuple(conv(images).shape) == (1, 2, 4, 4)
+
+
 @pytest.mark.parametrize("model, options", [("cnn10", TINY_CNN10), ("wide_resnet", TINY_WRN), ("keras_example_cnn", TINY_EXAMPLE)])
 def test_copied_weights_compute_the_same_function(model, options):
     images = cnn.synthetic_images(16, image_size=8, seed=3)[0]
