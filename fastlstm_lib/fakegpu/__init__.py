@@ -1,0 +1,75 @@
+"""A fake GPU for tests: numba-cuda's real host path, with the CUDA driver replaced underneath.
+
+Numba's simulator runs kernels as Python and never calls the driver, so it cannot see what a
+real GPU refuses: a wrong device-attribute name, a launch beyond a limit, a cooperative grid
+too large, dynamic shared memory above 48 KiB without the opt-in, code a compiler rejects. This
+mode keeps everything real down to the driver: numba-cuda compiles every kernel for the named
+GPU's architecture with the CUDA compilers from pip, links with nvJitLink, and calls
+cuda.core and cuda.bindings as on a GPU. Only ``libcuda.so.1`` is fake (``shim.py``): it presents a
+GPU of ``data/gpus.csv`` (``device.py``), reads each loaded kernel's registers and shared memory
+from its cubin (``cubin.py``), checks every launch as the driver would and records every call
+(``api.py``, ``launch.py``, ``store.py``).
+
+Kernels are not run: **values are not computed in this mode** (the simulator checks values).
+Use it in a fresh process, before anything touches CUDA:
+
+    FASTLSTM_FAKE_GPU=T4 python -c "import fastlstm_lib as fl; ..."
+
+or ``fastlstm_lib.fakegpu.activate("T4")`` first thing. ``fastlstm_lib.fakegpu.state()`` gives the
+log. Linux only (it builds a small C library with the machine's compiler).
+"""
+
+from __future__ import annotations
+
+import os
+
+from . import store as _state
+
+ENVIRONMENT = "FASTLSTM_FAKE_GPU"
+
+
+def active() -> str | None:
+    """The short name of the fake GPU this process runs on, or None."""
+    return _state.STATE.device.short_name if _state.STATE is not None else None
+
+
+def state() -> _state.State:
+    """The fake driver's state and call log (``.calls``, ``.launches()``, ``.refused``, ``.errors``)."""
+    if _state.STATE is None:
+        raise RuntimeError("no fake GPU in this process: set FASTLSTM_FAKE_GPU=<GPU> before importing fastlstm_lib")
+    return _state.STATE
+
+
+def activate(name: str) -> _state.State:
+    """Present the GPU ``name`` (a row of data/gpus.csv: "T4", "A100", "L4", "H100", "M40", ...).
+
+    Must run before numba-cuda first talks to the driver, once per process. Chooses the CUDA
+    compilers for that GPU's architecture (CUDA 12 below sm_75) and loads the fake driver.
+    """
+    if not isinstance(name, str):
+        raise TypeError(f"name must be a GPU name (str), got {type(name).__name__}")
+    from .. import gpus
+
+    row = gpus.gpu(name)  # ValueError naming the known GPUs
+    if _state.STATE is not None:
+        if _state.STATE.device.short_name != row["name"]:
+            raise RuntimeError(f"this process already presents a fake {_state.STATE.device.short_name}")
+        return _state.STATE
+    from . import api, launch, shim, toolchain  # noqa: F401  (api and launch register the entry points)
+    from .device import FakeDevice
+    from .registry import resolve
+
+    device = FakeDevice(row)
+    toolchain.select_compilers(device.compute_capability)
+    _state.STATE = _state.State(device=device)
+    os.environ[ENVIRONMENT] = row["name"]  # child processes (a notebook's kernel) present the same GPU
+    shim.load(resolve)
+    return _state.STATE
+
+
+def activate_from_environment() -> str | None:
+    """Activate the GPU named by $FASTLSTM_FAKE_GPU, if set; return its name."""
+    name = os.environ.get(ENVIRONMENT, "").strip()
+    if not name:
+        return None
+    return activate(name).device.short_name

@@ -1,0 +1,95 @@
+"""The fake ``libcuda.so.1``: a few lines of C, built once with the machine's C compiler.
+
+cuda.bindings (which numba-cuda and cuda.core both call) loads the CUDA driver library by name
+and then asks it for every entry point through ``cuGetProcAddress_v2``. This library answers
+that question by asking Python (``set_resolver``), so each driver function the fake implements
+is a ctypes callback in ``driver.py``, and the rest stay "not found", as on a driver that lacks
+them. It is loaded with RTLD_GLOBAL under the soname ``libcuda.so.1`` before anything asks for
+the driver, so every later ``dlopen("libcuda.so.1")`` in the process gets this one.
+
+``cuInit``, ``cuDeviceGetCount`` and ``cuDriverGetVersion`` are exported by name as well, for
+code that looks them up directly (``fastlstm_lib.simulator``'s ctypes probe does).
+"""
+
+from __future__ import annotations
+
+import ctypes
+import hashlib
+import os
+import shutil
+import subprocess
+import sys
+import tempfile
+from pathlib import Path
+
+SOURCE = r"""
+typedef void* (*resolver_t)(const char*, int, unsigned long long);
+static resolver_t resolver = 0;
+void fakecuda_set_resolver(resolver_t r) { resolver = r; }
+
+int cuGetProcAddress_v2(const char* symbol, void** pfn, int version, unsigned long long flags, int* status) {
+    void* p = resolver ? resolver(symbol, version, flags) : 0;
+    *pfn = p;
+    if (status) *status = p ? 0 : 1;   /* CU_GET_PROC_ADDRESS_SUCCESS, ..._SYMBOL_NOT_FOUND */
+    return p ? 0 : 500;                /* CUDA_SUCCESS, CUDA_ERROR_NOT_FOUND */
+}
+int cuGetProcAddress(const char* symbol, void** pfn, int version, unsigned long long flags) {
+    return cuGetProcAddress_v2(symbol, pfn, version, flags, 0);
+}
+typedef int (*u_t)(unsigned);
+typedef int (*p_t)(int*);
+int cuInit(unsigned flags) { u_t f = (u_t)(resolver ? resolver("cuInit", 2000, 0) : 0); return f ? f(flags) : 3; }
+int cuDeviceGetCount(int* n) { p_t f = (p_t)(resolver ? resolver("cuDeviceGetCount", 2000, 0) : 0); return f ? f(n) : 3; }
+int cuDriverGetVersion(int* v) { p_t f = (p_t)(resolver ? resolver("cuDriverGetVersion", 2020, 0) : 0); return f ? f(v) : 3; }
+"""
+
+RESOLVER = ctypes.CFUNCTYPE(ctypes.c_void_p, ctypes.c_char_p, ctypes.c_int, ctypes.c_ulonglong)
+
+
+class ShimUnavailable(RuntimeError):
+    """The fake driver library cannot be built or loaded on this machine (it needs Linux and a C compiler)."""
+
+
+def cache_dir() -> Path:
+    """Where the built library is kept: $FASTLSTM_CACHE, else ~/.cache/fastlstm."""
+    root = os.environ.get("FASTLSTM_CACHE") or os.path.join(os.path.expanduser("~"), ".cache", "fastlstm")
+    return Path(root) / "fakegpu"
+
+
+def build() -> Path:
+    """The path of the built library, compiling it first if this source has not been built yet."""
+    if not sys.platform.startswith("linux"):
+        raise ShimUnavailable(f"the fake GPU replaces libcuda.so.1, so it needs Linux (this is {sys.platform})")
+    compiler = os.environ.get("CC") or shutil.which("cc") or shutil.which("gcc")
+    if compiler is None:
+        raise ShimUnavailable("the fake GPU's driver library needs a C compiler (cc or gcc) on the PATH")
+    digest = hashlib.sha256(SOURCE.encode()).hexdigest()[:16]
+    target = cache_dir() / digest / "libcuda.so.1"
+    if target.exists():
+        return target
+    target.parent.mkdir(parents=True, exist_ok=True)
+    with tempfile.TemporaryDirectory(dir=target.parent) as work:
+        source = Path(work) / "fakecuda.c"
+        source.write_text(SOURCE)
+        built = Path(work) / "libcuda.so.1"
+        done = subprocess.run([compiler, "-shared", "-fPIC", "-O2", "-Wl,-soname,libcuda.so.1", "-o", str(built),
+                               str(source)], capture_output=True, text=True)
+        if done.returncode != 0:
+            raise ShimUnavailable(f"building the fake driver library failed: {done.stderr.strip()[-500:]}")
+        os.replace(built, target)  # atomic: parallel test processes may build it at once
+    return target
+
+
+_loaded = None
+
+
+def load(resolve) -> ctypes.CDLL:
+    """Build (once), load globally as libcuda.so.1, and route its lookups to ``resolve(name, version)``."""
+    global _loaded
+    if _loaded is None:
+        library = ctypes.CDLL(str(build()), mode=ctypes.RTLD_GLOBAL)
+        callback = RESOLVER(lambda name, version, flags: resolve(name.decode(), version))
+        library.fakecuda_set_resolver.argtypes = [RESOLVER]
+        library.fakecuda_set_resolver(callback)
+        _loaded = (library, callback)  # the callback must live as long as the library
+    return _loaded[0]
