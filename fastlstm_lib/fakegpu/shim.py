@@ -3,8 +3,8 @@
 cuda.bindings (which numba-cuda and cuda.core both call) loads the CUDA driver library by name
 and then asks it for every entry point through ``cuGetProcAddress_v2``. This library answers
 that question by asking Python (``set_resolver``), so each driver function the fake implements
-is a ctypes callback in ``driver.py``, and the rest stay "not found", as on a driver that lacks
-them. It is loaded with RTLD_GLOBAL under the soname ``libcuda.so.1`` before anything asks for
+is a ctypes callback (``api.py``, ``launch.py``) behind a small C stub, and the rest stay "not
+found", as on a driver that lacks them. It is loaded with RTLD_GLOBAL under the soname ``libcuda.so.1`` before anything asks for
 the driver, so every later ``dlopen("libcuda.so.1")`` in the process gets this one.
 
 ``cuInit``, ``cuDeviceGetCount`` and ``cuDriverGetVersion`` are exported by name as well, for
@@ -23,12 +23,44 @@ import tempfile
 from pathlib import Path
 
 SOURCE = r"""
+/* Every entry point handed out is a C stub that forwards to its Python implementation while the
+   interpreter lives. After fakecuda_shutdown() (Python's exit) a stub answers CUDA_SUCCESS without
+   calling Python: cuda.core's C++ destructors free streams and modules after Python is gone.
+   Driver functions take integer and pointer arguments only (no floats by value), so forwarding 12
+   integer-class arguments serves every signature on x86-64 and AArch64 Linux. The stubs must not
+   be compiled as tail calls: a sibling call would write 12 arguments' worth of stack into a
+   caller's frame that holds fewer (hence -fno-optimize-sibling-calls). */
 typedef void* (*resolver_t)(const char*, int, unsigned long long);
+typedef long A;
+typedef int (*target_t)(A, A, A, A, A, A, A, A, A, A, A, A);
+#define SLOTS 256
 static resolver_t resolver = 0;
+static target_t targets[SLOTS];
+static int used = 0;
+static volatile int alive = 1;
 void fakecuda_set_resolver(resolver_t r) { resolver = r; }
+void fakecuda_shutdown(void) { alive = 0; }
 
+#define STUB(k) static int stub_##k(A a, A b, A c, A d, A e, A f, A g, A h, A i, A j, A l, A m) { \
+    return alive ? targets[k](a, b, c, d, e, f, g, h, i, j, l, m) : 0; }
+#define STUB8(k) STUB(k##0) STUB(k##1) STUB(k##2) STUB(k##3) STUB(k##4) STUB(k##5) STUB(k##6) STUB(k##7)
+#define STUB64(k) STUB8(k##0) STUB8(k##1) STUB8(k##2) STUB8(k##3) STUB8(k##4) STUB8(k##5) STUB8(k##6) STUB8(k##7)
+STUB64(00) STUB64(01) STUB64(02) STUB64(03)  /* octal tokens: stub_0107 is slot 0107 = 71 */
+#define REF(k) (void*)stub_##k,
+#define REF8(k) REF(k##0) REF(k##1) REF(k##2) REF(k##3) REF(k##4) REF(k##5) REF(k##6) REF(k##7)
+#define REF64(k) REF8(k##0) REF8(k##1) REF8(k##2) REF8(k##3) REF8(k##4) REF8(k##5) REF8(k##6) REF8(k##7)
+static void* stubs[SLOTS] = { REF64(00) REF64(01) REF64(02) REF64(03) };
+
+static void* stub_for(void* target) {
+    int k;
+    if (!target) return 0;
+    for (k = 0; k < used; k++) if (targets[k] == (target_t)target) return stubs[k];
+    if (used == SLOTS) return 0;
+    targets[used] = (target_t)target;
+    return stubs[used++];
+}
 int cuGetProcAddress_v2(const char* symbol, void** pfn, int version, unsigned long long flags, int* status) {
-    void* p = resolver ? resolver(symbol, version, flags) : 0;
+    void* p = stub_for(resolver ? resolver(symbol, version, flags) : 0);
     *pfn = p;
     if (status) *status = p ? 0 : 1;   /* CU_GET_PROC_ADDRESS_SUCCESS, ..._SYMBOL_NOT_FOUND */
     return p ? 0 : 500;                /* CUDA_SUCCESS, CUDA_ERROR_NOT_FOUND */
@@ -38,9 +70,9 @@ int cuGetProcAddress(const char* symbol, void** pfn, int version, unsigned long 
 }
 typedef int (*u_t)(unsigned);
 typedef int (*p_t)(int*);
-int cuInit(unsigned flags) { u_t f = (u_t)(resolver ? resolver("cuInit", 2000, 0) : 0); return f ? f(flags) : 3; }
-int cuDeviceGetCount(int* n) { p_t f = (p_t)(resolver ? resolver("cuDeviceGetCount", 2000, 0) : 0); return f ? f(n) : 3; }
-int cuDriverGetVersion(int* v) { p_t f = (p_t)(resolver ? resolver("cuDriverGetVersion", 2020, 0) : 0); return f ? f(v) : 3; }
+int cuInit(unsigned flags) { u_t f = (u_t)stub_for(resolver ? resolver("cuInit", 2000, 0) : 0); return f ? f(flags) : 3; }
+int cuDeviceGetCount(int* n) { p_t f = (p_t)stub_for(resolver ? resolver("cuDeviceGetCount", 2000, 0) : 0); return f ? f(n) : 3; }
+int cuDriverGetVersion(int* v) { p_t f = (p_t)stub_for(resolver ? resolver("cuDriverGetVersion", 2020, 0) : 0); return f ? f(v) : 3; }
 """
 
 RESOLVER = ctypes.CFUNCTYPE(ctypes.c_void_p, ctypes.c_char_p, ctypes.c_int, ctypes.c_ulonglong)
@@ -63,7 +95,8 @@ def build() -> Path:
     compiler = os.environ.get("CC") or shutil.which("cc") or shutil.which("gcc")
     if compiler is None:
         raise ShimUnavailable("the fake GPU's driver library needs a C compiler (cc or gcc) on the PATH")
-    digest = hashlib.sha256(SOURCE.encode()).hexdigest()[:16]
+    flags = ["-shared", "-fPIC", "-O2", "-fno-optimize-sibling-calls", "-Wl,-soname,libcuda.so.1"]
+    digest = hashlib.sha256((SOURCE + " ".join(flags)).encode()).hexdigest()[:16]
     target = cache_dir() / digest / "libcuda.so.1"
     if target.exists():
         return target
@@ -72,8 +105,7 @@ def build() -> Path:
         source = Path(work) / "fakecuda.c"
         source.write_text(SOURCE)
         built = Path(work) / "libcuda.so.1"
-        done = subprocess.run([compiler, "-shared", "-fPIC", "-O2", "-Wl,-soname,libcuda.so.1", "-o", str(built),
-                               str(source)], capture_output=True, text=True)
+        done = subprocess.run([compiler, *flags, "-o", str(built), str(source)], capture_output=True, text=True)
         if done.returncode != 0:
             raise ShimUnavailable(f"building the fake driver library failed: {done.stderr.strip()[-500:]}")
         os.replace(built, target)  # atomic: parallel test processes may build it at once
@@ -92,4 +124,7 @@ def load(resolve) -> ctypes.CDLL:
         library.fakecuda_set_resolver.argtypes = [RESOLVER]
         library.fakecuda_set_resolver(callback)
         _loaded = (library, callback)  # the callback must live as long as the library
+        import atexit
+
+        atexit.register(library.fakecuda_shutdown)  # later driver calls must not enter Python
     return _loaded[0]

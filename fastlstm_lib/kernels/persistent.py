@@ -169,17 +169,24 @@ def persistent_layer_kernel(hidden: int, units: int, batch: int, k_chunk: int, s
 
 
 def allow_dynamic_shared(kernel, shared_bytes: int) -> None:
-    """Opt a compiled kernel in to more than 48 KiB of dynamic shared memory (a GPU attribute)."""
-    if shared_bytes <= STATIC_SHARED_BYTES:
-        return
-    from numba.cuda.cudadrv import driver as drv
+    """Let a compiled kernel launch with ``shared_bytes`` of dynamic shared memory.
 
-    handle = kernel._codelibrary.get_cufunc().handle
-    if drv.USE_NV_BINDING:
-        attribute = drv.binding.CUfunction_attribute.CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES
-    else:
-        attribute = 8  # CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES
-    drv.driver.cuFuncSetAttribute(handle, attribute, shared_bytes)
+    By default a kernel may use 48 KiB of shared memory in all, static included; more needs the
+    kernel attribute MAX_DYNAMIC_SHARED_SIZE_BYTES first, up to what the chip allows one block.
+    numba-cuda has no public call for it (numba-cuda issue #94), so we make the driver call it
+    makes itself for the carveout (``CudaPythonFunction.set_shared_memory_carveout``):
+    ``cuKernelSetAttribute`` on the kernel handle, for the current device.
+    """
+    if shared_bytes <= 0:
+        return
+    from cuda.bindings.driver import CUfunction_attribute
+    from numba.cuda.cudadrv.driver import driver
+
+    function = kernel._codelibrary.get_cufunc()
+    if shared_bytes + function.attrs.shared <= STATIC_SHARED_BYTES:
+        return
+    attribute = CUfunction_attribute.CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES
+    driver.cuKernelSetAttribute(attribute, shared_bytes, function.handle, function.device.id)
 
 
 def launch_signature(x_gates=None, recurrent=None, bias=None, hs=None) -> tuple:

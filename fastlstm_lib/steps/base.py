@@ -67,9 +67,11 @@ class Runner:
     """
 
     #: How ``time()`` measures, recorded with every result.
-    timing = "CUDA events" if not simulator.SIMULATOR else "wall clock on the CUDA simulator: meaningless"
+    timing = ("wall clock on the CUDA simulator: meaningless" if simulator.SIMULATOR else
+              f"fake {simulator.FAKE_GPU} (test mode): nothing runs, times are meaningless" if simulator.FAKE_GPU else
+              "CUDA events")
     #: Whether those times say anything about the hardware.
-    times_meaningful = not simulator.SIMULATOR
+    times_meaningful = not simulator.SIMULATOR and not simulator.FAKE_GPU
 
     def __init__(self, step: "LSTMStep", cfg: LSTMConfig, state: Any, x_device, out_device):
         self.step = step
