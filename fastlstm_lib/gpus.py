@@ -1,8 +1,11 @@
 """GPU data-sheet figures (``data/gpus.csv``) and the residency limits they imply.
 
 Used to say what fraction of its peak a measurement reaches, to plan the persistent kernel for a
-chip (occupancy: how many blocks fit on one SM) and to bound what a step could take on a chip we
-may not have (notebooks 09, 11). Every row of the CSV cites its source.
+chip (occupancy: how many blocks fit on one SM, and whether the chip can launch a cooperative
+grid at all) and to bound what a step could take on a chip we may not have (notebooks 09, 11).
+Every row of the CSV cites its source. The current GPU's limits are read from its driver
+(``chip()``): numba-cuda turns ``device.X`` into ``cuDeviceGetAttribute(CU_DEVICE_ATTRIBUTE_X)``,
+so X must be a name of CUDA's ``CUdevice_attribute`` (tests/test_gpus.py checks every one).
 """
 
 from __future__ import annotations
@@ -11,13 +14,14 @@ import csv
 import dataclasses
 import functools
 import numbers
+import re
 from pathlib import Path
 
 CSV = Path(__file__).resolve().parents[1] / "data" / "gpus.csv"
 
 _NUMBERS = {"sms": int, "fp32_tflops": float, "memory_gb_s": float, "l2_mib": float, "shared_kib_per_sm": float,
             "shared_kib_per_block": float, "max_threads_per_sm": int, "max_blocks_per_sm": int,
-            "registers_per_sm": int}
+            "registers_per_sm": int, "cooperative_launch": lambda value: bool(int(value))}
 
 
 @functools.lru_cache(maxsize=1)
@@ -35,14 +39,19 @@ def known_gpus() -> list[str]:
 
 def find_gpu(name: str) -> dict | None:
     """The row for a short name ("H100") or a device name as CUDA reports it
-    ("NVIDIA H100 80GB HBM3"); None for a GPU the table does not know (or the simulator)."""
+    ("NVIDIA H100 80GB HBM3"); None for a GPU the table does not know (or the simulator).
+
+    A row's "match" names are whole words of the device name: "NVIDIA L4" is not an "NVIDIA
+    L40S", "H200" is not a "GH200" (a GPU the table does not know gets no other GPU's figures).
+    """
     if not isinstance(name, str):
         raise TypeError(f"a GPU name must be a str, got {type(name).__name__}")
     for row in gpu_table():
         if name == row["name"]:
             return row
     for row in gpu_table():
-        if any(pattern.lower() in name.lower() for pattern in row["match"].split("|")):
+        if any(re.search(rf"(?<![A-Za-z0-9]){re.escape(pattern)}(?![A-Za-z0-9])", name, re.IGNORECASE)
+               for pattern in row["match"].split("|")):
             return row
     return None
 
@@ -78,6 +87,8 @@ class Chip:
     registers_per_sm: int
     reserved_shared_bytes_per_block: int  # the driver keeps 1 KiB per block from compute capability 8.0
     l2_bytes: int
+    compute_capability: str  # "5.2"
+    cooperative_launch: bool  # can it launch a cooperative grid (and so have a grid barrier)? From 6.0
 
     @classmethod
     def from_row(cls, row: dict) -> "Chip":
@@ -88,7 +99,8 @@ class Chip:
                    shared_bytes_per_block=int(row["shared_kib_per_block"] * 1024),
                    registers_per_sm=row["registers_per_sm"],
                    reserved_shared_bytes_per_block=1024 if major >= 8 else 0,
-                   l2_bytes=int(row["l2_mib"] * 2**20))
+                   l2_bytes=int(row["l2_mib"] * 2**20), compute_capability=str(row["compute_capability"]),
+                   cooperative_launch=row["cooperative_launch"])
 
 
 def chip(name: str | None = None) -> Chip:
@@ -105,19 +117,19 @@ def chip(name: str | None = None) -> Chip:
         raise ValueError("the CUDA simulator has no chip limits: name a GPU, e.g. chip('H100')")
     from numba import cuda
 
+    # Each attribute is CU_DEVICE_ATTRIBUTE_<name> (CUDA 11 or newer has all of them).
     device = cuda.get_current_device()
     device_name = device.name.decode() if isinstance(device.name, bytes) else str(device.name)
-    row = find_gpu(device_name)
-    major = device.compute_capability[0]
+    major, minor = device.compute_capability
     return Chip(name=device_name, sms=int(device.MULTIPROCESSOR_COUNT),
-                max_threads_per_sm=int(device.MAX_THREADS_PER_MULTI_PROCESSOR),
-                # Not every Numba version names this attribute; the data sheet's figure is the same.
-                max_blocks_per_sm=row["max_blocks_per_sm"] if row else (32 if major != 7 else 16),
+                max_threads_per_sm=int(device.MAX_THREADS_PER_MULTIPROCESSOR),
+                max_blocks_per_sm=int(device.MAX_BLOCKS_PER_MULTIPROCESSOR),
                 shared_bytes_per_sm=int(device.MAX_SHARED_MEMORY_PER_MULTIPROCESSOR),
                 shared_bytes_per_block=int(device.MAX_SHARED_MEMORY_PER_BLOCK_OPTIN),
                 registers_per_sm=int(device.MAX_REGISTERS_PER_MULTIPROCESSOR),
                 reserved_shared_bytes_per_block=1024 if major >= 8 else 0,
-                l2_bytes=int(device.L2_CACHE_SIZE))
+                l2_bytes=int(device.L2_CACHE_SIZE), compute_capability=f"{major}.{minor}",
+                cooperative_launch=bool(device.COOPERATIVE_LAUNCH))
 
 
 def occupancy(chip_: Chip, threads: int, shared_bytes: int, registers_per_thread: int) -> tuple[int, str]:

@@ -162,3 +162,14 @@ def test_command_line(capsys):
     assert main(["profile", "--config", "tiny", "--gpus", "M40", "H100"]) == 0
     out = capsys.readouterr().out
     assert "wavefront" in out and "bounded them on 2 GPUs x 2 hosts" in out
+
+
+def test_the_table_says_why_the_persistent_step_has_no_bound(rows):
+    persistent = next(row for row in rows if row["step"] == "persistent")
+    # The M40 has no cooperative launch (compute capability 5.2): no grid barrier, at any size.
+    assert persistent["M40 reason"] == "no cooperative launch below compute capability 6.0 (M40: 5.2), so no grid barrier"
+    assert "shared memory" in persistent["T4 reason"]  # the T4 has a grid barrier: the layer does not fit
+    assert "A100 reason" not in persistent and "H100 reason" not in persistent
+    text = ladder.table_text(rows, gpus=GPUS)
+    assert "- = persistent cannot run on M40: no cooperative launch below compute capability 6.0" in text
+    assert "- = persistent cannot run on T4: " in text

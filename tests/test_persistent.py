@@ -130,8 +130,38 @@ def test_plan_names_the_thread_limit():
 
 
 def test_plan_names_the_shared_memory_limit():
+    # One unit's U slice at hidden 8192 is 128 KiB: more than a T4's 64 KiB per block.
     with pytest.raises(persistent_plan.PersistentLimitError, match="shared memory"):
-        persistent_plan.plan(8192, 1, chip="M40")
+        persistent_plan.plan(8192, 1, chip="T4")
+
+
+M40_HAS_NO_GRID_BARRIER = r"M40 \(compute capability 5\.2\) cannot launch a cooperative grid.*6\.0.*no grid barrier"
+
+
+@pytest.mark.parametrize("hidden, batch, single_block", [(13, 1, False), (13, 1, True), (512, 64, False)])
+def test_an_m40_gets_no_plan_at_any_size(hidden, batch, single_block):
+    # Compute capability 5.2: no cooperative launch, so no grid barrier, however small the layer.
+    with pytest.raises(persistent_plan.PersistentLimitError, match=M40_HAS_NO_GRID_BARRIER) as raised:
+        persistent_plan.plan(hidden, batch, chip="M40", single_block=single_block)
+    assert raised.value.reason == "no cooperative launch below compute capability 6.0 (M40: 5.2), so no grid barrier"
+
+
+def test_an_m40_says_why_in_every_place_that_plans_for_it():
+    with pytest.raises(persistent_plan.PersistentLimitError, match=M40_HAS_NO_GRID_BARRIER):
+        fl.persistent_limits(13, batches=(1,), chip="M40")
+    with pytest.raises(persistent_plan.PersistentLimitError, match=M40_HAS_NO_GRID_BARRIER):
+        fl.profile("persistent", fl.LSTMConfig.tiny(), chip="M40")  # the step's own setup plans it
+    with pytest.raises(persistent_plan.PersistentLimitError, match=M40_HAS_NO_GRID_BARRIER):
+        fl.lower_bound(fl.profile("persistent", fl.LSTMConfig.tiny(), chip="H100"), "M40")
+    assert fl.profile("wavefront", fl.LSTMConfig.tiny(), chip="M40").launches  # the steps before it do run
+
+
+def test_a_gpu_whose_driver_refuses_cooperative_launch_is_named():
+    import dataclasses
+
+    refusing = dataclasses.replace(chip("T4"), name="Tesla T4 (WDDM)", cooperative_launch=False)
+    with pytest.raises(persistent_plan.PersistentLimitError, match=r"T4 \(WDDM\).*COOPERATIVE_LAUNCH is 0"):
+        persistent_plan.plan(13, 1, chip=refusing)
 
 
 def test_a_step_that_does_not_fit_fails_before_launching():

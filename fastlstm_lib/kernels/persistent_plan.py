@@ -6,7 +6,8 @@ few enough blocks that, at the occupancy those use (blocks per SM), all of them 
 ``plan`` walks the number of units per block upwards and takes the first (most blocks) that
 fits: for the current GPU by the driver's occupancy calculator, for a named GPU (data/gpus.csv)
 by the data sheet's limits, on the simulator a single block. When nothing fits, the error names
-the limit that stopped it.
+the limit that stopped it. A chip that cannot launch a cooperative grid at all (compute capability
+below 6.0: the M40) has no grid barrier, and so no plan at any size: the error says so first.
 """
 
 from __future__ import annotations
@@ -61,7 +62,38 @@ class Plan:
 
 
 class PersistentLimitError(ValueError):
-    """The layer does not fit the chip as one persistent grid; the message names the limit."""
+    """The layer does not fit the chip as one persistent grid, or the chip has no grid barrier at
+    all; the message names the limit, ``reason`` says it in a few words (what a table prints)."""
+
+    def __init__(self, message: str, reason: str | None = None):
+        super().__init__(message)
+        self.reason = message if reason is None else reason
+
+
+#: Cooperative launch, and so a grid barrier (``cuda.cg.this_grid().sync()``), from this compute capability.
+COOPERATIVE_COMPUTE_CAPABILITY = (6, 0)
+
+
+def require_grid_barrier(limits: Chip) -> None:
+    """Raise PersistentLimitError, naming the chip, its compute capability and why, unless it can
+    launch a cooperative grid: without one there is no grid barrier, which the persistent kernel
+    needs between every two time steps, whatever the layer's size."""
+    if not isinstance(limits, Chip):
+        raise TypeError(f"limits must be a Chip (fastlstm_lib.gpus.chip(name)), got {type(limits).__name__}")
+    if limits.cooperative_launch:
+        return
+    cc = limits.compute_capability
+    if tuple(int(part) for part in cc.split(".")) < COOPERATIVE_COMPUTE_CAPABILITY:
+        why = "cooperative launch needs compute capability 6.0 or newer"
+        reason = f"no cooperative launch below compute capability 6.0 ({limits.name}: {cc}), so no grid barrier"
+    else:
+        why = "its driver reports no cooperative launch (CU_DEVICE_ATTRIBUTE_COOPERATIVE_LAUNCH is 0)"
+        reason = f"no cooperative launch on this {limits.name} (its driver says so), so no grid barrier"
+    raise PersistentLimitError(
+        f"persistent LSTM: the {limits.name} (compute capability {cc}) cannot launch a cooperative grid: {why}. "
+        f"Without one there is no grid barrier (cuda.cg.this_grid().sync()), which the persistent kernel needs "
+        f"between every two time steps, so the persistent step cannot run on it at any size; the steps before it can.",
+        reason=reason)
 
 
 def choose_splits(pairs: int, hidden: int, target_threads: int = TARGET_THREADS) -> int:
@@ -91,12 +123,15 @@ def plan(hidden: int, batch: int, *, chip: Chip | str | None = None, single_bloc
     grid barrier needs a single block (``single_block``, default: the simulator without a chip,
     puts every unit in one block). ``target_threads``: threads per block to aim for; by default a
     GPU's, when planning for a named chip or on a GPU, so that a plan for an H100 is the same
-    whichever machine makes it. Raises PersistentLimitError, naming the limit, when nothing fits.
+    whichever machine makes it. Raises PersistentLimitError, naming the limit, when nothing fits,
+    or naming the chip and its compute capability when it cannot launch a cooperative grid at all.
     """
     if target_threads is None:
         target_threads = GPU_TARGET_THREADS if chip is not None else TARGET_THREADS
     single_block = (simulator.SIMULATOR and chip is None) if single_block is None else single_block
     limits = None if (single_block and chip is None) else (chip if isinstance(chip, Chip) else chip_limits(chip))
+    if limits is not None:
+        require_grid_barrier(limits)
     shared_limit = limits.shared_bytes_per_block if limits else STATIC_SHARED_BYTES
     candidates = [hidden] if single_block else range(1, hidden + 1)
     reasons = []
@@ -128,7 +163,8 @@ def plan(hidden: int, batch: int, *, chip: Chip | str | None = None, single_bloc
         f"persistent LSTM: hidden {hidden}, batch {batch} does not fit "
         f"{limits.name if limits else 'the simulator'} as one cooperative grid ({'; '.join(reasons[-2:])}). "
         f"The U slice (hidden x 4 x units floats) must fit {shared_limit} bytes of shared memory, batch x units "
-        f"threads one block, and every block must be resident at once; see fl.persistent_limits()."
+        f"threads one block, and every block must be resident at once; see fl.persistent_limits().",
+        reason="; ".join(reasons[-2:]),
     )
 
 
@@ -140,7 +176,9 @@ def driver_blocks_per_sm(candidate: Plan, limits: Chip) -> int:
 
 def persistent_limits(hidden: int = 512, batches=(1, 4, 16, 64, 128, 256, 512), chip: str | None = None) -> dict:
     """For ``hidden``: which batch sizes fit as one persistent grid on a chip (the current GPU by
-    default; on the simulator name one, e.g. "H100"), and why not."""
+    default; on the simulator name one, e.g. "H100"), and why not. A chip that cannot launch a
+    cooperative grid (the M40) has no answer per batch size: PersistentLimitError says why."""
+    require_grid_barrier(chip_limits(chip))
     fits = {}
     for batch in batches:
         try:

@@ -41,7 +41,7 @@ import numbers
 from pathlib import Path
 
 from ..checks import check_number
-from ..gpus import gpu as gpu_row
+from ..gpus import Chip, gpu as gpu_row
 from .graph import longest_path
 from .record import Profile
 
@@ -119,11 +119,18 @@ def launch_durations(profile: Profile, row: dict) -> tuple[list[float], list[str
 
 def lower_bound(profile: Profile, gpu: str, host="cpp") -> Bound:
     """The least time ``profile``'s pass can take on ``gpu`` (a name in data/gpus.csv), issued
-    by ``host`` ("cpp", "python" or microseconds per launch). See the module docstring."""
+    by ``host`` ("cpp", "python" or microseconds per launch). See the module docstring.
+
+    A pass of the persistent step has no bound on a GPU that cannot launch a cooperative grid
+    (the M40): PersistentLimitError says why."""
     if not isinstance(profile, Profile):
         raise TypeError(f"lower_bound() needs a Profile (fl.profile(...)), got {type(profile).__name__}")
     row = gpu_row(gpu)
     host_label = _checked_host(host)
+    if "persistent_layer" in profile.kernels():
+        from ..kernels.persistent_plan import require_grid_barrier  # planning loads on first use
+
+        require_grid_barrier(Chip.from_row(row))  # PersistentLimitError: no grid barrier on this GPU (M40)
     if "persistent_layer" in profile.kernels() and profile.chip != row["name"]:  # its grid is planned per chip
         raise ValueError(f"the persistent kernel's grid was planned for {profile.chip}, not {row['name']}: "
                          f"profile it with chip={row['name']!r}")

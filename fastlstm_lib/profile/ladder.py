@@ -46,10 +46,12 @@ def ladder_bounds(gpus=GPUS, hosts=HOSTS, steps=None, cfg: LSTMConfig | None = N
     """One row per ladder step: what a pass is made of, and its lower bound per GPU and host.
 
     The launch geometry (and so bytes re-read by the GEMMs) is ``chip``'s; the persistent step
-    is planned for each GPU in turn ("does not fit" where it can't run). Keys: ``step``,
-    ``launches``, ``flop``, ``bytes_read``, ``bytes_written``, ``footprint``,
-    ``critical_launches``, ``critical_flop``, then per GPU and host ``"{gpu} {host} ms"`` and
-    ``"{gpu} {host} binding"``, and for the article's steps ``article_ms`` (its M40 time).
+    is planned for each GPU in turn: where it can't run (the layer does not fit, or the GPU has no
+    grid barrier at all, the M40), its bound is None, its binding "does not fit" and
+    ``"{gpu} reason"`` says why. Keys: ``step``, ``launches``, ``flop``, ``bytes_read``,
+    ``bytes_written``, ``footprint``, ``critical_launches``, ``critical_flop``, then per GPU and
+    host ``"{gpu} {host} ms"`` and ``"{gpu} {host} binding"``, and for the article's steps
+    ``article_ms`` (its M40 time).
     """
     cfg = LSTMConfig.article() if cfg is None else cfg
     published = {row["step"]: row for row in article_numbers()} if cfg == LSTMConfig.article() else {}
@@ -68,6 +70,7 @@ def ladder_bounds(gpus=GPUS, hosts=HOSTS, steps=None, cfg: LSTMConfig | None = N
                 p = per_gpu[gpu]
                 if isinstance(p, PersistentLimitError):
                     row[f"{gpu} {host} ms"], row[f"{gpu} {host} binding"] = None, "does not fit"
+                    row[f"{gpu} reason"] = p.reason
                     continue
                 b = lower_bound(p, gpu, host)
                 row[f"{gpu} {host} ms"], row[f"{gpu} {host} binding"] = b.bound_ms, b.binding
@@ -118,7 +121,8 @@ def python_cap(rows: list[dict], gpu: str = "H100") -> dict:
 
 
 def table_text(rows: list[dict], gpus=GPUS, hosts=HOSTS) -> str:
-    """Plain text: one line per step, the bound per GPU and host (ms, and its binding's initial)."""
+    """Plain text: one line per step, the bound per GPU and host (ms, and its binding's initial),
+    then why a step has no bound ("-") on a GPU."""
     header = f"{'step':<16}{'launches':>9}" + "".join(f"{gpu + ' ' + host:>16}" for gpu in gpus for host in hosts)
     lines = [header + f"{'article M40':>13}"]
     for row in rows:
@@ -129,6 +133,9 @@ def table_text(rows: list[dict], gpus=GPUS, hosts=HOSTS) -> str:
                 cells.append(f"{'-':>16}" if ms is None else f"{ms:11.2f} ms {row[f'{gpu} {host} binding'][0]}")
         article = f"{row['article_ms']:10.2f} ms" if "article_ms" in row else f"{'':>13}"
         lines.append(f"{row['step']:<16}{row['launches']:>9}" + "".join(cells) + article)
+    for row in rows:
+        lines.extend(f"- = {row['step']} cannot run on {gpu}: {row[f'{gpu} reason']}" for gpu in gpus
+                     if f"{gpu} reason" in row)
     lines.append("binding: h = host issuing launches, f = all FLOPs at peak, c = chain of dependent launches, "
                  "b = DRAM bytes")
     lines.append("hosts: cpp = a 2016-era C++ host (4.9 us a launch), python = Numba from Python; both published "
