@@ -145,3 +145,63 @@ def test_findings(machine, status, expected):
     got_status, text = verdict_and_text(machine)
     assert expected in text
     assert got_status == status, text
+
+
+# ---- which CUDA wheel, and a GPU without a grid barrier (issue 19) --------------------------------
+
+M40 = {"name": "Tesla M40 24GB", "compute_capability": "5.2", "multiprocessors": 24, "driver": "13.0",
+       "cooperative_launch": False}
+NVVM_REFUSES = {"error": "NvvmError: Failed to compile: libNVVM: unsupported architecture compute_52"}
+
+
+@pytest.mark.parametrize("driver, compute_capability, extra", [
+    ("12.4", "9.0", "cu12"), ("13.0", "9.0", "cu13"), ("13.1", "7.5", "cu13"),  # CUDA 13 from sm_75 (T4) up
+    ("13.0", "7.0", "cu12"), ("13.0", "6.0", "cu12"), ("13.0", "5.2", "cu12"),  # V100, P100, M40 on an R580 driver
+    ("12.8", "5.2", "cu12"),
+])
+def test_the_cuda_wheel_follows_the_driver_and_the_compute_capability(gpu_machine, driver, compute_capability, extra):
+    status, text = gpu_machine(plain_kernel=NVVM_REFUSES,
+                               device={**H100, "driver": driver, "compute_capability": compute_capability})
+    assert status == 1
+    assert f'fix: python -m pip install "numba-cuda[{extra}]==0.30.4"' in text
+    assert ("cu13" in text) == (extra == "cu13"), text
+    if driver.startswith("13") and extra == "cu12":
+        assert f"CUDA 13 cannot compile for compute capability {compute_capability}" in text
+
+
+def test_a_driver_older_than_cuda_12_is_too_old(gpu_machine):
+    status, text = gpu_machine(plain_kernel=NVVM_REFUSES, device={**H100, "driver": "11.4", "compute_capability": "7.0"})
+    assert status == 1
+    assert "fail  CUDA driver 11.4 is too old" in text and "pip install" not in text
+    assert "fix: update the NVIDIA driver" in text
+
+
+@pytest.mark.parametrize("cudadevrt", [True, False])
+@pytest.mark.parametrize("device", [M40, {key: value for key, value in M40.items() if key != "cooperative_launch"}])
+def test_a_gpu_without_cooperative_launch_is_not_blamed_on_libcudadevrt(gpu_machine, cudadevrt, device):
+    status, text = gpu_machine(device=device, cudadevrt=cudadevrt,
+                               grid_barrier={"error": "CudaAPIError: [801] cuLaunchCooperativeKernel: CUDA_ERROR_NOT_SUPPORTED"})
+    assert status == 0, text  # the course runs; the persistent step is skipped on this GPU
+    assert ("warn  Tesla M40 24GB cannot launch a cooperative grid (compute capability 5.2; cooperative launch "
+            "needs 6.0 or newer): no grid barrier, so the persistent step (notebook 09) cannot run on this GPU") in text
+    assert "libcudadevrt" not in text and "no working grid barrier" not in text
+
+
+def test_a_grid_barrier_that_fails_for_another_reason_says_its_error(gpu_machine):
+    status, text = gpu_machine(grid_barrier={"error": "CudaAPIError: [720] CUDA_ERROR_COOPERATIVE_LAUNCH_TOO_LARGE"})
+    assert status == 0
+    assert "warn  the grid-barrier test kernel failed: CudaAPIError: [720]" in text and "libcudadevrt" not in text
+
+
+def test_the_probe_asks_for_cooperative_launch(monkeypatch):
+    from types import SimpleNamespace
+
+    from numba import cuda
+
+    from fastlstm_lib.doctor import cuda_probe
+
+    attributes = {"MULTIPROCESSOR_COUNT": 24, "COOPERATIVE_LAUNCH": 0}
+    device = SimpleNamespace(name=b"Tesla M40 24GB", compute_capability=(5, 2), **attributes)
+    monkeypatch.setattr(cuda, "get_current_device", lambda: device)
+    monkeypatch.setattr(cuda.cudadrv.driver, "driver", SimpleNamespace(get_version=lambda: (13, 0)), raising=False)
+    assert cuda_probe.device() == M40

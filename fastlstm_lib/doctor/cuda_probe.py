@@ -48,6 +48,8 @@ def device():
     name = gpu.name.decode() if isinstance(gpu.name, bytes) else str(gpu.name)
     return {"name": name, "compute_capability": "{}.{}".format(*gpu.compute_capability),
             "multiprocessors": int(gpu.MULTIPROCESSOR_COUNT),
+            # A grid barrier needs cooperative launch (compute capability 6.0 or newer).
+            "cooperative_launch": bool(gpu.COOPERATIVE_LAUNCH),
             "driver": "{}.{}".format(*cuda.cudadrv.driver.driver.get_version())}
 
 

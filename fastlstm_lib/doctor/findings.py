@@ -1,6 +1,13 @@
 """From the machine's answers (``probes.Facts``) to findings: ok, info, warn or fail, each problem
 with the one command that fixes it. Pure functions of the facts, so every case (a GPU without
 libcudadevrt, TensorFlow blind to the GPU, Colab without a GPU runtime...) is testable anywhere.
+
+Which CUDA libraries to install depends on the driver AND the GPU: CUDA 13's compiler (NVVM)
+refuses compute capability below 7.5 (M40 5.2, P100 6.0, V100 7.0), yet R580 drivers report 13.0
+on those GPUs, so ``[cu13]`` only from driver 13 and compute capability 7.5 up, ``[cu12]``
+otherwise (a 13.x driver runs CUDA 12's libraries), and a driver older than CUDA 12 must be
+updated first. A GPU below compute capability 6.0 has no cooperative launch, hence no grid
+barrier: the persistent step cannot run on it, whatever is installed.
 """
 
 from __future__ import annotations
@@ -12,6 +19,12 @@ from .probes import Facts
 
 GIB = 1024 ** 3
 STATUSES = ("ok", "info", "warn", "fail")
+#: CUDA 13's NVVM compiles for compute capability 7.5 and newer only (CUDA 12's from 5.0).
+CUDA13_COMPUTE_CAPABILITY = (7, 5)
+#: Cooperative launch, and so a grid barrier (notebook 09's persistent kernel), from this compute capability.
+COOPERATIVE_COMPUTE_CAPABILITY = (6, 0)
+DRIVER_UPDATE = ("update the NVIDIA driver: R525 or newer runs CUDA 12, R580 or newer CUDA 13 (nvidia-smi shows "
+                 "the one installed)")
 
 
 @dataclasses.dataclass(frozen=True)
@@ -29,10 +42,40 @@ def pinned(facts: Facts, package: str) -> str:
     return f"{package}=={facts.pins[package][0]}" if package in facts.pins else package
 
 
+def version_tuple(text) -> tuple[int, ...] | None:
+    """ "13.0" -> (13, 0), "5.2" -> (5, 2); None when unknown or not a version."""
+    try:
+        return tuple(int(part) for part in str(text).split(".")[:2]) if text else None
+    except ValueError:
+        return None
+
+
+def device_facts(facts: Facts) -> dict:
+    """cuda_probe.py's answers about the GPU ({} when it has none, or failed)."""
+    device = facts.cuda.get("device")
+    return device if isinstance(device, dict) else {}
+
+
+def cuda_extra(driver: tuple | None, compute_capability: tuple | None) -> str | None:
+    """The numba-cuda extra for this driver and GPU: "cu13" only for a driver of CUDA 13 or newer
+    and compute capability 7.5 or newer; "cu12" for a 12.x driver, or an older GPU on a newer
+    driver; None when the driver is older than CUDA 12 (update it first). An unknown driver gets
+    "cu12", an unknown GPU on a 13.x driver "cu13"."""
+    if driver is None:
+        return "cu12"
+    if driver < (12,):
+        return None
+    if driver >= (13,) and (compute_capability is None or compute_capability >= CUDA13_COMPUTE_CAPABILITY):
+        return "cu13"
+    return "cu12"
+
+
 def cuda_wheel(facts: Facts) -> str:
-    """numba-cuda with the CUDA libraries matching the driver: [cu13] for a 13.x driver, else [cu12]."""
-    driver = (facts.cuda.get("device") or {}).get("driver", "") if isinstance(facts.cuda.get("device"), dict) else ""
-    extra = "cu13" if driver.split(".")[0] in ("13", "14") else "cu12"
+    """The fix that installs numba-cuda with the CUDA libraries this driver and GPU need (``cuda_extra``)."""
+    device = device_facts(facts)
+    extra = cuda_extra(version_tuple(device.get("driver")), version_tuple(device.get("compute_capability")))
+    if extra is None:
+        return DRIVER_UPDATE
     version = facts.pins.get("numba-cuda", ("",))[0]
     return pip(f"numba-cuda[{extra}]" + (f"=={version}" if version else ""))
 
@@ -111,6 +154,14 @@ def gpu_present(facts: Facts) -> list[Finding]:
         return [Finding("fail", f"CUDA sees a GPU but cannot use it: {device['error']}", "nvidia-smi")]
     findings = [Finding("ok", f"GPU: {device.get('name')} (compute capability {device.get('compute_capability')}, "
                               f"{device.get('multiprocessors')} SMs, CUDA driver {device.get('driver')})")]
+    driver, capability = version_tuple(device.get("driver")), version_tuple(device.get("compute_capability"))
+    if driver is not None and driver < (12,):
+        findings.append(Finding("fail", f"CUDA driver {device.get('driver')} is too old: numba-cuda's CUDA libraries "
+                                        "(12 or 13) need a driver for CUDA 12 or newer", DRIVER_UPDATE))
+    elif driver is not None and driver >= (13,) and capability is not None and capability < CUDA13_COMPUTE_CAPABILITY:
+        findings.append(Finding("info", f"CUDA 13 cannot compile for compute capability {device.get('compute_capability')} "
+                                        "(it needs 7.5 or newer): this GPU needs CUDA 12's libraries (numba-cuda[cu12]), "
+                                        f"which its {device.get('driver')} driver runs"))
     for library in ("nvvm", "nvrtc"):
         if cuda.get(library) is not True:
             findings.append(Finding("fail", f"{library.upper()} is missing: Numba cannot compile kernels for the GPU",
@@ -121,13 +172,40 @@ def gpu_present(facts: Facts) -> list[Finding]:
         error = cuda.get("plain_kernel", {}).get("error", "wrong result") if isinstance(cuda.get("plain_kernel"), dict) \
             else "wrong result"
         findings.append(Finding("fail", f"a test kernel failed on the GPU: {error}", cuda_wheel(facts)))
-    if cuda.get("cudadevrt") is not True or cuda.get("grid_barrier") is not True:
-        findings.append(Finding("warn", "no working grid barrier (libcudadevrt.a, the CUDA device runtime, missing): "
-                                        "notebook 09's persistent kernel will not run on this GPU", cuda_wheel(facts)))
+    barrier = grid_barrier_finding(facts)
+    if barrier is not None:
+        findings.append(barrier)
     if facts.simulator_here:
         findings.append(Finding("info", f"this Python runs on the simulator anyway, because {facts.forced_by} is set",
                                 f"unset {facts.forced_by} (and restart the kernel) to use the GPU"))
     return findings
+
+
+def grid_barrier_finding(facts: Facts) -> Finding | None:
+    """Why the grid barrier (notebook 09) does not work here, if it does not: a GPU without
+    cooperative launch (compute capability below 6.0), whatever is installed; else a missing
+    libcudadevrt; else the test kernel's own error. None when it works."""
+    cuda, device = facts.cuda, device_facts(facts)
+    capability = version_tuple(device.get("compute_capability"))
+    cooperative = device.get("cooperative_launch")
+    if cooperative is None and capability is not None:  # a probe that did not ask: the compute capability's rule
+        cooperative = capability >= COOPERATIVE_COMPUTE_CAPABILITY
+    if cooperative is False:
+        why = (f"compute capability {device.get('compute_capability')}; cooperative launch needs 6.0 or newer"
+               if capability is not None and capability < COOPERATIVE_COMPUTE_CAPABILITY
+               else "its driver reports no cooperative launch")
+        return Finding("warn", f"{device.get('name')} cannot launch a cooperative grid ({why}): no grid barrier, so "
+                               "the persistent step (notebook 09) cannot run on this GPU (benchmarks skip it and say "
+                               "why); every other step runs")
+    if cuda.get("cudadevrt") is not True:
+        return Finding("warn", "no working grid barrier (libcudadevrt.a, the CUDA device runtime, missing): "
+                               "notebook 09's persistent kernel will not run on this GPU", cuda_wheel(facts))
+    if cuda.get("grid_barrier") is not True:
+        answer = cuda.get("grid_barrier")
+        error = answer.get("error", "wrong result") if isinstance(answer, dict) else "wrong result"
+        return Finding("warn", f"the grid-barrier test kernel failed: {error}: notebook 09's persistent kernel may not "
+                               "run on this GPU", cuda_wheel(facts))
+    return None
 
 
 def backend_findings(facts: Facts) -> list[Finding]:
