@@ -8,7 +8,7 @@ GPU's architecture with the CUDA compilers from pip, links with nvJitLink, and c
 cuda.core and cuda.bindings as on a GPU. Only ``libcuda.so.1`` is fake (``shim.py``): it presents a
 GPU of ``data/gpus.csv`` (``device.py``), reads each loaded kernel's registers and shared memory
 from its cubin (``cubin.py``), checks every launch as the driver would and records every call
-(``api.py``, ``launch.py``, ``store.py``).
+(``api.py``, ``streams.py``, ``launch.py``, ``store.py``).
 
 Kernels are not run: **values are not computed in this mode** (the simulator checks values).
 Use it in a fresh process, before anything touches CUDA:
@@ -55,7 +55,7 @@ def activate(name: str) -> _state.State:
         if _state.STATE.device.short_name != row["name"]:
             raise RuntimeError(f"this process already presents a fake {_state.STATE.device.short_name}")
         return _state.STATE
-    from . import api, launch, shim, toolchain  # noqa: F401  (api and launch register the entry points)
+    from . import api, launch, shim, streams, toolchain  # noqa: F401  (they register the entry points)
     from .device import FakeDevice
     from .registry import resolve
 

@@ -1,15 +1,14 @@
-"""The driver's functions for devices, contexts, memory, streams and events.
+"""The driver's functions for devices, contexts and memory.
 
 Each is registered under its CUDA driver API name with its C signature (``registry.entry``) and
 does what the driver does, on the fake device: one device, one primary context, device memory
-as host buffers, streams and events as handles on a virtual clock. Modules, links and launches
-are in ``launch.py``.
+as host buffers. Streams and events are in ``streams.py``; modules and launches in ``launch.py``.
 """
 
 from __future__ import annotations
 
 import ctypes
-from ctypes import c_char_p, c_float, c_int, c_size_t, c_ubyte, c_uint, c_ulonglong, c_void_p
+from ctypes import c_int, c_size_t, c_ubyte, c_uint, c_ulonglong, c_void_p
 
 from .registry import P, DriverError, entry, put
 from .store import FAKE_OPERATION_MS
@@ -252,94 +251,3 @@ def memset(state, pointer, value, count, stream=None):
 
 
 entry("cuMemsetD8Async", c_ulonglong, c_ubyte, c_size_t, c_void_p)(memset)
-
-
-# ---------------------------------------------------------------------------------- streams, events
-
-@entry("cuStreamCreate", P(c_void_p), c_uint)
-def stream_create(state, out, flags, priority=0):
-    handle = state.handle()
-    state.streams.add(handle)
-    put(out, handle)
-    state.log("stream_create", stream=handle)
-
-
-entry("cuStreamCreateWithPriority", P(c_void_p), c_uint, c_int)(stream_create)
-
-
-@entry("cuStreamDestroy", c_void_p)
-def stream_destroy(state, stream):
-    state.streams.discard(stream)
-
-
-@entry("cuStreamSynchronize", c_void_p, aliases=("cuStreamQuery",))
-def stream_synchronize(state, stream):
-    state.log("stream_synchronize", stream=stream)
-
-
-@entry("cuStreamGetCtx", c_void_p, P(c_void_p))
-def stream_context(state, stream, out):
-    put(out, CONTEXT)
-
-
-@entry("cuStreamGetFlags", c_void_p, P(c_uint))
-def stream_flags(state, stream, out):
-    put(out, 0)
-
-
-@entry("cuStreamGetPriority", c_void_p, P(c_int))
-def stream_priority(state, stream, out):
-    put(out, 0)
-
-
-@entry("cuStreamWaitEvent", c_void_p, c_void_p, c_uint)
-def stream_wait(state, stream, event, flags):
-    state.log("stream_wait_event", stream=stream, event=event)
-
-
-STREAM_CALLBACK = ctypes.CFUNCTYPE(None, c_void_p, c_int, c_void_p)
-HOST_FUNCTION = ctypes.CFUNCTYPE(None, c_void_p)
-
-
-@entry("cuStreamAddCallback", c_void_p, c_void_p, c_void_p, c_uint)
-def stream_callback(state, stream, callback, data, flags):
-    STREAM_CALLBACK(callback)(stream, 0, data)  # the stream is always idle: call it now
-
-
-@entry("cuLaunchHostFunc", c_void_p, c_void_p, c_void_p)
-def host_function(state, stream, function, data):
-    HOST_FUNCTION(function)(data)
-
-
-@entry("cuEventCreate", P(c_void_p), c_uint)
-def event_create(state, out, flags):
-    handle = state.handle()
-    state.events[handle] = None
-    put(out, handle)
-
-
-@entry("cuEventDestroy", c_void_p)
-def event_destroy(state, event):
-    state.events.pop(event, None)
-
-
-@entry("cuEventRecord", c_void_p, c_void_p)
-def event_record(state, event, stream, flags=0):
-    state.events[event] = state.clock_ms
-    state.log("event_record", event=event, stream=stream)
-
-
-entry("cuEventRecordWithFlags", c_void_p, c_void_p, c_uint)(event_record)
-
-
-@entry("cuEventSynchronize", c_void_p, aliases=("cuEventQuery",))
-def event_synchronize(state, event):
-    if state.events.get(event, 0) is None:
-        raise DriverError("CUDA_ERROR_INVALID_HANDLE", "an event that was never recorded")
-
-
-@entry("cuEventElapsedTime", P(c_float), c_void_p, c_void_p, aliases=("cuEventElapsedTime_v2",))
-def event_elapsed(state, out, start, end):
-    if state.events.get(start) is None or state.events.get(end) is None:
-        raise DriverError("CUDA_ERROR_INVALID_HANDLE", "elapsed time between events not both recorded")
-    put(out, state.events[end] - state.events[start])

@@ -1,8 +1,9 @@
 """The CUDA compilers from pip that build for each GPU: CUDA 13 from sm_75, CUDA 12 below it.
 
-CUDA 13 dropped compute capabilities below 7.5 (Maxwell, Pascal, Volta) from NVVM, ptxas and
-nvJitLink, so an M40 (sm_52) is built with CUDA 12.9's NVVM, libdevice and ptxas (the
-``nvidia-cuda-nvcc-cu12`` wheel). The wheels install under ``site-packages/nvidia``.
+CUDA 13 dropped compute capabilities below 7.5 (Maxwell, Pascal, Volta) from NVVM, NVRTC, ptxas
+and nvJitLink, so an M40 (sm_52) is built with CUDA 12.9's (the ``nvidia-cuda-nvcc-cu12``,
+``-nvrtc-cu12`` and ``nvidia-nvjitlink-cu12`` wheels). The wheels install under
+``site-packages/nvidia``.
 """
 
 from __future__ import annotations
@@ -58,14 +59,19 @@ def bin_dir(compute_capability: tuple[int, int]) -> str:
 
 
 def select_compilers(compute_capability: tuple[int, int]) -> None:
-    """Make numba-cuda compile with the CUDA release that supports this GPU.
+    """Make numba-cuda compile and link with the CUDA release that supports this GPU.
 
-    cuda-pathfinder, which numba-cuda asks for libnvvm and libdevice, takes a library that is
-    already loaded in the process: loading the right libnvvm first is enough. CUDA 12 gets its
-    libdevice through CUDA_HOME-style lookup, so its nvcc folder is named too.
+    cuda-pathfinder, which numba-cuda asks for libnvvm, NVRTC (its list of supported
+    architectures) and nvJitLink, takes a library that is already loaded in the process:
+    loading CUDA 12's first is enough for sm_52. (numba-cuda already takes libdevice from the
+    CUDA 12 wheel when it is installed; NVVM 13 reads it too.)
     """
     import ctypes
 
-    ctypes.CDLL(nvvm_library(compute_capability), mode=ctypes.RTLD_GLOBAL)
+    root = nvidia_root()
+    libraries = [nvvm_library(compute_capability)]
     if uses_cuda12(compute_capability):
-        os.environ["CUDA_HOME"] = str(nvidia_root() / "cuda_nvcc")
+        libraries += [_existing(root / "cuda_nvrtc" / "lib" / "libnvrtc.so.12", "CUDA 12's NVRTC"),
+                      _existing(root / "nvjitlink" / "lib" / "libnvJitLink.so.12", "CUDA 12's nvJitLink")]
+    for library in libraries:
+        ctypes.CDLL(library, mode=ctypes.RTLD_GLOBAL)

@@ -61,9 +61,11 @@ def run(parts=("forward", "backward", "harness", "keras")) -> dict:
             _item(results, f"backward {name} odd", lambda: fl.backward.get(name).backward(x, params, dy))
     if "harness" in parts:
         _item(results, "bench baseline odd", lambda: fl.bench("baseline", odd))
-        _item(results, "bench_steps article", lambda: fl.bench_steps(cfg=article, progress=False,
-                                                                             warmup=0, repeats=1))
-        _item(results, "profile article", lambda: [fl.profile(name, article) for name in fl.steps.names()])
+        _item(results, "bench_steps odd", lambda: fl.bench_steps(cfg=odd, progress=False, warmup=0, repeats=1))
+        _item(results, "bench persistent article", lambda: fl.bench_steps(["persistent"], cfg=article,
+                                                                          progress=False, warmup=0, repeats=1))
+        for name in fl.steps.names():
+            _item(results, f"profile {name} article", lambda: fl.profile(name, article))
         _item(results, "clocks odd", lambda: fl.host_and_device_times("fused_pointwise", odd, warmup=0, repeats=2))
         _item(results, "persistent_limits", lambda: fl.persistent_limits())
 
@@ -77,8 +79,6 @@ def run(parts=("forward", "backward", "harness", "keras")) -> dict:
         _item(results, "doctor", doctor)
     if "keras" in parts:
         def fast_lstm():
-            import keras
-
             layer = fl.keras_layer.FastLSTM(odd.hidden, return_sequences=True)
             x, _ = problems[odd]
             import tensorflow as tf
@@ -88,13 +88,61 @@ def run(parts=("forward", "backward", "harness", "keras")) -> dict:
                 tape.watch(inputs)
                 y = layer(inputs)
             tape.gradient(y, [inputs] + layer.trainable_weights)
-            del keras
 
         _item(results, "FastLSTM forward+backward odd", fast_lstm)
     fake = state()
-    return {"gpu": active(), "items": results, "refused": fake.refused, "errors": fake.errors,
+    kernels: dict = {}
+    for call in fake.launches():
+        d = call.details
+        k = kernels.setdefault(d["kernel"], {"launches": 0, "max_blocks": 0, "threads": set(), "registers": d["registers"],
+                                             "max_dynamic_shared": 0, "cooperative": False})
+        k["launches"] += 1
+        k["max_blocks"] = max(k["max_blocks"], d["grid"][0] * d["grid"][1] * d["grid"][2])
+        k["threads"].add(d["block"][0] * d["block"][1] * d["block"][2])
+        k["max_dynamic_shared"] = max(k["max_dynamic_shared"], d["dynamic_shared"])
+        k["cooperative"] |= d["cooperative"]
+    for k in kernels.values():
+        k["threads"] = sorted(k["threads"])
+    opt_ins = [c.details for c in fake.calls if c.api == "set_attribute"]
+    return {"gpu": active(), "items": results, "kernels": kernels, "opt_ins": opt_ins, "refused": fake.refused, "errors": fake.errors,
             "unmodelled_attributes": sorted(fake.device.unmodelled), "launches": len(fake.launches()),
             "driver_seconds": round(fake.driver_seconds, 2)}
+
+
+def host_times(cfg=None, passes: int = 3) -> dict:
+    """Per step, the CPU time Python and numba-cuda spend issuing one forward pass, the fake
+    driver's own time taken out: {step: {"launches", "per_pass_ms", "per_launch_us"}}.
+
+    Measured on this machine with the driver stubbed (``fastlstm_lib.fakegpu``): what a host
+    of this speed adds to every pass before a GPU does any work. The median of ``passes``.
+    """
+    import statistics
+
+    import fastlstm_lib as fl
+
+    from . import state
+
+    cfg = fl.LSTMConfig.article() if cfg is None else cfg
+    x, params = fl.random_input(cfg, seed=1), fl.init_params(cfg, seed=0)
+    fake, out = state(), {}
+    for name in fl.steps.names():
+        try:
+            runner = fl.steps.get(name).runner(x, params)
+        except ValueError as error:  # the step does not fit this GPU
+            out[name] = {"skipped": str(error)}
+            continue
+        runner.launch()  # compiled and prepared before timing
+        costs, launches = [], 0
+        for _ in range(passes):
+            before_launches, before_driver = len(fake.launches()), fake.driver_seconds
+            started = time.process_time()
+            runner.launch()
+            costs.append(time.process_time() - started - (fake.driver_seconds - before_driver))
+            launches = len(fake.launches()) - before_launches
+        median = statistics.median(costs)
+        out[name] = {"launches": launches, "per_pass_ms": round(median * 1e3, 2),
+                     "per_launch_us": round(median * 1e6 / max(launches, 1), 1)}
+    return out
 
 
 def main(argv=None) -> int:
@@ -103,8 +151,16 @@ def main(argv=None) -> int:
     parser = argparse.ArgumentParser(prog="python -m fastlstm_lib.fakegpu.tour", description=__doc__)
     parser.add_argument("--parts", nargs="+", default=["forward", "backward", "harness", "keras"],
                         choices=["forward", "backward", "harness", "keras"])
+    parser.add_argument("--host-times", action="store_true", help="instead: the host's CPU time to issue one "
+                        "forward pass of each step at the article's size, the fake driver's own time taken out")
     args = parser.parse_args(argv)
-    report = run(tuple(args.parts))
+    import warnings
+
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        report = host_times() if args.host_times else run(tuple(args.parts))
+    if not args.host_times:
+        report["warnings"] = sorted({f"{w.category.__name__}: {str(w.message)[:120]}" for w in caught})
     print(json.dumps(report, indent=1, default=str))
     return 0
 

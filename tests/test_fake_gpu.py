@@ -1,0 +1,124 @@
+"""Every GPU path, proven without a GPU: numba-cuda's real host path on the fake GPU.
+
+For each of a T4, an A100, an L4, an H100 and an M40 (``fake_gpu_runs.GPUS``), a fresh Python
+runs ``python -m fastlstm_lib.fakegpu.tour`` with ``FASTLSTM_FAKE_GPU`` set: every forward step
+at odd sizes and at the article's size, every backward step, ``FastLSTM`` forward and backward,
+``fl.bench``, ``fl.profile``, the clocks, the persistent limits and the doctor. Kernels are
+compiled for that GPU's architecture with the CUDA compilers from pip and every launch is
+checked as the driver would; values are not computed (the simulator checks them).
+
+Pinned here, among others, the defects a first GPU run would have met (issue 19): the device
+attribute CUDA calls MAX_THREADS_PER_MULTIPROCESSOR, the >48 KiB shared-memory opt-in,
+NumbaPerformanceWarning on every small grid, an M40 offered persistent plans, and
+``bench_steps`` raising on a T4 instead of skipping the persistent step. Plus the fake itself:
+it refuses what a driver refuses (``test_the_fake_refuses_what_a_driver_refuses``).
+"""
+
+import os
+import subprocess
+import sys
+import textwrap
+
+import pytest
+
+from fake_gpu_runs import GPUS, result
+
+pytestmark = pytest.mark.skipif(not sys.platform.startswith("linux"),
+                                reason="the fake GPU replaces libcuda.so.1 and needs Linux")
+
+#: What a GPU legitimately cannot run, by the library's own reasons.
+EXPECTED_SKIPS = {
+    "T4": {"forward persistent article": "does not fit", "bench persistent article": "does not fit",
+           "profile persistent article": "does not fit"},
+    "M40": {name: "cannot launch a cooperative grid" for name in
+            ("forward persistent odd", "forward persistent article", "bench persistent article",
+             "profile persistent article", "persistent_limits")},
+}
+
+
+@pytest.mark.parametrize("gpu", GPUS)
+def test_every_path_runs_on_the_fake_gpu(gpu):
+    report = result(gpu)
+    assert report["gpu"] == gpu
+    assert report["errors"] == [], "the fake driver itself failed"
+    assert report["refused"] == [], "the driver would refuse these launches or calls"
+    assert report["unmodelled_attributes"] == [], "the library asks for attributes the fake does not model"
+    assert not [w for w in report["warnings"] if "NumbaPerformanceWarning" in w], report["warnings"]
+    expected = EXPECTED_SKIPS.get(gpu, {})
+    for name, item in report["items"].items():
+        if not isinstance(item, dict):
+            continue
+        outcome = item["outcome"]
+        if name in expected:
+            assert outcome.startswith("skipped") and expected[name] in outcome, (name, outcome)
+        elif name == "bench_steps odd" and gpu == "M40":
+            assert outcome == "ok", (name, outcome)  # the persistent step is skipped inside, with its reason
+        else:
+            assert outcome == "ok", (name, outcome)
+    assert report["launches"] > 50_000  # the article-sized passes really went through the launch path
+
+
+def test_h100_opts_the_persistent_kernel_in_to_more_than_48_kib():
+    report = result("H100")
+    persistent = report["kernels"]["persistent_layer"]
+    assert persistent["cooperative"] and persistent["max_dynamic_shared"] > 48 * 1024, persistent
+    assert any(o["attribute"] == "CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES" and
+               o["value"] >= persistent["max_dynamic_shared"] for o in report["opt_ins"]), report["opt_ins"]
+
+
+def test_the_m40_never_launches_a_cooperative_grid():
+    report = result("M40")
+    assert "persistent_layer" not in report["kernels"]
+    assert all(not k["cooperative"] for k in report["kernels"].values())
+
+
+REFUSALS = textwrap.dedent('''
+    import numpy as np
+    import fastlstm_lib as fl
+    from fastlstm_lib import fakegpu
+    from fastlstm_lib.kernels import persistent as kp, persistent_plan as pp
+    from numba import cuda, float32
+    import re
+
+    def refused(call):  # cuda.core raises CUDAError("CUDA_ERROR_...: ...") for a refused launch
+        try:
+            call()
+        except Exception as error:
+            found = re.search(r"CUDA_ERROR_[A-Z_]+", str(error))
+            return found.group(0) if found else repr(error)[:300]
+        return "launched"
+
+    @cuda.jit
+    def dynamic(out):
+        buffer = cuda.shared.array(0, float32)
+        buffer[cuda.threadIdx.x] = 1.0
+        out[0] = buffer[0]
+
+    out = cuda.device_array(1, np.float32)
+    print("threads", refused(lambda: dynamic[1, 1025, 0, 4](out)))
+    print("shared", refused(lambda: dynamic[1, 32, 0, 60 * 1024](out)))
+    print("grid_sync", fl.simulator.FAKE_GPU)
+    plan = pp.plan(64, 1, chip="H100", single_block=False)  # planned for another GPU: only the driver stands in the way
+    kernel = kp.persistent_layer_kernel(*plan.kernel_key)
+    arrays = (cuda.device_array((2, 1, 256), np.float32), cuda.device_array((64, 256), np.float32),
+              cuda.device_array(256, np.float32), cuda.device_array((2, 1, 64), np.float32))
+    print("cooperative", refused(lambda: kernel[100000, plan.threads, 0, plan.shared_bytes](*arrays)))
+    print("refusals", len(fakegpu.state().refused))
+''')
+
+
+# A cooperative grid too large, or on a GPU without cooperative launch, is refused by cuda.core
+# before the driver, from what the driver answered: the occupancy query and the device attribute.
+@pytest.mark.parametrize("gpu, cooperative", [("T4", "exceeds the limit (640)"),  # 16 per SM x 40 SMs
+                                              ("M40", "cooperative kernels are not supported")])
+def test_the_fake_refuses_what_a_driver_refuses(gpu, cooperative):
+    env = {**os.environ, "FASTLSTM_FAKE_GPU": gpu}
+    env.pop("NUMBA_ENABLE_CUDASIM", None)
+    done = subprocess.run([sys.executable, "-c", REFUSALS], capture_output=True, text=True, timeout=600, env=env)
+    assert done.returncode == 0, done.stderr[-3000:]
+    lines = dict(line.split(" ", 1) for line in done.stdout.strip().splitlines())
+    assert lines["threads"] == "CUDA_ERROR_INVALID_VALUE"  # 1025 threads per block
+    assert lines["shared"] == "CUDA_ERROR_INVALID_VALUE"  # 60 KiB of dynamic shared memory without the opt-in
+    assert lines["grid_sync"] == gpu
+    assert cooperative in lines["cooperative"], lines["cooperative"]
+    assert lines["refusals"] == "2"  # the first two, by the fake driver itself
