@@ -157,14 +157,29 @@ def checked_names(names) -> list[str]:
     return names
 
 
+def bench_or_skip(name: str, cfg: LSTMConfig | None = None, **kwargs) -> dict:
+    """``bench``, or ``{"step", "config", "skipped": reason}`` when the step cannot run at ``cfg``
+    on this GPU and says so plainly (PersistentLimitError: the persistent grid does not fit a T4
+    at the article's size, or the GPU has no grid barrier at all). A wrong result still raises
+    WrongResultError, and a wrong argument its own error."""
+    from .kernels.persistent_plan import PersistentLimitError  # planning loads on first use
+
+    try:
+        return bench(name, cfg, **kwargs)
+    except PersistentLimitError as error:
+        cfg = LSTMConfig.default() if cfg is None else cfg
+        return {"step": name, "config": cfg.as_dict(), "skipped": str(error)}
+
+
 def bench_steps(names=None, cfg: LSTMConfig | None = None, *, progress: bool = True, **kwargs) -> list[dict]:
-    """``bench`` for several steps (all by default), in ladder order, with a progress bar."""
+    """``bench`` for several steps (all by default), in ladder order, with a progress bar. A step
+    that cannot run at ``cfg`` here is recorded as skipped, with its reason (``bench_or_skip``)."""
     names = checked_names(names)
     iterator = progress_bar(names, "benchmark", "step", enabled=progress)
     results = []
     for name in iterator:
         iterator.set_postfix_str(name)
-        results.append(bench(name, cfg, **kwargs))
+        results.append(bench_or_skip(name, cfg, **kwargs))
     return results
 
 
@@ -173,8 +188,8 @@ def bench_batch_sweep(names=None, batches=(1, 4, 16, 64), base: LSTMConfig | Non
     """``bench`` for each step at each batch size (the article's config otherwise, or ``base``).
 
     A step that does not fit a batch size (the persistent kernel's limits) is recorded as
-    ``{"step", "config", "skipped": reason}`` instead of stopping the sweep; a wrong result still
-    raises WrongResultError.
+    ``{"step", "config", "skipped": reason}`` instead of stopping the sweep (``bench_or_skip``); a
+    wrong result still raises WrongResultError.
     """
     base = LSTMConfig.article() if base is None else base
     names = checked_names(names)
@@ -182,9 +197,5 @@ def bench_batch_sweep(names=None, batches=(1, 4, 16, 64), base: LSTMConfig | Non
                         enabled=progress)
     results = []
     for batch, name in jobs:
-        cfg = dataclasses.replace(base, batch=batch)
-        try:
-            results.append(bench(name, cfg, **kwargs))
-        except ValueError as error:  # a limit said plainly, e.g. the persistent grid does not fit
-            results.append({"step": name, "config": cfg.as_dict(), "skipped": str(error)})
+        results.append(bench_or_skip(name, dataclasses.replace(base, batch=batch), **kwargs))
     return results

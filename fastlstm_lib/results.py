@@ -34,21 +34,28 @@ def committed_results() -> list[dict]:
 
 
 def format_table(results: list[dict]) -> str:
-    """A plain-text table: one line per step, speedup relative to the first."""
+    """A plain-text table: one line per step, speedup relative to the first measured; a step
+    skipped here (``{"step", "skipped": reason}``, see ``harness.bench_or_skip``) with its reason."""
     if not results:
         return "(no results)"
-    base = results[0]["time_ms"]["median"]
+    measured = [r for r in results if "skipped" not in r]
+    base = measured[0]["time_ms"]["median"] if measured else None
     lines = [
         f"{'step':<18} {'median ms':>10} {'min-max ms':>19} {'GFLOP/s':>9} {'speedup':>8} {'rel err':>9}",
     ]
     for r in results:
+        if "skipped" in r:
+            lines.append(f"{r['step']:<18} skipped: {r['skipped']}")
+            continue
         t = r["time_ms"]
         lines.append(
             f"{r['step']:<18} {t['median']:>10.3f} {t['min']:>9.3f}-{t['max']:<9.3f} "
             f"{r['gflops']:>9.1f} {base / t['median']:>7.2f}x {r['relative_error']['after']:>9.1e}"
         )
-    device = results[0]["device"]
-    lines.append(f"device: {device['name']}; config: {results[0]['config']}")
-    if not results[0]["times_meaningful"]:
+    if not measured:
+        return "\n".join(lines + [f"config: {results[0]['config']}"])
+    device = measured[0]["device"]
+    lines.append(f"device: {device['name']}; config: {measured[0]['config']}")
+    if not measured[0]["times_meaningful"]:
         lines.append("simulator: these times measure Python threads on the CPU, not a GPU. They mean nothing.")
     return "\n".join(lines)

@@ -184,3 +184,41 @@ def test_cli_clocks_refuses_the_simulator():
         pytest.skip("on a GPU this is a real measurement")
     done = subprocess.run([sys.executable, "-m", "fastlstm_lib", "clocks"], capture_output=True, text=True, timeout=120)
     assert done.returncode == 2 and "mean nothing" in done.stderr
+
+
+# ---- a step that cannot run at a size on this GPU is skipped, with its reason (issue 19) ----------
+
+T4_REFUSES = ("persistent LSTM: hidden 5, batch 1 does not fit Tesla T4 as one cooperative grid (8 units per "
+              "block need 69768 bytes of shared memory > 65536)")
+
+
+@pytest.fixture
+def persistent_refused(monkeypatch):
+    """The persistent step on a GPU that cannot hold it (a T4 at the article's size): its setup refuses."""
+    from fastlstm_lib.kernels.persistent_plan import PersistentLimitError
+
+    def refuse(params, cfg, **options):
+        raise PersistentLimitError(T4_REFUSES)
+
+    monkeypatch.setattr(fl.steps.get("persistent"), "setup", refuse)
+
+
+def test_bench_steps_skips_a_step_that_cannot_run_here_and_says_why(persistent_refused):
+    results = fl.bench_steps(["fused_pointwise", "persistent"], MINI, progress=False, warmup=0, repeats=1)
+    assert [r["step"] for r in results] == ["fused_pointwise", "persistent"]
+    assert results[0]["time_ms"]["median"] > 0
+    assert results[1] == {"step": "persistent", "config": MINI.as_dict(), "skipped": T4_REFUSES}
+    table = fl.format_table(results)
+    assert f"persistent         skipped: {T4_REFUSES}" in table and "fused_pointwise" in table
+    assert fl.format_table(results[::-1]).splitlines()[1].startswith("persistent         skipped")
+    json.dumps(results)
+
+
+def test_the_batch_sweep_skips_the_same_way(persistent_refused):
+    results = fl.bench_batch_sweep(["persistent"], batches=(1,), base=MINI, progress=False, warmup=0, repeats=1)
+    assert results == [{"step": "persistent", "config": MINI.as_dict(), "skipped": T4_REFUSES}]
+
+
+def test_a_wrong_argument_is_an_error_not_a_skip():
+    with pytest.raises(ValueError, match="chunk must be a positive int"):
+        fl.bench_batch_sweep(["combined_inputs"], batches=(1,), base=MINI, progress=False, repeats=1, chunk=0)
