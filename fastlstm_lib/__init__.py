@@ -16,6 +16,10 @@ from . import simulator  # first: decides NUMBA_ENABLE_CUDASIM before numba is i
 if simulator.SIMULATOR:
     simulator.lock_shared_array_allocation()  # a race in the simulator's shared memory
 
+from .numba_settings import quiet_low_occupancy_warnings
+
+quiet_low_occupancy_warnings()  # small grids are the course's choice: no warning at each launch on a GPU
+
 from .keras_backend import set_tensorflow_defaults
 
 set_tensorflow_defaults()  # before anything imports TensorFlow (a test's importorskip, a notebook)

@@ -85,3 +85,34 @@ def test_simulator_threads_share_one_shared_array():
         out = cuda.device_array(64, dtype=np.int32)
         fill_and_sum[1, 64](out)
         assert (out.copy_to_host() == sum(range(64))).all()
+
+
+def test_no_low_occupancy_warning_at_every_small_launch_on_a_gpu():
+    # numba-cuda warns "Grid size N will likely result in GPU under-utilization due to low occupancy"
+    # at every launch of fewer than 128 blocks on a GPU (never on the simulator): the course launches
+    # small grids on purpose. numba.cuda imported first makes this process take itself for a GPU one,
+    # so the launch configuration below is numba-cuda's real one, which does the check.
+    done = run_python(
+        "import os, warnings\n"
+        "os.environ.pop('NUMBA_CUDA_LOW_OCCUPANCY_WARNINGS', None)  # Numba's default: on\n"
+        "import numba.cuda\n"
+        "import fastlstm_lib\n"
+        "from numba.cuda.core import config\n"
+        "from numba.cuda.dispatcher import _LaunchConfiguration  # what kernel[grid, block] builds\n"
+        "with warnings.catch_warnings(record=True) as caught:\n"
+        "    warnings.simplefilter('always')\n"
+        "    _LaunchConfiguration(None, (1, 1, 1), (32, 1, 1), 0, 0)\n"
+        "print(config.CUDA_LOW_OCCUPANCY_WARNINGS, fastlstm_lib.is_simulator(), [str(w.message) for w in caught])\n")
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.strip() == "0 False []"
+
+
+@pytest.mark.parametrize("setting, expected", [(None, "0"), ("1", "1")])
+def test_the_occupancy_warning_is_off_after_import_unless_asked_for(setting, expected):
+    environment = {} if setting is None else {"NUMBA_CUDA_LOW_OCCUPANCY_WARNINGS": setting}
+    code = "import fastlstm_lib\nfrom numba.cuda.core import config\nprint(config.CUDA_LOW_OCCUPANCY_WARNINGS)"
+    if setting is None:
+        code = "import os\nos.environ.pop('NUMBA_CUDA_LOW_OCCUPANCY_WARNINGS', None)\n" + code
+    done = run_python(code, **environment)
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.strip() == expected
