@@ -37,7 +37,7 @@ import dataclasses
 import functools
 import math
 
-from numba import cuda, float32
+from numba import cuda, float32, uint64
 
 from .. import simulator
 from .pointwise import sigmoidf
@@ -45,9 +45,9 @@ from .pointwise import sigmoidf
 #: Static shared memory per block that every CUDA GPU allows; dynamic memory beyond it needs an opt-in.
 STATIC_SHARED_BYTES = 48 * 1024
 #: Registers per thread the kernel is compiled to fit (``max_registers``), so that the residency
-#: of a plan can be predicted for any chip. Uncapped, ptxas 13.0 gives it 152 for sm_90 (Numba's
-#: array arguments are wide structs); at 128 it spills 36 bytes, once, and two 256-thread blocks
-#: share an SM's 65536 registers (tests/test_gpu_compile.py checks these figures with ptxas).
+#: of a plan can be predicted for any chip: two 256-thread blocks share an SM's 65536 registers.
+#: Uncapped, ptxas needs 40 to 74 for the H100 plans at hidden 512, from sm_52 to sm_90, so the cap
+#: costs no spill on any of them (data/kernel_resources.csv, checked by tests/test_compile_matrix.py).
 MAX_REGISTERS = 128
 
 
@@ -95,12 +95,20 @@ def persistent_layer_kernel(hidden: int, units: int, batch: int, k_chunk: int, s
     threads = batch * units * splits
     u_stride, h_offset, h_stride, shares_offset = layout.u_stride, layout.h_offset, layout.h_stride, layout.shares_offset
     options = {} if simulator.SIMULATOR else {"max_registers": MAX_REGISTERS}
+    u_rounds = -(-hidden * gate_cols // threads)  # U elements each thread loads
+    h_rounds = -(-batch * k_chunk // threads)  # h elements each thread stages, per chunk
+    ragged = hidden % splits != 0 or k_chunk % splits != 0  # some threads add one k fewer
 
     @cuda.jit(**options)
     def persistent_layer(x_gates, recurrent, bias, hs):
         # x_gates (T, B, 4H): x_t @ W for every step; recurrent (H, 4H); bias (4H,); hs (T, B, H).
         # smem: [U's columns of this block, transposed (4*units x u_stride)]
         #       [h staged (batch x h_stride)] [shares (threads x 4), only when splits > 1]
+        # Indices are cast to uint64: for a signed one Numba adds a test and an add (a[-1] is the
+        # last element), which in the dot products cost more instructions than the FFMAs, and
+        # whose hoisted operands held enough registers to spill. The loops that share out the
+        # loads count rounds (a constant) rather than range over (tid, total, threads), whose
+        # 64-bit trip-count bookkeeping did the same.
         smem = cuda.shared.array(0, float32)
         grid = cuda.cg.this_grid()
         tid = cuda.threadIdx.x
@@ -111,12 +119,17 @@ def persistent_layer_kernel(hidden: int, units: int, batch: int, k_chunk: int, s
         first_unit = cuda.blockIdx.x * units
         j = first_unit + jj
         leader = share == 0 and j < hidden  # the last block may own fewer than `units` units
+        h_row = h_offset + b * h_stride  # where the pair's h and its gate i column of U start in smem
+        u_row = jj * u_stride
+        mine = shares_offset + 4 * tid  # this thread's 4 shares
 
-        for e in range(tid, hidden * gate_cols, threads):  # once per launch, not per step
+        for i in range(u_rounds):  # once per launch, not per step
+            e = tid + i * threads
             k, col = e // gate_cols, e % gate_cols
             unit = first_unit + col % units
-            value = recurrent[k, (col // units) * hidden + unit] if unit < hidden else float32(0.0)
-            smem[col * u_stride + k] = value
+            if e < hidden * gate_cols:
+                value = recurrent[uint64(k), uint64((col // units) * hidden + unit)] if unit < hidden else float32(0.0)
+                smem[uint64(col * u_stride + k)] = value
         cuda.syncthreads()
 
         c = float32(0.0)
@@ -126,25 +139,32 @@ def persistent_layer_kernel(hidden: int, units: int, batch: int, k_chunk: int, s
             z_c = float32(0.0)
             z_o = float32(0.0)
             if t > 0:  # h_{-1} = 0: step 0 has no recurrent term
+                h_prev = hs[t - 1]
                 for k0 in range(0, hidden, k_chunk):
-                    for e in range(tid, batch * k_chunk, threads):
+                    for i in range(h_rounds):
+                        e = tid + i * threads
                         r, kk = e // k_chunk, e % k_chunk
-                        staged = hs[t - 1, r, k0 + kk] if k0 + kk < hidden else float32(0.0)
-                        smem[h_offset + r * h_stride + kk] = staged
+                        if e < batch * k_chunk:
+                            staged = h_prev[uint64(r), uint64(k0 + kk)] if k0 + kk < hidden else float32(0.0)
+                            smem[uint64(h_offset + r * h_stride + kk)] = staged
                     cuda.syncthreads()
-                    for kk in range(share, min(k_chunk, hidden - k0), splits):
-                        h = smem[h_offset + b * h_stride + kk]
-                        k = k0 + kk
-                        z_i += h * smem[jj * u_stride + k]
-                        z_f += h * smem[(units + jj) * u_stride + k]
-                        z_c += h * smem[(2 * units + jj) * u_stride + k]
-                        z_o += h * smem[(3 * units + jj) * u_stride + k]
+                    limit = min(k_chunk, hidden - k0)
+                    for k_split in range(0, limit, splits):
+                        kk = k_split + share
+                        if ragged and kk >= limit:
+                            break
+                        h = smem[uint64(h_row + kk)]
+                        at = u_row + k0 + kk
+                        z_i += h * smem[uint64(at)]
+                        z_f += h * smem[uint64(at + units * u_stride)]
+                        z_c += h * smem[uint64(at + 2 * units * u_stride)]
+                        z_o += h * smem[uint64(at + 3 * units * u_stride)]
                     cuda.syncthreads()  # h is refilled next
             if splits > 1:  # a compile-time constant: this goes away with one thread per pair
-                smem[shares_offset + 4 * tid] = z_i
-                smem[shares_offset + 4 * tid + 1] = z_f
-                smem[shares_offset + 4 * tid + 2] = z_c
-                smem[shares_offset + 4 * tid + 3] = z_o
+                smem[uint64(mine)] = z_i
+                smem[uint64(mine + 1)] = z_f
+                smem[uint64(mine + 2)] = z_c
+                smem[uint64(mine + 3)] = z_o
                 cuda.syncthreads()
             if leader:
                 if splits > 1:
@@ -152,17 +172,19 @@ def persistent_layer_kernel(hidden: int, units: int, batch: int, k_chunk: int, s
                     z_f = float32(0.0)
                     z_c = float32(0.0)
                     z_o = float32(0.0)
-                    for other in range(tid, tid + splits):
-                        z_i += smem[shares_offset + 4 * other]
-                        z_f += smem[shares_offset + 4 * other + 1]
-                        z_c += smem[shares_offset + 4 * other + 2]
-                        z_o += smem[shares_offset + 4 * other + 3]
-                z_i += x_gates[t, b, j] + bias[j]
-                z_f += x_gates[t, b, hidden + j] + bias[hidden + j]
-                z_c += x_gates[t, b, 2 * hidden + j] + bias[2 * hidden + j]
-                z_o += x_gates[t, b, 3 * hidden + j] + bias[3 * hidden + j]
+                    for other in range(splits):  # the pair's threads: tid, tid + 1, ...
+                        at = mine + 4 * other
+                        z_i += smem[uint64(at)]
+                        z_f += smem[uint64(at + 1)]
+                        z_c += smem[uint64(at + 2)]
+                        z_o += smem[uint64(at + 3)]
+                x_t = x_gates[t, b]
+                z_i += x_t[uint64(j)] + bias[uint64(j)]
+                z_f += x_t[uint64(hidden + j)] + bias[uint64(hidden + j)]
+                z_c += x_t[uint64(2 * hidden + j)] + bias[uint64(2 * hidden + j)]
+                z_o += x_t[uint64(3 * hidden + j)] + bias[uint64(3 * hidden + j)]
                 c = sigmoidf(z_f) * c + sigmoidf(z_i) * math.tanh(z_c)
-                hs[t, b, j] = sigmoidf(z_o) * math.tanh(c)
+                hs[t, b, uint64(j)] = sigmoidf(z_o) * math.tanh(c)
             grid.sync()  # every block's h_t is in memory before any block reads it (and shares is free)
 
     return persistent_layer

@@ -1,0 +1,173 @@
+"""The compile matrix: every CUDA kernel of the library, built for every GPU architecture the
+course meets (sm_52 to sm_90), and what the compiler made of it: registers, spills, shared
+memory and the instruction mix of its main loop. No GPU needed, only pip's CUDA compilers.
+
+    python -m fastlstm_lib.compile_matrix --out data/kernel_resources.csv   # regenerate
+    python -m fastlstm_lib.compile_matrix --check                           # exit 1 if stale
+
+For each architecture a worker process compiles every kernel to PTX (``compile_matrix_jobs``),
+ptxas assembles it as the driver would and reports its resources (``compile_matrix_toolkits``),
+and the cubin is disassembled to count its main loop's instructions (``compile_matrix_sass``).
+Results are cached under ``.cache/compile_matrix/``, keyed by a hash of the kernels' sources, the
+matrix's own code and the compilers' versions: with nothing changed, a run only reads the cache.
+"""
+
+from __future__ import annotations
+
+import argparse
+import concurrent.futures
+import csv
+import hashlib
+import io
+import json
+import os
+import shutil
+import subprocess
+import sys
+import tempfile
+from pathlib import Path
+
+from .compile_matrix_sass import LOOP_COLUMNS, disassemble, main_loop_mix
+from .compile_matrix_toolkits import ARCHS, arch_name, assemble, resources, toolkit_of, version_line, versions
+
+ROOT = Path(__file__).resolve().parents[1]
+TABLE = ROOT / "data" / "kernel_resources.csv"
+CACHE = ROOT / ".cache" / "compile_matrix"
+COMMAND = "python -m fastlstm_lib.compile_matrix --out data/kernel_resources.csv"
+#: Files whose content decides the table (besides the compilers): the kernels, the chip data the
+#: persistent kernel is planned with, and the matrix's own modules.
+SOURCES = ("fastlstm_lib/kernels/*.py", "fastlstm_lib/gpus.py", "data/gpus.csv", "fastlstm_lib/compile_matrix*.py")
+
+#: column -> what it holds (the table's header says it too).
+COLUMNS = {
+    "kernel": "the kernel (persistent_bN: the persistent kernel planned for batch N)",
+    "arch": "the GPU architecture it is built for",
+    "registers": "registers per thread (ptxas -v)",
+    "max_registers": "the register cap it is built with (--maxrregcount), empty for none",
+    "spill_stores": "bytes of spill stores per thread",
+    "spill_loads": "bytes of spill loads per thread",
+    "stack_frame": "bytes of stack frame (local memory) per thread",
+    "static_shared": "bytes of static shared memory per block (the persistent kernel's is dynamic)",
+    "instructions": "SASS instructions of the whole kernel",
+    "loop_instructions": "SASS instructions in the main loop's body (innermost loop with the most FFMAs; 0: no loop)",
+    "loop_ffma": "of which FFMA",
+    "loop_shared_loads": "of which loads from shared memory (LDS, any width)",
+    "loop_global_loads": "of which loads from global memory (LDG, LD)",
+    "loop_local": "of which local-memory loads and stores (LDL, STL: spills)",
+    "loop_integer": "of which integer and address arithmetic (IMAD, IADD3, LEA, SHF, LOP3, ISETP, XMAD...)",
+    "loop_barriers": "of which block barriers (BAR)",
+    "what": "the variant",
+}
+
+
+def cache_key() -> str:
+    """A hash of everything the table depends on: ``SOURCES``' contents and the compilers' versions."""
+    digest = hashlib.sha256(json.dumps(versions(), sort_keys=True).encode())
+    for pattern in SOURCES:
+        for path in sorted(ROOT.glob(pattern)):
+            digest.update(str(path.relative_to(ROOT)).encode() + b"\0" + path.read_bytes())
+    return digest.hexdigest()[:16]
+
+
+def build_arch(cc: tuple[int, int], where: Path) -> list[dict]:
+    """Compile, assemble and disassemble every kernel for ``cc`` in ``where``; the table's rows."""
+    from .compile_matrix_jobs import command
+
+    argv, env = command(cc, where)
+    done = subprocess.run(argv, env=env, capture_output=True, text=True, timeout=1200, cwd=ROOT)
+    if done.returncode != 0:
+        raise RuntimeError(f"compiling the kernels for {arch_name(cc)} failed:\n{done.stderr[-4000:]}")
+    rows = []
+    for name, job in json.loads((where / "manifest.json").read_text()).items():
+        cubin = where / f"{name}.cubin"
+        report = assemble(where / f"{name}.ptx", cc, cubin, relocatable=job["relocatable"],
+                          max_registers=job["max_registers"])
+        (where / f"{name}.ptxas.txt").write_text(report)
+        counts = resources(report, job["entry"])
+        loop = main_loop_mix(disassemble(cubin, cc, job["entry"]))
+        rows.append({"kernel": name, "arch": arch_name(cc), "max_registers": job["max_registers"] or "",
+                     **counts, **loop, "what": job["what"]})
+    (where / "rows.json").write_text(json.dumps(rows, indent=1))
+    return rows
+
+
+def cached_rows(cc: tuple[int, int], cache: Path, key: str) -> list[dict]:
+    """The rows for ``cc``: from the cache when its key matches, else built (and cached)."""
+    final = cache / key / arch_name(cc)
+    if (final / "rows.json").exists():
+        return json.loads((final / "rows.json").read_text())
+    final.parent.mkdir(parents=True, exist_ok=True)
+    scratch = Path(tempfile.mkdtemp(prefix=f"{arch_name(cc)}-", dir=final.parent))
+    try:
+        rows = build_arch(cc, scratch)
+        if not final.exists():  # another run may have finished it meanwhile
+            os.replace(scratch, final)
+    finally:
+        shutil.rmtree(scratch, ignore_errors=True)
+    return rows
+
+
+def build(cache: Path = CACHE, workers: int | None = None) -> list[dict]:
+    """Every row of the table, kernels in the inventory's order, each over the architectures."""
+    if workers is not None and (not isinstance(workers, int) or workers < 1):
+        raise ValueError(f"workers must be a positive int or None, got {workers!r}")
+    key = cache_key()
+    cache = Path(cache)
+    for old in cache.glob("*") if cache.exists() else []:
+        if old.name != key:  # results of other sources or compilers: stale
+            shutil.rmtree(old, ignore_errors=True)
+    # Start the biggest share first: sm_52's worker is the only CUDA 12 one.
+    archs = sorted(ARCHS, key=lambda cc: toolkit_of(cc) != "12")
+    with concurrent.futures.ThreadPoolExecutor(workers or os.cpu_count() or 1) as pool:
+        per_arch = dict(zip(archs, pool.map(lambda cc: cached_rows(cc, cache, key), archs)))
+    first = per_arch[next(iter(ARCHS))]
+    return [per_arch[cc][i] for i in range(len(first)) for cc in ARCHS]
+
+
+def render(rows: list[dict]) -> str:
+    """The table as committed: a ``#`` header (columns, compilers, command), then CSV."""
+    if not isinstance(rows, list) or not rows:
+        raise ValueError("rows must be a non-empty list of dicts")
+    header = ["# Every CUDA kernel of fastlstm_lib, compiled for each GPU architecture without a GPU:",
+              f"# {version_line()}.",
+              "# ptxas -O3 as the driver's JIT does; the persistent kernel with -c (its grid barrier calls the",
+              "# device runtime) and its register cap. Main loop: see fastlstm_lib/compile_matrix_sass.py.",
+              f"# Regenerate: {COMMAND}  (checked by tests/test_compile_matrix.py)"]
+    header += [f"#   {column}: {meaning}" for column, meaning in COLUMNS.items()]
+    out = io.StringIO()
+    writer = csv.DictWriter(out, fieldnames=list(COLUMNS), lineterminator="\n")
+    writer.writeheader()
+    writer.writerows(rows)
+    return "\n".join(header) + "\n" + out.getvalue()
+
+
+def read_table(path: Path = TABLE) -> list[dict]:
+    """The committed table's rows (strings), without its header."""
+    lines = [line for line in Path(path).read_text().splitlines() if not line.startswith("#")]
+    return list(csv.DictReader(lines))
+
+
+def main(argv: list[str] | None = None) -> int:
+    """Command line: ``--out PATH`` writes the table, ``--check`` compares it with ``--out``'s file."""
+    parser = argparse.ArgumentParser(prog="python -m fastlstm_lib.compile_matrix", description=__doc__.split("\n\n")[0])
+    parser.add_argument("--out", type=Path, default=TABLE, help="the table (default: data/kernel_resources.csv)")
+    parser.add_argument("--check", action="store_true", help="write nothing; exit 1 when the table is stale")
+    parser.add_argument("--cache", type=Path, default=CACHE, help="where compiled kernels are kept")
+    parser.add_argument("--workers", type=int, default=None, help="parallel compilations (default: CPU count)")
+    args = parser.parse_args(argv)
+    text = render(build(args.cache, args.workers))
+    if args.check:
+        current = args.out.read_text() if args.out.exists() else ""
+        if current != text:
+            print(f"{args.out} is stale: regenerate it with `{COMMAND}`", file=sys.stderr)
+            return 1
+        print(f"{args.out} is current")
+        return 0
+    args.out.parent.mkdir(parents=True, exist_ok=True)
+    args.out.write_text(text)
+    print(f"wrote {args.out} ({len(text.splitlines())} lines)")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,136 @@
+"""The compile matrix's worker: every kernel of the library, compiled to PTX for one GPU
+architecture, in a process of its own (``command``).
+
+A process of its own because a process loads one libNVVM: CUDA 12's for sm_52, CUDA 13's for the
+others. The worker (1) imports numba.cuda before ``import fastlstm_lib`` (``BOOTSTRAP``) with the
+simulator off: the library then keeps Numba's real compiler although this machine may have no
+GPU (it says so in one line on stderr), and kernels are built as for a GPU; (2) loads the
+toolkit's libNVVM before the first compilation: cuda-pathfinder, which Numba asks for one, takes
+a libNVVM already loaded (both toolkits' are ``libnvvm.so.4``); (3) points Numba at the same
+toolkit's libdevice, and for sm_52 sets ``NUMBA_FORCE_CUDA_CC`` (Numba otherwise asks CUDA 13's
+NVRTC which architectures exist, and it knows none below 7.5). It checks that Numba uses what
+it was given.
+
+``inventory`` is the list of kernels: a new kernel gets a line there.
+"""
+
+from __future__ import annotations
+
+import ctypes
+import json
+import os
+import re
+import sys
+import types
+from pathlib import Path
+
+from .compile_matrix_toolkits import arch_name, tool, toolkit_of
+
+#: The persistent kernel's plans, as on the chip it was planned for: (hidden, batches, chip).
+PERSISTENT = (512, (1, 4, 64), "H100")
+
+#: The worker's command line, ``python -c BOOTSTRAP MAJOR.MINOR DIR``. numba.cuda imported first,
+#: with the simulator off, and ``import fastlstm_lib`` keeps Numba's real compiler, GPU or not.
+BOOTSTRAP = "import sys, numba.cuda; from fastlstm_lib.compile_matrix_jobs import main; main(sys.argv[1:])"
+
+
+def command(cc: tuple[int, int], out: Path) -> tuple[list[str], dict[str, str]]:
+    """(argv, environment) of the worker that compiles every kernel for ``cc`` into ``out``."""
+    env = {name: value for name, value in os.environ.items()
+           if name not in ("NUMBA_FORCE_CUDA_CC", "FASTLSTM_SIMULATOR", "FASTLSTM_FAKE_GPU")}
+    env["NUMBA_ENABLE_CUDASIM"] = "0"
+    if toolkit_of(cc) == "12":
+        env["NUMBA_FORCE_CUDA_CC"] = f"{cc[0]}.{cc[1]}"
+    return [sys.executable, "-c", BOOTSTRAP, f"{cc[0]}.{cc[1]}", str(out)], env
+
+
+def prepare(cc: tuple[int, int]) -> None:
+    """Point Numba at ``cc``'s toolkit, before its first compilation, and check that it took."""
+    from . import simulator
+
+    if simulator.SIMULATOR:
+        raise RuntimeError("the compile matrix's worker runs as `python -c BOOTSTRAP` (see command())")
+    if "libnvvm" in open("/proc/self/maps").read():
+        raise RuntimeError("a libNVVM is already loaded: the worker needs a fresh process")
+    toolkit = toolkit_of(cc)
+    nvvm = tool(toolkit, "nvvm")
+    ctypes.CDLL(str(nvvm), mode=os.RTLD_GLOBAL)  # before cuda-pathfinder looks for one
+    from numba.cuda import cuda_paths
+    from numba.cuda.cudadrv import libs
+    import numba.cuda.dispatcher as dispatcher
+
+    # Device functions ask the current GPU for its compute capability: say it is `cc`.
+    dispatcher.get_current_device = lambda: types.SimpleNamespace(compute_capability=cc)
+    paths = cuda_paths.get_cuda_paths()
+    paths["libdevice"] = paths["libdevice"]._replace(by="fastlstm_lib.compile_matrix", info=str(tool(toolkit, "libdevice")))
+    used = Path(paths["nvvm"].info).resolve()
+    if used != nvvm.resolve() or Path(libs.get_libdevice()) != tool(toolkit, "libdevice"):
+        raise RuntimeError(f"Numba would use {used} and {libs.get_libdevice()}, not CUDA {toolkit}'s")
+
+
+def inventory(cc: tuple[int, int]) -> dict:
+    """name -> (kernel, signature, what it is, max_registers or None, relocatable) for every kernel."""
+    from numba import boolean, float32
+
+    from .kernels import gemm as g, persistent as p, persistent_plan as plan, pointwise as pw, pointwise_backward as pwb
+
+    A2, A1, C3, C2, C1 = float32[:, :], float32[:], float32[:, :, ::1], float32[:, ::1], float32[::1]
+    gemm_args = (A2, A2, A2, boolean)
+    L, S = g.GPU_LARGE, g.GPU_SMALL
+
+    def blocking(b):
+        return f"{b.bm}x{b.bn}x{b.bk} tile, {b.tm}x{b.tn} per thread"
+
+    jobs = {
+        "tiled_gemm": (g.tiled_gemm_kernel(16), gemm_args, "16x16 tile"),
+        "blocked_gemm": (g.blocked_gemm_kernel(L, False), gemm_args, blocking(L)),
+        "blocked_gemm_t": (g.blocked_gemm_kernel(S, True), gemm_args, blocking(S) + ", B^T"),
+        "blocked_gemm_t_strided": (g.blocked_gemm_kernel(L, True, True), gemm_args, blocking(L) + ", B^T strided"),
+        "blocked_gemm_ta": (g.blocked_gemm_kernel(L, False, False, True), gemm_args, blocking(L) + ", A^T"),
+        "blocked_gemm_ta_tb": (g.blocked_gemm_kernel(S, True, False, True), gemm_args, blocking(S) + ", A^T B^T"),
+        "fill": (pw._fill, (A2, float32), "element-wise"),
+        "add": (pw._add, (A2, A2, A2), "element-wise"),
+        "add_bias": (pw._add_bias, (A2, A1, A2), "element-wise"),
+        "mul": (pw._mul, (A2, A2, A2), "element-wise"),
+        "sigmoid": (pw._sigmoid, (A2, A2), "element-wise"),
+        "tanh": (pw._tanh, (A2, A2), "element-wise"),
+        "lstm_cell": (pw._lstm_cell, (A2, A2, A1, A2, A2), "fused cell"),
+        "lstm_cell_train": (pwb._lstm_cell_train, (A2, A2, A1, A2, A2, A2, A2), "fused cell, saves gates"),
+        "lstm_cell_backward": (pwb._lstm_cell_backward, (A2,) * 7, "fused cell backward"),
+        "sigmoid_backward": (pwb._sigmoid_backward, (A2, A2, A2), "element-wise"),
+        "tanh_backward": (pwb._tanh_backward, (A2, A2, A2), "element-wise"),
+    }
+    found = {name: (kernel, signature, what, None, False) for name, (kernel, signature, what) in jobs.items()}
+    hidden, batches, chip = PERSISTENT
+    for batch in batches:
+        pl = plan.plan(hidden, batch, chip=chip, single_block=False, target_threads=plan.GPU_TARGET_THREADS)
+        what = f"hidden {hidden}, {pl.units} units x {pl.splits} splits, k_chunk {pl.k_chunk} ({chip} plan)"
+        found[f"persistent_b{batch}"] = (pl.kernel(), (C3, C2, C1, C3), what, p.MAX_REGISTERS, True)
+    return found
+
+
+def compile_all(cc: tuple[int, int], out: Path) -> None:
+    """Write NAME.ptx for every kernel and manifest.json (what each is, its entry point, cap)."""
+    from numba import cuda
+
+    manifest = {}
+    for name, (kernel, signature, what, max_registers, relocatable) in inventory(cc).items():
+        ptx, _ = cuda.compile_ptx(kernel.py_func, signature, cc=cc)
+        if f".target {arch_name(cc)}" not in ptx:
+            raise RuntimeError(f"{name}: PTX is not for {arch_name(cc)}")
+        (out / f"{name}.ptx").write_text(ptx)
+        entry = re.search(r"\.entry\s+(\S+)\s*\(", ptx).group(1)
+        manifest[name] = {"what": what, "entry": entry, "max_registers": max_registers, "relocatable": relocatable}
+    (out / "manifest.json").write_text(json.dumps(manifest, indent=1))
+
+
+def main(argv: list[str]) -> None:
+    """``CC DIR``: e.g. ``9.0 /tmp/ptx``."""
+    if len(argv) != 2:
+        raise SystemExit("usage: python -m fastlstm_lib.compile_matrix_jobs MAJOR.MINOR DIR")
+    cc = tuple(int(part) for part in argv[0].split("."))
+    prepare(cc)
+    out = Path(argv[1])
+    out.mkdir(parents=True, exist_ok=True)
+    compile_all(cc, out)
+

@@ -1,0 +1,131 @@
+"""What a kernel's machine code (SASS) does in its main loop: the compile matrix's loop mix.
+
+The cubin is disassembled by CUDA 13's nvdisasm into (address, opcode, branch target) triples:
+sm_75 and newer only, since no disassembler on PyPI reads sm_52 any more (nvdisasm 13 dropped
+it, CUDA 12's is no wheel), so sm_52's SASS columns stay empty. A loop is a backward branch: the
+instructions from its target to the branch. The *main loop* is, of the innermost loops that do
+FFMAs (no loop inside them does), the one with the most: the k loop of a GEMM, the dot-product
+loop of the persistent kernel, or its time loop where the compiler unrolled the dot product
+whole. The counts are of the loop's code as it stands (an inner loop's body counts once). A
+kernel without a backward branch (the element-wise ones) has no loop: its loop columns are 0.
+"""
+
+from __future__ import annotations
+
+import re
+import subprocess
+from pathlib import Path
+from typing import NamedTuple
+
+from .compile_matrix_toolkits import tool, toolkit_of
+
+#: Integer and address arithmetic (a leading U, Turing's uniform datapath, counts too).
+INTEGER = frozenset({
+    "IADD", "IADD3", "IADD32I", "IMAD", "IMAD32I", "IMADSP", "IMUL", "IMUL32I", "ISCADD", "ISCADD32I", "XMAD", "LEA",
+    "SHF", "SHL", "SHR", "LOP", "LOP3", "LOP32I", "ISETP", "ISET", "ICMP", "IMNMX", "IABS", "BFE", "BFI", "PRMT",
+    "SEL", "POPC", "FLO", "BREV", "SGXT", "IDP",
+})
+#: Loads: shared (LDS, Turing's LDSM), global (LDG, and LD: a generic address, global in our kernels).
+SHARED_LOADS = frozenset({"LDS", "LDSM"})
+GLOBAL_LOADS = frozenset({"LDG", "LD"})
+LOCAL = frozenset({"LDL", "STL"})
+LOOP_COLUMNS = ("loop_instructions", "loop_ffma", "loop_shared_loads", "loop_global_loads", "loop_local",
+                "loop_integer", "loop_barriers")
+
+
+class Instruction(NamedTuple):
+    address: int
+    opcode: str  # with its modifiers: "LDS.128", "FFMA"
+    target: int | None  # a branch's destination address
+
+
+def base(opcode: str) -> str:
+    """The opcode without modifiers or the uniform-datapath U: "LDS.U.128" -> "LDS", "UIADD3" -> "IADD3"."""
+    name = opcode.split(".", 1)[0]
+    return name[1:] if name.startswith("U") and name[1:] in INTEGER else name
+
+
+_LINE = re.compile(r"^\s*/\*([0-9a-f]{4,})\*/\s+(?:@!?U?P[T0-9]+\s+)?([A-Z][A-Z0-9_.]*)([^;]*);")
+_TARGET = re.compile(r"`\((\.L_x_\d+)\)")
+_LABEL = re.compile(r"^(\.L_x_\d+):")
+
+
+def parse_nvdisasm(listing: str, entry: str) -> list[Instruction]:
+    """The instructions of function ``entry`` in ``nvdisasm -c`` output, branch targets resolved."""
+    if not isinstance(listing, str) or not isinstance(entry, str):
+        raise TypeError("listing and entry must be str")
+    lines, inside = [], False
+    for line in listing.splitlines():
+        words = line.split()
+        if words and words[0] == ".section":
+            inside = words[1].split(",")[0] == f".text.{entry}"
+        elif inside:
+            lines.append(line)
+    if not lines:
+        raise ValueError(f"function {entry!r} is not in the disassembly")
+    labels, pending, raw = {}, [], []
+    for line in lines:
+        label = _LABEL.match(line)
+        if label:
+            pending.append(label.group(1))
+            continue
+        found = _LINE.match(line)
+        if found:
+            address = int(found.group(1), 16)
+            labels.update({name: address for name in pending})
+            pending = []
+            target = _TARGET.search(found.group(3))
+            raw.append((address, found.group(2), target.group(1) if target else None))
+    labels.update({name: raw[-1][0] + 16 for name in pending} if raw else {})
+    return [Instruction(address, opcode, labels.get(target) if target else None) for address, opcode, target in raw]
+
+
+def disassemble(cubin: Path, cc: tuple[int, int], entry: str) -> list[Instruction] | None:
+    """The instructions of kernel ``entry`` in ``cubin``, built for ``cc``; None for sm_52, which
+    no disassembler on PyPI reads (nvdisasm 13 dropped it, CUDA 12's is not a wheel)."""
+    if toolkit_of(cc) == "12":
+        return None
+    done = subprocess.run([str(tool("13", "nvdisasm")), "-c", str(cubin)], capture_output=True, text=True, timeout=120)
+    if done.returncode != 0:
+        raise RuntimeError(f"nvdisasm failed on {cubin.name}: {done.stderr[-2000:]}")
+    return parse_nvdisasm(done.stdout, entry)
+
+
+def loops(code: list[Instruction]) -> list[tuple[int, int]]:
+    """(first, last) address of every loop: a branch back to an earlier instruction."""
+    return sorted({(i.target, i.address) for i in code
+                   if base(i.opcode) in ("BRA", "JMP") and i.target is not None and i.target < i.address})
+
+
+def mix(code: list[Instruction]) -> dict[str, int]:
+    """Counts by kind of the instructions in ``code`` (NOPs left out)."""
+    names = [base(i.opcode) for i in code if base(i.opcode) != "NOP"]
+    return {
+        "loop_instructions": len(names),
+        "loop_ffma": sum(n in ("FFMA", "FFMA32I") for n in names),
+        "loop_shared_loads": sum(n in SHARED_LOADS for n in names),
+        "loop_global_loads": sum(n in GLOBAL_LOADS for n in names),
+        "loop_local": sum(n in LOCAL for n in names),
+        "loop_integer": sum(n in INTEGER for n in names),
+        "loop_barriers": sum(n == "BAR" for n in names),
+    }
+
+
+def main_loop_mix(code: list[Instruction] | None) -> dict[str, int | str]:
+    """The kernel's instruction count and its main loop's mix (zeros without a loop, empty
+    strings without a disassembly)."""
+    if code is None:
+        return {column: "" for column in ("instructions",) + LOOP_COLUMNS}
+    spans = {span: mix([i for i in code if span[0] <= i.address <= span[1]]) for span in loops(code)}
+
+    def inside(inner, outer):
+        return inner != outer and outer[0] <= inner[0] and inner[1] <= outer[1]
+
+    # The innermost loops that do FFMAs (none inside them does); without FFMAs, the innermost loops.
+    with_ffma = {span for span, counts in spans.items() if counts["loop_ffma"]}
+    pool = with_ffma or set(spans)
+    candidates = [span for span in pool if not any(inside(other, span) for other in pool)]
+    best = max(candidates, key=lambda span: (spans[span]["loop_ffma"], spans[span]["loop_instructions"], span),
+               default=None)
+    loop = spans[best] if best else {column: 0 for column in LOOP_COLUMNS}
+    return {"instructions": sum(base(i.opcode) != "NOP" for i in code), **loop}

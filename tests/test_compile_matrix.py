@@ -1,0 +1,144 @@
+"""Every CUDA kernel of the library compiles for every GPU architecture of the course (sm_52 to
+sm_90) without a GPU, and data/kernel_resources.csv says what the compiler made of each.
+
+The compilers are pip test dependencies (CUDA 13 for sm_75 and newer, CUDA 12 for sm_52), so on
+Linux nothing here skips; elsewhere there are no such wheels, and the module skips, saying so.
+Cold (an empty .cache/compile_matrix/) the matrix takes about 1.5 minutes on two cores; warm, with
+nothing changed in the kernels or the compilers, about a second.
+"""
+
+import ast
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from fastlstm_lib import compile_matrix as cm
+from fastlstm_lib.compile_matrix_sass import Instruction, main_loop_mix, parse_nvdisasm
+from fastlstm_lib.compile_matrix_toolkits import ARCHS, arch_name, assemble, resources, tool
+from fastlstm_lib.kernels.gemm import GPU_LARGE
+from fastlstm_lib.kernels.persistent import MAX_REGISTERS
+
+pytestmark = pytest.mark.skipif(
+    not sys.platform.startswith("linux"),
+    reason="the CUDA compilers of the compile matrix (pip's nvidia-* wheels) exist for Linux only")
+
+ARCH_NAMES = [arch_name(cc) for cc in ARCHS]
+#: Spill bytes (stores, and loads) the persistent kernel may have at its register cap, per
+#: architecture. It spilled 40-92 bytes on sm_52, 4-112 on sm_75 and sm_80, 32-36 on sm_89 and
+#: sm_90, before its indices went unsigned and its load loops counted rounds; now none.
+PERSISTENT_SPILL_BOUND = {"sm_52": 0, "sm_75": 0, "sm_80": 0, "sm_89": 0, "sm_90": 0}
+KERNELS = {"tiled_gemm", "blocked_gemm", "blocked_gemm_t", "blocked_gemm_t_strided", "blocked_gemm_ta",
+           "blocked_gemm_ta_tb", "fill", "add", "add_bias", "mul", "sigmoid", "tanh", "lstm_cell", "lstm_cell_train",
+           "lstm_cell_backward", "sigmoid_backward", "tanh_backward", "persistent_b1", "persistent_b4", "persistent_b64"}
+
+
+@pytest.fixture(scope="module")
+def rows():
+    return cm.build()
+
+
+def test_the_table_is_current(rows):
+    assert cm.TABLE.read_text() == cm.render(rows), f"data/kernel_resources.csv is stale: run `{cm.COMMAND}`"
+
+
+def test_every_kernel_is_built_for_every_architecture(rows):
+    assert sorted((row["kernel"], row["arch"]) for row in rows) == sorted(
+        (kernel, arch) for kernel in KERNELS for arch in ARCH_NAMES)
+
+
+def test_every_kernel_of_the_library_is_in_the_matrix(rows):
+    """A kernel (a @cuda.jit function that is no device function) in fastlstm_lib/kernels/ has a
+    row: a new one needs its line in compile_matrix_jobs.inventory (and in KERNELS above)."""
+    names = set()
+    for path in (Path(cm.ROOT) / "fastlstm_lib" / "kernels").glob("*.py"):
+        for node in ast.walk(ast.parse(path.read_text())):
+            if isinstance(node, ast.FunctionDef):
+                for decorator in node.decorator_list:
+                    text = ast.unparse(decorator)
+                    if text.startswith("cuda.jit") and "device=True" not in text:
+                        names.add(node.name)
+    stems = {name.lstrip("_").replace("persistent_layer", "persistent") for name in names}
+    missing = {stem for stem in stems if not any(k == stem or k.startswith(stem + "_") for k in KERNELS)}
+    assert len(stems) >= 12 and not missing, missing
+
+
+def test_no_kernel_but_the_persistent_one_touches_local_memory(rows):
+    """Register-blocked accumulators and every other variable live in registers, on every chip."""
+    for row in rows:
+        if not row["kernel"].startswith("persistent"):
+            assert (row["spill_stores"], row["spill_loads"], row["stack_frame"]) == (0, 0, 0), row
+
+
+def test_the_persistent_kernel_spills_within_its_bound_at_its_register_cap(rows):
+    for row in rows:
+        if row["kernel"].startswith("persistent"):
+            bound = PERSISTENT_SPILL_BOUND[row["arch"]]
+            assert row["max_registers"] == MAX_REGISTERS and row["registers"] <= MAX_REGISTERS, row
+            assert row["spill_stores"] <= bound and row["spill_loads"] <= bound, row
+
+
+def test_register_blocking_shows_in_the_main_loop(rows):
+    """Per k, a thread of the 4 x 4 blocked GEMM loads 4 + 4 values from shared memory and does
+    16 FFMAs, touching no global memory: the point of register blocking (notebook 03)."""
+    blocking = GPU_LARGE.tm * GPU_LARGE.tn, GPU_LARGE.tm + GPU_LARGE.tn
+    for row in rows:
+        if row["kernel"] in ("blocked_gemm", "blocked_gemm_ta") and row["arch"] != "sm_52":
+            assert (row["loop_ffma"], row["loop_shared_loads"], row["loop_global_loads"]) == (*blocking, 0), row
+
+
+def test_the_check_says_whether_the_table_is_current(rows, tmp_path, capsys):
+    current = tmp_path / "current.csv"
+    current.write_text(cm.render(rows))
+    stale = tmp_path / "stale.csv"
+    stale.write_text(cm.render(rows).replace("sm_90", "sm_91"))
+    assert cm.main(["--check", "--out", str(current)]) == 0
+    assert cm.main(["--check", "--out", str(stale)]) == 1
+    assert cm.COMMAND in capsys.readouterr().err
+
+
+def test_ptxas_reports_and_disassemblies_are_read():
+    report = ("ptxas info    : Compiling entry function 'k' for 'sm_90'\nptxas info    : Function properties for k\n"
+              "    8 bytes stack frame, 4 bytes spill stores, 4 bytes spill loads\n"
+              "ptxas info    : Used 128 registers, used 1 barriers, 2048 bytes smem\nptxas info    : Compile time = 1 ms\n")
+    assert resources(report, "k") == {"registers": 128, "spill_stores": 4, "spill_loads": 4, "stack_frame": 8,
+                                      "static_shared": 2048}
+    listing = """\t.section\t.text.k,"ax",@progbits
+\t.sectioninfo\t@"SHI_REGISTERS=8"
+        /*0000*/                   MOV R1, c[0x0][0x28] ;
+.L_x_1:
+        /*0010*/                   LDS R2, [R0] ;
+        /*0020*/                   FFMA R3, R2, R2, R3 ;
+        /*0030*/                   IADD3 R0, R0, 0x4, RZ ;
+        /*0040*/               @P0 BRA `(.L_x_1) ;
+        /*0050*/                   EXIT ;
+.L_x_2:
+        /*0060*/                   BRA `(.L_x_2);
+"""
+    code = parse_nvdisasm(listing, "k")
+    assert code[4] == Instruction(0x40, "BRA", 0x10)
+    assert main_loop_mix(code) == {"instructions": 7, "loop_instructions": 4, "loop_ffma": 1, "loop_shared_loads": 1,
+                                   "loop_global_loads": 0, "loop_local": 0, "loop_integer": 1, "loop_barriers": 0}
+    with pytest.raises(ValueError, match="'other'"):
+        parse_nvdisasm(listing, "other")
+
+
+def test_bad_arguments_are_named(tmp_path):
+    with pytest.raises(ValueError, match="cc must be one of"):
+        assemble(tmp_path / "k.ptx", (6, 1), tmp_path / "k.cubin", relocatable=False, max_registers=None)
+    with pytest.raises(ValueError, match="max_registers"):
+        assemble(tmp_path / "k.ptx", (9, 0), tmp_path / "k.cubin", relocatable=False, max_registers=-1)
+    with pytest.raises(ValueError, match="toolkit/name"):
+        tool("11", "ptxas")
+    with pytest.raises(ValueError, match="workers"):
+        cm.build(workers=0)
+    with pytest.raises(ValueError, match="rows"):
+        cm.render([])
+
+
+def test_importing_the_library_leaves_the_matrix_alone():
+    """`import fastlstm_lib` loads neither the compile matrix nor its compilers."""
+    probe = "import sys, fastlstm_lib; print(sorted(m for m in sys.modules if 'compile_matrix' in m))"
+    done = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, timeout=120)
+    assert done.returncode == 0 and done.stdout.strip() == "[]", done.stderr[-2000:]
