@@ -29,7 +29,7 @@ pytestmark = pytest.mark.skipif(not sys.platform.startswith("linux"),
 #: What a GPU legitimately cannot run, by the library's own reasons.
 EXPECTED_SKIPS = {
     "T4": {"forward persistent article": "does not fit", "bench persistent article": "does not fit",
-           "profile persistent article": "does not fit"},
+           "profile persistent article": "does not fit"},  # Colab's GPU: 64 KiB of shared memory per block
     "M40": {name: "cannot launch a cooperative grid" for name in
             ("forward persistent odd", "forward persistent article", "bench persistent article",
              "profile persistent article", "persistent_limits")},
@@ -51,11 +51,16 @@ def test_every_path_runs_on_the_fake_gpu(gpu):
         outcome = item["outcome"]
         if name in expected:
             assert outcome.startswith("skipped") and expected[name] in outcome, (name, outcome)
-        elif name == "bench_steps odd" and gpu == "M40":
-            assert outcome == "ok", (name, outcome)  # the persistent step is skipped inside, with its reason
+        elif name == "bench_steps odd" and gpu == "M40":  # the persistent step skipped, with its reason
+            assert outcome.startswith("skipped") and "cooperative" in outcome, (name, outcome)
         else:
             assert outcome == "ok", (name, outcome)
-    assert report["launches"] > 50_000  # the article-sized passes really went through the launch path
+    assert report["launches"] > 30_000  # the article-sized passes really went through the launch path
+    doctor = report["items"]["doctor report"]  # the doctor's fresh Python asked the same fake driver
+    assert "GPU: " in doctor and "a test kernel compiled" in doctor, doctor
+    if gpu == "M40":
+        assert "needs CUDA 12's libraries (numba-cuda[cu12])" in doctor and "cannot launch a cooperative grid" in doctor
+        assert "libcudadevrt" not in doctor
 
 
 def test_h100_opts_the_persistent_kernel_in_to_more_than_48_kib():

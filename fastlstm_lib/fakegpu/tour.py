@@ -25,8 +25,10 @@ def _item(results: dict, name: str, call) -> None:
     before = len(state().launches())
     started = time.perf_counter()
     try:
-        call()
-        outcome = "ok"
+        returned = call()
+        skipped = [r["skipped"] for r in returned if isinstance(r, dict) and "skipped" in r] \
+            if isinstance(returned, list) else []
+        outcome = f"skipped: {skipped[0]}" if skipped else "ok"  # a bench that skipped a step, with why
     except PersistentLimitError as error:  # the library's own "this GPU cannot run it"
         outcome = f"skipped: {error}"
     except Exception as error:  # noqa: BLE001 - the tour reports every failure
