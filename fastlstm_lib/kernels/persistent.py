@@ -46,7 +46,7 @@ from .pointwise import sigmoidf
 STATIC_SHARED_BYTES = 48 * 1024
 #: Registers per thread the kernel is compiled to fit (``max_registers``), so that the residency
 #: of a plan can be predicted for any chip: two 256-thread blocks share an SM's 65536 registers.
-#: Uncapped, ptxas needs 40 to 74 for the H100 plans at hidden 512, from sm_52 to sm_90, so the cap
+#: Uncapped, ptxas needs 56 to 80 for the H100 plans at hidden 512, from sm_52 to sm_90, so the cap
 #: costs no spill on any of them (data/kernel_resources.csv, checked by tests/test_compile_matrix.py).
 MAX_REGISTERS = 128
 
@@ -104,11 +104,11 @@ def persistent_layer_kernel(hidden: int, units: int, batch: int, k_chunk: int, s
         # x_gates (T, B, 4H): x_t @ W for every step; recurrent (H, 4H); bias (4H,); hs (T, B, H).
         # smem: [U's columns of this block, transposed (4*units x u_stride)]
         #       [h staged (batch x h_stride)] [shares (threads x 4), only when splits > 1]
-        # Indices are cast to uint64: for a signed one Numba adds a test and an add (a[-1] is the
-        # last element), which in the dot products cost more instructions than the FFMAs, and
-        # whose hoisted operands held enough registers to spill. The loops that share out the
-        # loads count rounds (a constant) rather than range over (tid, total, threads), whose
-        # 64-bit trip-count bookkeeping did the same.
+        # Shared-memory indices are cast to uint64: for a signed one Numba adds a test and an add
+        # (a[-1] is the last element), which in the dot products cost more instructions than the
+        # FFMAs, and whose hoisted operands held enough registers to spill. The loops that share
+        # out the loads count rounds (a constant) rather than range over (tid, total, threads),
+        # whose 64-bit trip-count bookkeeping did the same.
         smem = cuda.shared.array(0, float32)
         grid = cuda.cg.this_grid()
         tid = cuda.threadIdx.x
@@ -139,13 +139,12 @@ def persistent_layer_kernel(hidden: int, units: int, batch: int, k_chunk: int, s
             z_c = float32(0.0)
             z_o = float32(0.0)
             if t > 0:  # h_{-1} = 0: step 0 has no recurrent term
-                h_prev = hs[t - 1]
                 for k0 in range(0, hidden, k_chunk):
                     for i in range(h_rounds):
                         e = tid + i * threads
                         r, kk = e // k_chunk, e % k_chunk
                         if e < batch * k_chunk:
-                            staged = h_prev[uint64(r), uint64(k0 + kk)] if k0 + kk < hidden else float32(0.0)
+                            staged = hs[t - 1, r, k0 + kk] if k0 + kk < hidden else float32(0.0)
                             smem[uint64(h_offset + r * h_stride + kk)] = staged
                     cuda.syncthreads()
                     limit = min(k_chunk, hidden - k0)
@@ -178,13 +177,12 @@ def persistent_layer_kernel(hidden: int, units: int, batch: int, k_chunk: int, s
                         z_f += smem[uint64(at + 1)]
                         z_c += smem[uint64(at + 2)]
                         z_o += smem[uint64(at + 3)]
-                x_t = x_gates[t, b]
-                z_i += x_t[uint64(j)] + bias[uint64(j)]
-                z_f += x_t[uint64(hidden + j)] + bias[uint64(hidden + j)]
-                z_c += x_t[uint64(2 * hidden + j)] + bias[uint64(2 * hidden + j)]
-                z_o += x_t[uint64(3 * hidden + j)] + bias[uint64(3 * hidden + j)]
+                z_i += x_gates[t, b, j] + bias[j]
+                z_f += x_gates[t, b, hidden + j] + bias[hidden + j]
+                z_c += x_gates[t, b, 2 * hidden + j] + bias[2 * hidden + j]
+                z_o += x_gates[t, b, 3 * hidden + j] + bias[3 * hidden + j]
                 c = sigmoidf(z_f) * c + sigmoidf(z_i) * math.tanh(z_c)
-                hs[t, b, uint64(j)] = sigmoidf(z_o) * math.tanh(c)
+                hs[t, b, j] = sigmoidf(z_o) * math.tanh(c)
             grid.sync()  # every block's h_t is in memory before any block reads it (and shares is free)
 
     return persistent_layer
