@@ -100,8 +100,10 @@ def cached_rows(cc: tuple[int, int], cache: Path, key: str) -> list[dict]:
     scratch = Path(tempfile.mkdtemp(prefix=f"{arch_name(cc)}-", dir=final.parent))
     try:
         rows = build_arch(cc, scratch)
-        if not final.exists():  # another run may have finished it meanwhile
+        try:
             os.replace(scratch, final)
+        except OSError:  # another run finished it meanwhile
+            pass
     finally:
         shutil.rmtree(scratch, ignore_errors=True)
     return rows
@@ -132,6 +134,7 @@ def render(rows: list[dict]) -> str:
               f"# {version_line()}.",
               "# ptxas -O3 as the driver's JIT does; the persistent kernel with -c (its grid barrier calls the",
               "# device runtime) and its register cap. Main loop: see fastlstm_lib/compile_matrix_sass.py.",
+              "# sm_52 has no SASS columns: no disassembler on PyPI reads it (nvdisasm 13 dropped Maxwell).",
               f"# Regenerate: {COMMAND}  (checked by tests/test_compile_matrix.py)"]
     header += [f"#   {column}: {meaning}" for column, meaning in COLUMNS.items()]
     out = io.StringIO()
