@@ -11,6 +11,12 @@ exercises and their grader (``fl.check``) are in ``fastlstm_lib.exercises``, the
 ``fastlstm_lib.doctor``.
 """
 
+import os as _os
+
+if _os.environ.get("FASTLSTM_FAKE_GPU", "").strip():  # the fake-GPU test mode: its driver first
+    from .fakegpu import activate_from_environment as _activate_fake_gpu
+
+    _activate_fake_gpu()
 from . import simulator  # first: decides NUMBA_ENABLE_CUDASIM before numba is imported
 
 if simulator.SIMULATOR:

@@ -48,9 +48,10 @@ def format_table(results: list[dict]) -> str:
             lines.append(f"{r['step']:<18} skipped: {r['skipped']}")
             continue
         t = r["time_ms"]
+        error = r["relative_error"]["after"]  # None on the fake GPU (a test mode): no kernel ran
         lines.append(
             f"{r['step']:<18} {t['median']:>10.3f} {t['min']:>9.3f}-{t['max']:<9.3f} "
-            f"{r['gflops']:>9.1f} {base / t['median']:>7.2f}x {r['relative_error']['after']:>9.1e}"
+            f"{r['gflops']:>9.1f} {base / t['median']:>7.2f}x {'not run' if error is None else f'{error:.1e}':>9}"
         )
     if not measured:
         return "\n".join(lines + [f"config: {results[0]['config']}"])

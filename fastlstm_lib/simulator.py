@@ -9,8 +9,8 @@ Overrides (environment variables):
 - ``NUMBA_ENABLE_CUDASIM=1``: the simulator, whatever hardware is present.
 - ``FASTLSTM_SIMULATOR=1``: the same, for people who'd rather not touch Numba's variable.
 - ``FASTLSTM_FAKE_GPU=<GPU>`` (a row of data/gpus.csv): the fake-GPU test mode
-  (``fastlstm_lib.fakegpu``): numba-cuda's real path on a fake driver, loaded here, before
-  anything asks for the driver; the probe below then finds it like a real one.
+  (``fastlstm_lib.fakegpu``): numba-cuda's real path on a fake driver, which ``fastlstm_lib``'s
+  ``__init__`` loads just before this module; the probe below then finds it like a real one.
 
 Saying so: ``announce()`` prints one line the first time Numba work is asked for (a step, a
 kernel, ``device_info``), so the notebooks that never touch Numba (the CNN and data-feeding
@@ -71,10 +71,6 @@ def choose_backend() -> tuple[bool, str | None]:
         return True, "NUMBA_ENABLE_CUDASIM is set"
     if os.environ.get("FASTLSTM_SIMULATOR", "0") not in ("", "0"):
         return True, "FASTLSTM_SIMULATOR is set"
-    if os.environ.get("FASTLSTM_FAKE_GPU", "").strip():
-        from . import fakegpu
-
-        fakegpu.activate_from_environment()
     if _driver_sees_a_gpu():
         return False, None
     return True, "no CUDA driver or GPU found"
