@@ -92,12 +92,14 @@ def main(argv=None) -> int:
             return 2
         try:
             cfg = getattr(fl.LSTMConfig, args.config)()
-            results = [fl.host_and_device_times(name, cfg) for name in (args.steps or fl.steps.names())]
+            results = [fl.harness.bench_or_skip(name, cfg, measure=fl.host_and_device_times)
+                       for name in (args.steps or fl.steps.names())]
         except (ValueError, TypeError, fl.WrongResultError) as error:
             print(f"error: {error}", file=sys.stderr)
             return 2
         for r in results:
-            print(f"{r['step']:<18} issue {r['issue_ms']['median']:9.3f} ms  GPU {r['device_ms']['median']:9.3f} ms  "
+            print(f"{r['step']:<18} skipped: {r['skipped']}" if "skipped" in r else
+                  f"{r['step']:<18} issue {r['issue_ms']['median']:9.3f} ms  GPU {r['device_ms']['median']:9.3f} ms  "
                   f"wall {r['wall_ms']['median']:9.3f} ms")
         if args.out:
             print(f"wrote {fl.save_results(results, args.out)}")

@@ -39,6 +39,8 @@ def device_info() -> dict:
     }
     if simulator.SIMULATOR:
         return info
+    if simulator.FAKE_GPU:  # the fake-GPU test mode: say so wherever the device is shown
+        info["fake_gpu"] = "test mode: kernels compiled and launches checked, nothing runs"
     device = cuda.get_current_device()
     name = device.name
     info["name"] = name.decode() if isinstance(name, bytes) else str(name)

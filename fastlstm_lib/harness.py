@@ -157,15 +157,16 @@ def checked_names(names) -> list[str]:
     return names
 
 
-def bench_or_skip(name: str, cfg: LSTMConfig | None = None, **kwargs) -> dict:
-    """``bench``, or ``{"step", "config", "skipped": reason}`` when the step cannot run at ``cfg``
-    on this GPU and says so plainly (PersistentLimitError: the persistent grid does not fit a T4
-    at the article's size, or the GPU has no grid barrier at all). A wrong result still raises
-    WrongResultError, and a wrong argument its own error."""
+def bench_or_skip(name: str, cfg: LSTMConfig | None = None, *, measure=None, **kwargs) -> dict:
+    """``bench`` (or ``measure``, e.g. ``host_and_device_times``), or ``{"step", "config",
+    "skipped": reason}`` when the step cannot run at ``cfg`` on this GPU and says so plainly
+    (PersistentLimitError: the persistent grid does not fit a T4 at the article's size, or the
+    GPU has no grid barrier at all). A wrong result still raises WrongResultError, and a wrong
+    argument its own error."""
     from .kernels.persistent_plan import PersistentLimitError  # planning loads on first use
 
     try:
-        return bench(name, cfg, **kwargs)
+        return (bench if measure is None else measure)(name, cfg, **kwargs)
     except PersistentLimitError as error:
         cfg = LSTMConfig.default() if cfg is None else cfg
         return {"step": name, "config": cfg.as_dict(), "skipped": str(error)}

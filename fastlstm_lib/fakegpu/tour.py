@@ -69,6 +69,14 @@ def run(parts=("forward", "backward", "harness", "keras")) -> dict:
         for name in fl.steps.names():
             _item(results, f"profile {name} article", lambda: fl.profile(name, article))
         _item(results, "clocks odd", lambda: fl.host_and_device_times("fused_pointwise", odd, warmup=0, repeats=2))
+
+        def clocks_command():
+            from ..__main__ import main
+
+            if main(["clocks", "--config", "tiny", "--steps", "combined_inputs", "persistent"]) != 0:
+                raise RuntimeError("python -m fastlstm_lib clocks failed")
+
+        _item(results, "clocks command tiny", clocks_command)
         _item(results, "persistent_limits", lambda: fl.persistent_limits())
 
         def doctor():
