@@ -14,6 +14,7 @@ spent inside the fake, so the host's own cost can be measured without it.
 from __future__ import annotations
 
 import dataclasses
+import functools
 import threading
 
 import numpy as np
@@ -45,7 +46,7 @@ class Kernel:
     library: int
     arch: str
 
-    @property
+    @functools.cached_property
     def short_name(self) -> str:
         """The Python name in numba's mangled one: _ZN<len><name>...<len><name>B2v1... -> the last <name>."""
         text, i, last = self.name, 3, self.name

@@ -1,0 +1,75 @@
+"""``python -m fastlstm_lib.fakegpu host-times --gpu H100 [--out FILE]``: the host's cost per pass, measured.
+
+Starts a fresh Python with ``FASTLSTM_FAKE_GPU`` set (the fake must be loaded before Numba is),
+which issues one forward pass of every step at the article's size through numba-cuda's real
+dispatch path and reports, per step, the CPU time Python and numba-cuda spent issuing it, the
+fake driver's own time taken out (``tour.host_times``): per pass and per launch. MEASURED ON
+THIS HOST, with the driver stubbed: a real driver adds its own few microseconds per launch.
+``tour`` runs the whole fake-GPU tour instead.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import platform
+import subprocess
+import sys
+
+
+def run_in_fake_gpu(gpu: str, *args: str) -> dict:
+    """``python -m fastlstm_lib.fakegpu.tour *args`` with the fake ``gpu``; its JSON report."""
+    env = {**os.environ, "FASTLSTM_FAKE_GPU": gpu}
+    for name in ("NUMBA_ENABLE_CUDASIM", "FASTLSTM_SIMULATOR"):
+        env.pop(name, None)
+    done = subprocess.run([sys.executable, "-m", "fastlstm_lib.fakegpu.tour", *args], capture_output=True, text=True,
+                          env=env)
+    if done.returncode != 0:
+        raise RuntimeError(f"the fake {gpu} run failed:\n{done.stderr[-3000:]}")
+    return json.loads(done.stdout)
+
+
+def host_times(gpu: str = "H100") -> dict:
+    """Per step: launches, CPU ms per pass and us per launch to issue one article-sized forward pass."""
+    from .. import gpus
+
+    gpus.gpu(gpu)  # ValueError naming the known GPUs
+    steps = run_in_fake_gpu(gpu, "--host-times")
+    return {"what": "host CPU time to issue one forward pass at the article's size, the fake driver's own time "
+                    "taken out: measured on this host with the CUDA driver stubbed (fastlstm_lib.fakegpu)",
+            "gpu_presented": gpu, "host": platform.processor() or platform.machine(),
+            "python": platform.python_version(), "steps": steps}
+
+
+def main(argv=None) -> int:
+    parser = argparse.ArgumentParser(prog="python -m fastlstm_lib.fakegpu", description=__doc__)
+    commands = parser.add_subparsers(dest="command", required=True)
+    host = commands.add_parser("host-times", help="the host's CPU time per pass and per launch, driver stubbed")
+    host.add_argument("--gpu", default="H100", help="the GPU the fake presents (default H100; plans depend on it)")
+    host.add_argument("--out", metavar="FILE", help="also write the report as JSON")
+    tour = commands.add_parser("tour", help="every GPU path once on the fake GPU; prints a JSON report")
+    tour.add_argument("--gpu", default="T4")
+    args = parser.parse_args(argv)
+    try:
+        report = host_times(args.gpu) if args.command == "host-times" else run_in_fake_gpu(args.gpu)
+    except (ValueError, RuntimeError) as error:
+        print(f"error: {error}", file=sys.stderr)
+        return 2
+    if args.command == "host-times":
+        print(f"{report['what']}\npresenting a fake {args.gpu}; host {report['host']}, Python {report['python']}")
+        print(f"{'step':<18}{'launches':>9}{'ms per pass':>13}{'us per launch':>15}")
+        for name, row in report["steps"].items():
+            print(f"{name:<18}" + (f"skipped: {row['skipped']}" if "skipped" in row else
+                                   f"{row['launches']:>9}{row['per_pass_ms']:>13.1f}{row['per_launch_us']:>15.1f}"))
+    else:
+        print(json.dumps(report, indent=1))
+    if args.out:
+        with open(args.out, "w") as out:
+            json.dump(report, out, indent=1)
+        print(f"wrote {args.out}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
