@@ -29,11 +29,27 @@ def keras_available():
     return True
 
 
+def _fake_gpu_items(items):
+    return [item for item in items if item.nodeid.startswith("tests/test_fake_gpu.py")]
+
+
 def pytest_collection_modifyitems(session, config, items):
-    """The fake-GPU tests go last, and their tours start now, in the background (one core)."""
-    fake = [item for item in items if item.nodeid.startswith("tests/test_fake_gpu.py")]
-    if fake:
-        items[:] = [item for item in items if item not in fake] + fake
+    """The fake-GPU tests go last: their tours run in the background (one core) meanwhile."""
+    fake = _fake_gpu_items(items)
+    items[:] = [item for item in items if item not in fake] + fake
+
+
+def pytest_collection_finish(session):
+    """Start the fake-GPU tours once the selection is final (-k may have left none)."""
+    if any("test_every_path" in item.nodeid or "_the_m40_" in item.nodeid or "_h100_" in item.nodeid
+           for item in _fake_gpu_items(session.items)):
         import fake_gpu_runs
 
         fake_gpu_runs.start()
+
+
+def pytest_sessionfinish(session, exitstatus):
+    import sys
+
+    if "fake_gpu_runs" in sys.modules:
+        sys.modules["fake_gpu_runs"].stop()

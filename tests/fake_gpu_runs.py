@@ -18,19 +18,36 @@ GPUS = ("T4", "A100", "L4", "H100", "M40")
 TIMEOUT_S = 900
 _results: dict = {}
 _thread: threading.Thread | None = None
+_running: list = []  # the tour in progress, so that the session's end can stop it
+_stopped = threading.Event()
 
 
 def _run_all() -> None:
     for gpu in GPUS:
+        if _stopped.is_set():
+            _results[gpu] = (None, "", "the test session ended first")
+            continue
         env = {**os.environ, "FASTLSTM_FAKE_GPU": gpu, "PYTHONUNBUFFERED": "1", "TF_CPP_MIN_LOG_LEVEL": "3"}
         env.pop("NUMBA_ENABLE_CUDASIM", None)
         env.pop("FASTLSTM_SIMULATOR", None)
+        process = subprocess.Popen([sys.executable, "-m", "fastlstm_lib.fakegpu.tour"], stdout=subprocess.PIPE,
+                                   stderr=subprocess.PIPE, text=True, env=env)
+        _running[:] = [process]
         try:
-            done = subprocess.run([sys.executable, "-m", "fastlstm_lib.fakegpu.tour"], capture_output=True,
-                                  text=True, timeout=TIMEOUT_S, env=env)
-            _results[gpu] = (done.returncode, done.stdout, done.stderr)
-        except subprocess.TimeoutExpired as error:
-            _results[gpu] = (None, error.stdout or "", f"timed out after {TIMEOUT_S} s")
+            stdout, stderr = process.communicate(timeout=TIMEOUT_S)
+            _results[gpu] = (process.returncode, stdout, stderr)
+        except subprocess.TimeoutExpired:
+            process.kill()
+            stdout, stderr = process.communicate()
+            _results[gpu] = (None, stdout, f"timed out after {TIMEOUT_S} s\n{stderr}")
+
+
+def stop() -> None:
+    """At the session's end: no tour outlives pytest."""
+    _stopped.set()
+    for process in _running:
+        if process.poll() is None:
+            process.kill()
 
 
 def start() -> None:

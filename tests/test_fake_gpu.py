@@ -127,3 +127,40 @@ def test_the_fake_refuses_what_a_driver_refuses(gpu, cooperative):
     assert lines["grid_sync"] == gpu
     assert cooperative in lines["cooperative"], lines["cooperative"]
     assert lines["refusals"] == "2"  # the first two, by the fake driver itself
+
+
+PTX = """
+.version 8.0
+.target sm_75
+.address_size 64
+.visible .entry probe(.param .u64 out)
+{
+    .shared .align 4 .b8 scratch[1000];
+    .reg .b64 %rd<3>;
+    .reg .f32 %f<2>;
+    ld.param.u64 %rd1, [out];
+    cvta.to.global.u64 %rd2, %rd1;
+    ld.shared.f32 %f1, [scratch];
+    st.global.f32 [%rd2], %f1;
+    ret;
+}
+"""
+
+
+def test_the_fake_reads_a_cubin_as_ptxas_reports_it(tmp_path):
+    """Registers and static shared memory read from the ELF equal ptxas's own report."""
+    import re
+
+    from fastlstm_lib.fakegpu import cubin, toolchain
+
+    (tmp_path / "probe.ptx").write_text(PTX)
+    done = subprocess.run([toolchain.ptxas((7, 5)), "-arch=sm_75", "-v", str(tmp_path / "probe.ptx"),
+                           "-o", str(tmp_path / "probe.cubin")], capture_output=True, text=True)
+    assert done.returncode == 0, done.stderr
+    registers = int(re.search(r"Used (\d+) registers", done.stderr).group(1))
+    shared = int(re.search(r"(\d+) bytes smem", done.stderr).group(1))
+    found = cubin.kernels((tmp_path / "probe.cubin").read_bytes())
+    assert list(found) == ["probe"]
+    assert (found["probe"].registers, found["probe"].static_shared_bytes, found["probe"].grid_sync) == \
+        (registers, shared, False)
+    assert shared == 1000
