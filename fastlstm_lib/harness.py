@@ -127,8 +127,8 @@ def bench(step, cfg: LSTMConfig | None = None, *, warmup: int | None = None, rep
     }
 
 
-def host_and_device_times(step, cfg: LSTMConfig | None = None, *, warmup: int = 3, repeats: int = 20,
-                          seed: int = 0, **options) -> dict:
+def host_and_device_times(step, cfg: LSTMConfig | None = None, *, warmup: int | None = None,
+                          repeats: int | None = None, seed: int = 0, **options) -> dict:
     """How long the host takes to issue one pass of ``step`` and how long the GPU takes to run it
     (see ``timing.issue_and_run_times``), checked before and after like ``bench``.
 
@@ -138,6 +138,9 @@ def host_and_device_times(step, cfg: LSTMConfig | None = None, *, warmup: int = 
     run = checked_run(step, cfg, seed, None, options)
     if getattr(run.runner, "time_issue_and_run", None) is None:
         raise TypeError(f"step {run.step.name!r} does not run on Numba's streams: only a wall clock can time it")
+    default_warmup, default_repeats = run.runner.default_repeats()  # (3, 20) on a GPU
+    warmup = default_warmup if warmup is None else warmup
+    repeats = default_repeats if repeats is None else repeats
     times = run.runner.time_issue_and_run(warmup, repeats)
     error_after = check(run.runner, run.ref, run.step.name, "after", run.rtol)
     return {
