@@ -143,8 +143,9 @@ def gpu_findings(facts: Facts) -> list[Finding]:
         findings.append(Finding("fail", f"the simulator cannot run a kernel: {facts.simulator_kernel}",
                                 pip(pinned(facts, "numba"), pinned(facts, "numba-cuda"))))
     if cuda.get("nvvm") is True and cuda.get("nvrtc") is True:
-        findings.append(Finding("info", "CUDA's compilers (NVVM, NVRTC) are here: tests/test_gpu_compile.py can "
-                                        "compile the kernels for a GPU on this machine"))
+        findings.append(Finding("info", "CUDA's compilers (NVVM, NVRTC) are here: Numba can compile the kernels for a GPU "
+                                        "on this machine; the compile matrix (python -m fastlstm_lib.compile_matrix, "
+                                        "tests/test_compile_matrix.py) builds them for sm_52 to sm_90 without one"))
     return findings
 
 
