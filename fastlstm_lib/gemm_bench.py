@@ -131,7 +131,9 @@ def time_b_layouts(shapes: dict | None = None, *, warmup: int = 10, repeats: int
 
             launch()
             error = float(np.max(np.abs(c_d.copy_to_host() - expected)) / np.max(np.abs(expected)))
-            if not error <= 1e-5:
+            if not simulator.values_computed():  # the fake GPU (a test mode) runs no kernel
+                error = None
+            elif not error <= 1e-5:
                 raise RuntimeError(f"gemm() with {layout} is wrong on {label} {(m, n, k)}: relative error {error:.2g}")
             times = per_launch_times(launch, warmup, repeats)
             rows.append({"shape": label, "m": m, "n": n, "k": k, "layout": layout,

@@ -52,7 +52,7 @@ def check(runner, ref, step_name: str, when: str, rtol: float) -> float | None:
     """
     runner.poison()
     runner.launch()
-    if simulator.FAKE_GPU and not runner.times_meaningful:  # Keras' runners do run, on the CPU
+    if not simulator.values_computed() and not runner.times_meaningful:  # Keras' runners do run, on the CPU
         runner.result()  # everything a pass does on the host, down to the copy back
         return None
     error = runner.error(ref)

@@ -147,3 +147,8 @@ SIMULATOR = switch_to_simulator_if_needed()
 #: The GPU the fake-GPU test mode presents ("T4", ...), or None on a real GPU or the simulator.
 #: In that mode kernels are compiled, checked and recorded but never run: no value is computed.
 FAKE_GPU = os.environ.get("FASTLSTM_FAKE_GPU", "").strip() or None if not SIMULATOR else None
+
+
+def values_computed() -> bool:
+    """Whether kernels compute values here: on a GPU and the simulator yes; on the fake GPU no."""
+    return FAKE_GPU is None

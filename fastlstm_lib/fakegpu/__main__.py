@@ -50,7 +50,22 @@ def main(argv=None) -> int:
     host.add_argument("--out", metavar="FILE", help="also write the report as JSON")
     tour = commands.add_parser("tour", help="every GPU path once on the fake GPU; prints a JSON report")
     tour.add_argument("--gpu", default="T4")
+    notebooks = commands.add_parser("notebooks", help="execute notebooks on the fake GPU (outputs not compared; "
+                                                      "exit status 1 if any cell raises)")
+    notebooks.add_argument("--gpu", default="T4")
+    notebooks.add_argument("paths", nargs="+", metavar="NOTEBOOK")
     args = parser.parse_args(argv)
+    if args.command == "notebooks":
+        from . import notebooks as runner
+
+        failures = 0
+        for path in args.paths:
+            report = runner.run(path, args.gpu)
+            failures += report["error"] is not None
+            print(f"{report['notebook']:<36} fake {args.gpu}: {report['seconds']:>6.1f} s  " +
+                  (f"FAILED in cell {report['failed_cell']}: {report['error']}" if report["error"] else
+                   f"ok; value checks that could not pass (nothing runs): {report['value_checks']}"), flush=True)
+        return 1 if failures else 0
     try:
         report = host_times(args.gpu) if args.command == "host-times" else run_in_fake_gpu(args.gpu)
     except (ValueError, RuntimeError) as error:
