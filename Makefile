@@ -6,7 +6,7 @@ VENV   := .venv
 BIN    := $(VENV)/bin
 STAMP  := $(VENV)/.installed
 
-.PHONY: setup lab test bench clean
+.PHONY: setup lab test test-fake-gpu-notebooks bench clean
 
 $(STAMP): pyproject.toml
 	$(PYTHON) -c 'import sys; assert sys.version_info[:2] >= (3, 11), "Python 3.11 or newer needed, found " + sys.version'
@@ -22,6 +22,14 @@ lab: $(STAMP)
 
 test: $(STAMP)
 	$(BIN)/python -m pytest
+
+# The GPU-only cells of the GPU notebooks, executed on the fake GPU (Linux; no GPU needed; outputs
+# not compared, nothing computed: see fastlstm_lib/fakegpu). CI runs it for Colab's T4 after
+# `make test`; FAKE_GPU=H100 (or A100, L4, M40) for another. About a minute per notebook.
+FAKE_GPU ?= T4
+GPU_NOTEBOOKS := $(wildcard notebooks/0[2-9]_*.ipynb notebooks/1[01]_*.ipynb notebooks/4[12]_*.ipynb)
+test-fake-gpu-notebooks: $(STAMP)
+	$(BIN)/python -m fastlstm_lib.fakegpu notebooks --gpu $(FAKE_GPU) $(GPU_NOTEBOOKS)
 
 # On a machine with an NVIDIA GPU, nothing else running: every measurement the notebooks read,
 # under data/results/ (see data/results/README.md): the ladder, issue vs GPU time, Keras' LSTM

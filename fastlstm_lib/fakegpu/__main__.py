@@ -65,6 +65,7 @@ def main(argv=None) -> int:
             print(f"{report['notebook']:<36} fake {args.gpu}: {report['seconds']:>6.1f} s  " +
                   (f"FAILED in cell {report['failed_cell']}: {report['error']}" if report["error"] else
                    f"ok; value checks that could not pass (nothing runs): {report['value_checks']}"), flush=True)
+        print(f"notebooks: {len(args.paths) - failures} passed, {failures} failed")
         return 1 if failures else 0
     try:
         report = host_times(args.gpu) if args.command == "host-times" else run_in_fake_gpu(args.gpu)
