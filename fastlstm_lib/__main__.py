@@ -54,7 +54,8 @@ def main(argv=None) -> int:
     profile.add_argument("--config", choices=CONFIGS, default="article", help="default: article")
     profile.add_argument("--gpus", nargs="+", metavar="GPU", default=["M40", "T4", "A100", "H100"],
                          help="names in data/gpus.csv (default: M40 T4 A100 H100)")
-    profile.add_argument("--hosts", nargs="+", choices=("cpp", "python"), default=["cpp", "python"])
+    profile.add_argument("--hosts", nargs="+", choices=("cpp", "python", "measured"), default=["cpp", "python"],
+                         help="rows of data/host_launch_costs.csv (measured: this project's host, driver stubbed)")
     profile.add_argument("--out", metavar="FILE", help="also write the rows as JSON")
     args = parser.parse_args(argv)
     if args.command == "profile":

@@ -29,7 +29,7 @@ EIATTR_EXTERNS = 0x0F
 GRID_SYNC_SYMBOLS = ("cudaCGSynchronize", "__cuda_syscall_CGS_sync")
 
 
-@dataclasses.dataclass(frozen=True)
+@dataclasses.dataclass
 class KernelResources:
     """What one kernel of a cubin uses, per thread (registers, local) or per block (shared)."""
 

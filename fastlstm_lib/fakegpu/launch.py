@@ -10,6 +10,7 @@ reports them. Every launch is checked by ``FakeDevice.check_launch`` and recorde
 from __future__ import annotations
 
 import ctypes
+import dataclasses
 import os
 import subprocess
 import tempfile
@@ -62,11 +63,8 @@ def _load(state, data: bytes, api: str) -> int:
                           f"a cubin (e_flags {flags:#x}) not for {state.device.short_name} ({_arch(state)})")
     for name, resources in cubin.kernels(data).items():
         handle = state.handle()
-        state.kernels[handle] = Kernel(
-            name=name, registers=resources.registers, local_bytes=resources.local_bytes,
-            static_shared_bytes=resources.static_shared_bytes, const_bytes=resources.const_bytes,
-            grid_sync=resources.grid_sync, max_dynamic_shared=STATIC_SHARED_LIMIT - resources.static_shared_bytes,
-            library=library, arch=_arch(state))
+        state.kernels[handle] = Kernel(**dataclasses.asdict(resources), library=library, arch=_arch(state),
+                                       max_dynamic_shared=STATIC_SHARED_LIMIT - resources.static_shared_bytes)
         found[name] = handle
     state.libraries[library] = found
     state.log("module_load", api=api, kernels=[state.kernels[h].short_name for h in found.values()],

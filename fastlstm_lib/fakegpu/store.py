@@ -19,6 +19,8 @@ import threading
 
 import numpy as np
 
+from .cubin import KernelResources
+
 #: Virtual GPU time each launch, copy or memset takes on the fake's clock (for events). Not a
 #: measurement or a model: only so that elapsed times are finite and ordered.
 FAKE_OPERATION_MS = 0.005
@@ -33,18 +35,12 @@ class Call:
 
 
 @dataclasses.dataclass
-class Kernel:
-    """A kernel of a loaded library, with what its cubin says it uses."""
+class Kernel(KernelResources):
+    """A kernel of a loaded library: what its cubin says it uses, and what the program set."""
 
-    name: str
-    registers: int
-    local_bytes: int
-    static_shared_bytes: int
-    const_bytes: int
-    grid_sync: bool
-    max_dynamic_shared: int
-    library: int
-    arch: str
+    max_dynamic_shared: int = 0  # CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES
+    library: int = 0
+    arch: str = ""
 
     @functools.cached_property
     def short_name(self) -> str:

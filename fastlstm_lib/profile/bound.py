@@ -119,7 +119,7 @@ def launch_durations(profile: Profile, row: dict) -> tuple[list[float], list[str
 
 def lower_bound(profile: Profile, gpu: str, host="cpp") -> Bound:
     """The least time ``profile``'s pass can take on ``gpu`` (a name in data/gpus.csv), issued
-    by ``host`` ("cpp", "python" or microseconds per launch). See the module docstring.
+    by ``host`` ("cpp", "python", "measured" or microseconds per launch). See the module docstring.
 
     A pass of the persistent step has no bound on a GPU that cannot launch a cooperative grid
     (the M40): PersistentLimitError says why."""
