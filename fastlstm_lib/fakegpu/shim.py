@@ -30,6 +30,7 @@ SOURCE = r"""
    integer-class arguments serves every signature on x86-64 and AArch64 Linux. The stubs must not
    be compiled as tail calls: a sibling call would write 12 arguments' worth of stack into a
    caller's frame that holds fewer (hence -fno-optimize-sibling-calls). */
+#include <time.h>
 typedef void* (*resolver_t)(const char*, int, unsigned long long);
 typedef long A;
 typedef int (*target_t)(A, A, A, A, A, A, A, A, A, A, A, A);
@@ -38,11 +39,25 @@ static resolver_t resolver = 0;
 static target_t targets[SLOTS];
 static int used = 0;
 static volatile int alive = 1;
+static long long spent_ns = 0;      /* CPU time inside the fake (ctypes and Python included) */
+static __thread int depth = 0;      /* a driver call made from inside one is counted once */
 void fakecuda_set_resolver(resolver_t r) { resolver = r; }
 void fakecuda_shutdown(void) { alive = 0; }
+long long fakecuda_spent_ns(void) { return spent_ns; }
 
+static long long now_ns(void) {
+    struct timespec t;
+    clock_gettime(CLOCK_THREAD_CPUTIME_ID, &t);
+    return (long long)t.tv_sec * 1000000000LL + t.tv_nsec;
+}
 #define STUB(k) static int stub_##k(A a, A b, A c, A d, A e, A f, A g, A h, A i, A j, A l, A m) { \
-    return alive ? targets[k](a, b, c, d, e, f, g, h, i, j, l, m) : 0; }
+    long long start; int result; \
+    if (!alive) return 0; \
+    if (depth++) { result = targets[k](a, b, c, d, e, f, g, h, i, j, l, m); depth--; return result; } \
+    start = now_ns(); \
+    result = targets[k](a, b, c, d, e, f, g, h, i, j, l, m); \
+    spent_ns += now_ns() - start; depth--; \
+    return result; }
 #define STUB8(k) STUB(k##0) STUB(k##1) STUB(k##2) STUB(k##3) STUB(k##4) STUB(k##5) STUB(k##6) STUB(k##7)
 #define STUB64(k) STUB8(k##0) STUB8(k##1) STUB8(k##2) STUB8(k##3) STUB8(k##4) STUB8(k##5) STUB8(k##6) STUB8(k##7)
 STUB64(00) STUB64(01) STUB64(02) STUB64(03)  /* octal tokens: stub_0107 is slot 0107 = 71 */
@@ -113,6 +128,16 @@ def build() -> Path:
 
 
 _loaded = None
+
+
+def driver_cpu_seconds() -> float:
+    """CPU seconds this process has spent inside the fake driver, as its C stubs measure them
+    (the ctypes crossing and the Python behind each call included): what a host-time
+    measurement takes out, so that it counts Python's and numba-cuda's cost alone."""
+    if _loaded is None:
+        return 0.0
+    _loaded[0].fakecuda_spent_ns.restype = ctypes.c_longlong
+    return _loaded[0].fakecuda_spent_ns() * 1e-9
 
 
 def load(resolve) -> ctypes.CDLL:

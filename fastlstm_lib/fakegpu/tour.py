@@ -121,7 +121,8 @@ def run(parts=("forward", "backward", "harness", "keras")) -> dict:
 
 def host_times(cfg=None, passes: int = 3) -> dict:
     """Per step, the CPU time Python and numba-cuda spend issuing one forward pass, the fake
-    driver's own time taken out: {step: {"launches", "per_pass_ms", "per_launch_us"}}.
+    driver's own time (measured by its C stubs, ctypes crossing included) taken out:
+    {step: {"launches", "per_pass_ms", "per_launch_us"}}.
 
     Measured on this machine with the driver stubbed (``fastlstm_lib.fakegpu``): what a host
     of this speed adds to every pass before a GPU does any work. The median of ``passes``.
@@ -130,7 +131,7 @@ def host_times(cfg=None, passes: int = 3) -> dict:
 
     import fastlstm_lib as fl
 
-    from . import state
+    from . import shim, state
 
     cfg = fl.LSTMConfig.article() if cfg is None else cfg
     x, params = fl.random_input(cfg, seed=1), fl.init_params(cfg, seed=0)
@@ -144,10 +145,10 @@ def host_times(cfg=None, passes: int = 3) -> dict:
         runner.launch()  # compiled and prepared before timing
         costs, launches = [], 0
         for _ in range(passes):
-            before_launches, before_driver = len(fake.launches()), fake.driver_seconds
-            started = time.process_time()
+            before_launches, before_driver = len(fake.launches()), shim.driver_cpu_seconds()
+            started = time.thread_time()
             runner.launch()
-            costs.append(time.process_time() - started - (fake.driver_seconds - before_driver))
+            costs.append(time.thread_time() - started - (shim.driver_cpu_seconds() - before_driver))
             launches = len(fake.launches()) - before_launches
         median = statistics.median(costs)
         out[name] = {"launches": launches, "per_pass_ms": round(median * 1e3, 2),
