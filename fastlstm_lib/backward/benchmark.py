@@ -53,7 +53,9 @@ def bench_weight_gradients(cfg: LSTMConfig, *, warmup: int = 3, repeats: int = 2
     for label, launch in (("per_step", per_step), ("all_steps", all_steps)):
         launch()
         error = float(np.max(np.abs(dw_d.copy_to_host() - expected)) / np.max(np.abs(expected)))
-        if not error <= 1e-4:
+        if not simulator.values_computed():  # the fake GPU (a test mode) runs no kernel
+            error = None
+        elif not error <= 1e-4:
             raise RuntimeError(f"the {label} weight gradient is wrong: relative error {error:.3g}")
         result[f"{label}_ms"] = summarize(time_launches(launch, warmup=warmup, repeats=repeats))
         result[f"{label}_relative_error"] = error

@@ -90,7 +90,7 @@ class State:
             self.calls.append(Call(what, details))
 
     def allocate(self, size: int, table: dict) -> int:
-        buffer = np.empty(max(int(size), 1), dtype=np.uint8)
+        buffer = np.zeros(max(int(size), 1), dtype=np.uint8)  # cudaMalloc leaves it undefined: zeros is one such
         pointer = buffer.ctypes.data
         table[pointer] = buffer
         return pointer
