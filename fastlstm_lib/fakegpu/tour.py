@@ -165,9 +165,12 @@ def main(argv=None) -> int:
     parser.add_argument("--host-times", action="store_true", help="instead: the host's CPU time to issue one "
                         "forward pass of each step at the article's size, the fake driver's own time taken out")
     args = parser.parse_args(argv)
+    import contextlib
     import warnings
 
-    with warnings.catch_warnings(record=True) as caught:
+    # What the library prints along the way (the clocks command, progress) goes to stderr: stdout
+    # carries the JSON report alone.
+    with warnings.catch_warnings(record=True) as caught, contextlib.redirect_stdout(sys.stderr):
         warnings.simplefilter("always")
         report = host_times() if args.host_times else run(tuple(args.parts))
     if not args.host_times:
