@@ -68,10 +68,7 @@ class FakeDevice:
 
     @property
     def cooperative(self) -> bool:
-        value = self.row.get("cooperative_launch")
-        if value in (None, ""):  # the column's rule: the grid barrier needs compute capability 6.0
-            return self.compute_capability >= (6, 0)
-        return bool(int(value))
+        return self.row["cooperative_launch"]  # data/gpus.csv's column (a bool once read)
 
     @property
     def reserved_shared(self) -> int:
