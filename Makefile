@@ -1,15 +1,25 @@
-# Two commands do everything on a fresh machine with Python 3.11:
-#   make lab    create .venv, install, open the course in JupyterLab
+# Two commands do everything on a fresh machine with Python 3.11, 3.12 or 3.13:
+#   make lab    create .venv, install, open the course in JupyterLab (as a user or as root)
 #   make test   create .venv, install, run the unit tests and every notebook (nbval)
-PYTHON ?= $(shell command -v python3.11 || command -v python3)
+# Another Python: make test PYTHON=python3.13. JupyterLab's own options: make lab LAB_ARGS="--ip=0.0.0.0"
+# (a container whose port is published). On Windows, run make from Git Bash.
+ifeq ($(OS),Windows_NT)
+PYTHON ?= python
+BIN    := .venv/Scripts
+else
+PYTHON ?= $(shell command -v python3.11 || command -v python3.12 || command -v python3.13 || command -v python3)
+BIN    := .venv/bin
+endif
 VENV   := .venv
-BIN    := $(VENV)/bin
 STAMP  := $(VENV)/.installed
+# JupyterLab refuses to start as root (Docker, cloud VMs) unless told that it is meant.
+ALLOW_ROOT := $(shell [ "$$(id -u 2>/dev/null)" = 0 ] && echo --allow-root)
+LAB_ARGS ?=
 
 .PHONY: setup lab test test-fake-gpu-notebooks bench clean
 
 $(STAMP): pyproject.toml
-	$(PYTHON) -c 'import sys; assert sys.version_info[:2] >= (3, 11), "Python 3.11 or newer needed, found " + sys.version'
+	$(PYTHON) tools/check_python.py
 	$(PYTHON) -m venv $(VENV)
 	$(BIN)/python -m pip install --quiet --upgrade pip
 	$(BIN)/python -m pip install --quiet -e ".[test,lab]"
@@ -18,7 +28,7 @@ $(STAMP): pyproject.toml
 setup: $(STAMP)
 
 lab: $(STAMP)
-	$(BIN)/jupyter lab notebooks/
+	$(BIN)/python -m jupyter lab $(ALLOW_ROOT) $(LAB_ARGS) notebooks/
 
 test: $(STAMP)
 	$(BIN)/python -m pytest

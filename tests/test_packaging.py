@@ -1,8 +1,14 @@
 """pyproject.toml and environment.yml pin the same packages; CI runs the README's test command."""
 
+import os
 import re
+import shutil
+import subprocess
+import sys
 import tomllib
 from pathlib import Path
+
+import pytest
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -31,7 +37,10 @@ def environment_pins():
 def test_every_dependency_is_pinned_exactly():
     for pin in pyproject_pins():
         # An exact pin, optionally for one platform (the CUDA compilers ship Linux wheels only).
-        assert re.fullmatch(r"[A-Za-z0-9_.\-\[\]]+==[0-9][0-9A-Za-z.]*( ?; sys_platform == '(linux|darwin|win32)')?", pin), pin
+        assert re.fullmatch(r"[A-Za-z0-9_.\-\[\]]+==[0-9][0-9A-Za-z.]*( ?; .+)?", pin), pin
+        if ";" in pin:  # a marker that pip can read, over the names we use
+            marker = pin.split(";", 1)[1]
+            assert re.fullmatch(r"( *(and|or|not|\(|\)|sys_platform|platform_machine|python_version|[!=<>]=?|'[A-Za-z0-9_.]+') *)+", marker), pin
 
 
 def test_environment_yml_matches_pyproject():
@@ -48,3 +57,81 @@ def test_ci_runs_the_readme_test_command():
     ci = (ROOT / ".ci" / "run").read_text()
     assert "make test" in readme and "make lab" in readme
     assert re.search(r"^make test$", ci, re.M)
+
+
+def make_dry_run(target, path=None):
+    """The command lines ``make -n TARGET`` would run (nothing is run)."""
+    env = dict(os.environ, PATH=path or os.environ["PATH"])
+    done = subprocess.run(["make", "-n", target], cwd=ROOT, capture_output=True, text=True, env=env, timeout=60)
+    assert done.returncode == 0, done.stderr
+    return done.stdout
+
+
+@pytest.mark.skipif(shutil.which("make") is None or os.name != "posix", reason="make and id (POSIX)")
+def test_make_lab_starts_jupyterlab_as_root_and_as_a_user(tmp_path):
+    # JupyterLab refuses root without --allow-root (Docker, cloud VMs); a user never needs it.
+    for uid in ("0", "1000"):
+        fake = tmp_path / uid
+        fake.mkdir()
+        (fake / "id").write_text(f"#!/bin/sh\necho {uid}\n")
+        (fake / "id").chmod(0o755)
+        lab = [line for line in make_dry_run("lab", f"{fake}{os.pathsep}{os.environ['PATH']}").splitlines()
+               if "jupyter lab" in line]
+        assert len(lab) == 1 and lab[0].rstrip().endswith("notebooks/"), lab
+        assert ("--allow-root" in lab[0]) == (uid == "0"), lab
+
+
+@pytest.mark.parametrize("version, system, machine, refused", [
+    ((3, 10), "linux", "x86_64", "Python 3.11, 3.12 or 3.13 is needed"),
+    ((3, 11), "linux", "x86_64", None),
+    ((3, 13), "linux", "aarch64", None),
+    ((3, 13), "win32", "AMD64", None),
+    ((3, 13), "darwin", "arm64", None),
+    ((3, 12), "darwin", "x86_64", None),
+    ((3, 13), "darwin", "x86_64", "an Intel Mac needs Python 3.11 or 3.12"),
+    ((3, 14), "linux", "x86_64", "Python 3.11, 3.12 or 3.13 is needed"),
+])
+def test_make_setup_says_which_python_it_needs(version, system, machine, refused):
+    sys.path.insert(0, str(ROOT / "tools"))
+    try:
+        import check_python
+    finally:
+        sys.path.remove(str(ROOT / "tools"))
+    why = check_python.problem(version, system, machine)
+    assert (why is None) if refused is None else why.startswith(refused), why
+
+
+def test_every_marker_is_one_pip_reads():
+    markers = pytest.importorskip("packaging.markers")
+    for pin in pyproject_pins():
+        if ";" in pin:
+            markers.Marker(pin.split(";", 1)[1])  # raises InvalidMarker otherwise
+
+
+def test_each_platform_gets_one_pin_of_each_package():
+    # The markers split the platforms: every (platform, Python) sees exactly one numpy, numba,
+    # TensorFlow; numba-cuda everywhere but macOS (numba's own simulator there).
+    markers = pytest.importorskip("packaging.markers")
+    platforms = {"linux-x86_64": ("linux", "x86_64"), "linux-aarch64": ("linux", "aarch64"),
+                 "mac-arm64": ("darwin", "arm64"), "mac-intel": ("darwin", "x86_64"), "windows": ("win32", "AMD64")}
+    project = tomllib.loads((ROOT / "pyproject.toml").read_text())["project"]
+    for name, (system, machine) in platforms.items():
+        for python in ("3.11", "3.12", "3.13"):
+            env = {"sys_platform": system, "platform_machine": machine, "python_version": python}
+            chosen = {}
+            for pin in project["dependencies"]:
+                requirement, _, marker = pin.partition(";")
+                if not marker or markers.Marker(marker).evaluate(env):
+                    package = requirement.split("==")[0].strip()
+                    assert package not in chosen, (name, python, pin)
+                    chosen[package] = requirement.split("==")[1].strip()
+            assert {"numpy", "numba", "tensorflow", "keras"} <= set(chosen), (name, chosen)
+            assert ("numba-cuda" in chosen) == (system != "darwin"), (name, chosen)
+
+
+def test_the_course_has_a_license_the_readme_explains():
+    license_text = (ROOT / "LICENSE").read_text()
+    assert license_text.startswith("MIT License")
+    assert 'license = "MIT"' in (ROOT / "pyproject.toml").read_text()
+    readme = (ROOT / "README.md").read_text()
+    assert "## License" in readme and "MIT" in readme.split("## License", 1)[1]
