@@ -11,58 +11,67 @@ exercises and their grader (``fl.check``) are in ``fastlstm_lib.exercises``, the
 ``fastlstm_lib.doctor``.
 """
 
-import os as _os
+from .requirements import missing as _missing
 
-if _os.environ.get("FASTLSTM_FAKE_GPU", "").strip():  # the fake-GPU test mode: its driver first
-    from .fakegpu import activate_from_environment as _activate_fake_gpu
+_ABSENT = _missing()  # NumPy or Numba absent: nothing below can load, but the doctor still runs
+if _ABSENT:
+    from .requirements import refusal as _refusal
 
-    _activate_fake_gpu()
-from . import simulator  # first: decides NUMBA_ENABLE_CUDASIM before numba is imported
+    __getattr__ = _refusal(_ABSENT)
+else:
+    import os as _os
 
-if simulator.SIMULATOR:
-    simulator.lock_shared_array_allocation()  # a race in the simulator's shared memory
+    if _os.environ.get("FASTLSTM_FAKE_GPU", "").strip():  # the fake-GPU test mode: its driver first
+        from .fakegpu import activate_from_environment as _activate_fake_gpu
 
-from .numba_settings import quiet_low_occupancy_warnings
+        _activate_fake_gpu()
+    from . import simulator  # first: decides NUMBA_ENABLE_CUDASIM before numba is imported
 
-quiet_low_occupancy_warnings()  # small grids are the course's choice: no warning at each launch on a GPU
+    if simulator.SIMULATOR:
+        simulator.lock_shared_array_allocation()  # a race in the simulator's shared memory
+        from .numba_compat import complete_builtin_simulator
 
-from .keras_backend import set_tensorflow_defaults
+        complete_builtin_simulator()  # numba's own simulator (no numba-cuda, as on macOS) lacks a few calls
 
-set_tensorflow_defaults()  # before anything imports TensorFlow (a test's importorskip, a notebook)
-from .config import LSTMConfig, flops
-from .params import GATES, LayerParams, init_params, random_input, validate_input, validate_params
-from .reference import RTOL, matches, reference_forward, relative_error
-from .device import device_info, is_simulator
-from . import steps
-from .launches import count_launches, launch_overhead_us
-from .article import article_numbers, article_source, ladder_comparison
-from .gpus import fp32_peak_tflops, gpu
-from .results import committed_results, format_table, load_results, save_results
-from .harness import WrongResultError, bench, bench_batch_sweep, bench_steps, host_and_device_times
-# Binds fl.profile to the function (the subpackage stays importable: ``from fastlstm_lib.profile import charts``).
-from .profile import lower_bound, profile
-from . import backward
-from .backward import reference_backward
+    from .numba_settings import quiet_low_occupancy_warnings
 
+    quiet_low_occupancy_warnings()  # small grids are the course's choice: no warning at each launch on a GPU
 
-#: Public names whose modules import Keras (or plan for a GPU) and so load on first use: name -> module.
-_LAZY = {
-    "params_from_keras": "keras_bridge",  # a list of keras.layers.LSTM -> params
-    "keras_forward": "keras_bridge",  # Keras' own LSTM stack on x with params
-    "persistent_limits": "kernels.persistent_plan",  # which batch sizes fit the persistent step on a chip
-    "check": "exercises",  # grade a notebook exercise and print the verdict
-}
+    from .keras_backend import set_tensorflow_defaults
 
+    set_tensorflow_defaults()  # before anything imports TensorFlow (a test's importorskip, a notebook)
+    from .config import LSTMConfig, flops
+    from .params import GATES, LayerParams, init_params, random_input, validate_input, validate_params
+    from .reference import RTOL, matches, reference_forward, relative_error
+    from .device import device_info, is_simulator
+    from . import steps
+    from .launches import count_launches, launch_overhead_us
+    from .article import article_numbers, article_source, ladder_comparison
+    from .gpus import fp32_peak_tflops, gpu
+    from .results import committed_results, format_table, load_results, save_results
+    from .harness import WrongResultError, bench, bench_batch_sweep, bench_steps, host_and_device_times
+    # Binds fl.profile to the function (the subpackage stays importable: ``from fastlstm_lib.profile import charts``).
+    from .profile import lower_bound, profile
+    from . import backward
+    from .backward import reference_backward
 
-def __getattr__(name):
-    """The names in ``_LAZY``, and the subpackage ``fl.keras_layer`` (it imports Keras), on first use."""
-    import importlib
+    #: Public names whose modules import Keras (or plan for a GPU) and so load on first use: name -> module.
+    _LAZY = {
+        "params_from_keras": "keras_bridge",  # a list of keras.layers.LSTM -> params
+        "keras_forward": "keras_bridge",  # Keras' own LSTM stack on x with params
+        "persistent_limits": "kernels.persistent_plan",  # which batch sizes fit the persistent step on a chip
+        "check": "exercises",  # grade a notebook exercise and print the verdict
+    }
 
-    if name in _LAZY:
-        return getattr(importlib.import_module(f"{__name__}.{_LAZY[name]}"), name)
-    if name == "keras_layer":
-        return importlib.import_module(f"{__name__}.keras_layer")
-    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    def __getattr__(name):
+        """The names in ``_LAZY``, and the subpackage ``fl.keras_layer`` (it imports Keras), on first use."""
+        import importlib
+
+        if name in _LAZY:
+            return getattr(importlib.import_module(f"{__name__}.{_LAZY[name]}"), name)
+        if name == "keras_layer":
+            return importlib.import_module(f"{__name__}.keras_layer")
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 
 
 __version__ = "0.1.0"

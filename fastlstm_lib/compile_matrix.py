@@ -113,6 +113,9 @@ def build(cache: Path = CACHE, workers: int | None = None) -> list[dict]:
     """Every row of the table, kernels in the inventory's order, each over the architectures."""
     if workers is not None and (not isinstance(workers, int) or workers < 1):
         raise ValueError(f"workers must be a positive int or None, got {workers!r}")
+    from .numba_compat import require_numba_cuda
+
+    require_numba_cuda("the compile matrix")  # it compiles with numba-cuda's real path, never the simulator
     key = cache_key()
     cache = Path(cache)
     for old in cache.glob("*") if cache.exists() else []:

@@ -1,4 +1,5 @@
-"""What we are running on (recorded with every measurement), and installed package versions."""
+"""What we are running on (recorded with every measurement), and installed package versions
+(``numba_compat.package_version``)."""
 
 from __future__ import annotations
 
@@ -9,21 +10,13 @@ import numpy as np
 import numba
 from numba import cuda
 
-from . import simulator
-
-
-def package_version(package: str) -> str | None:
-    """The installed version of a distribution ("numba-cuda"), or None if it is not installed."""
-    from importlib import metadata
-
-    try:
-        return metadata.version(package)
-    except metadata.PackageNotFoundError:
-        return None
+from . import numba_compat, simulator
 
 
 def device_info() -> dict:
-    """Device name, simulator or not, compute capability, SM count and software versions."""
+    """Device name, simulator or not, compute capability, SM count and software versions, and which
+    Numba CUDA runs the kernels (``numba_cuda_in_use``: "numba-cuda 0.30.4", or "numba 0.68.1's
+    built-in simulator" where numba-cuda is not installed, as on macOS)."""
     simulator.announce()
     info = {
         "name": "Numba CUDA simulator (CPU)",
@@ -32,7 +25,8 @@ def device_info() -> dict:
         "multiprocessors": None,
         "cuda_driver": None,
         "numba": numba.__version__,
-        "numba_cuda": package_version("numba-cuda"),
+        "numba_cuda": numba_compat.NUMBA_CUDA_VERSION,
+        "numba_cuda_in_use": numba_compat.describe(simulator.SIMULATOR),
         "numpy": np.__version__,
         "python": platform.python_version(),
         "host": platform.machine(),

@@ -3,7 +3,8 @@
 On a GPU, numba-cuda (0.30.4: ``_LaunchConfiguration.__init__`` in ``numba/cuda/dispatcher.py``,
 which every ``kernel[grid, block]`` builds) warns ``NumbaPerformanceWarning: Grid size N will
 likely result in GPU under-utilization due to low occupancy`` at every launch of fewer than 128
-blocks, unless ``numba.cuda.core.config.CUDA_LOW_OCCUPANCY_WARNINGS`` (environment variable
+blocks, unless ``numba.cuda.core.config.CUDA_LOW_OCCUPANCY_WARNINGS`` (``numba.core.config`` for numba's
+built-in ``numba.cuda``: ``numba_compat.cuda_config``; environment variable
 ``NUMBA_CUDA_LOW_OCCUPANCY_WARNINGS``) is 0. The course turns it off, once, at ``import
 fastlstm_lib``:
 
@@ -21,6 +22,8 @@ from __future__ import annotations
 
 import os
 
+from .numba_compat import cuda_config
+
 VARIABLE = "NUMBA_CUDA_LOW_OCCUPANCY_WARNINGS"
 
 
@@ -31,8 +34,7 @@ def quiet_low_occupancy_warnings() -> None:
     compile), which would otherwise turn the warning back on."""
     if os.environ.get(VARIABLE, "").strip() == "":
         os.environ[VARIABLE] = "0"
-    from numba.cuda.core import config
-
+    config = cuda_config()
     try:
         config.CUDA_LOW_OCCUPANCY_WARNINGS = int(os.environ[VARIABLE])
     except ValueError:  # not a number: Numba keeps its own reading of it

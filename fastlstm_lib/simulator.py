@@ -12,7 +12,7 @@ Overrides (environment variables):
   (``fastlstm_lib.fakegpu``): numba-cuda's real path on a fake driver, which ``fastlstm_lib``'s
   ``__init__`` loads just before this module; the probe below then finds it like a real one.
 
-Saying so: ``announce()`` prints one line the first time Numba work is asked for (a step, a
+Saying so: ``announce()`` prints one line (on stdout: a notice, not an error) the first time Numba work is asked for (a step, a
 kernel, ``device_info``), so the notebooks that never touch Numba (the CNN and data-feeding
 ones) carry no simulator banner.
 
@@ -36,8 +36,10 @@ import threading
 
 import numpy as np
 
+from . import numba_compat
+
 _MESSAGE = (
-    "fastlstm_lib: {why}; using Numba's CUDA simulator: kernels run on the CPU, slowly, "
+    "fastlstm_lib: {why}; using {which}: kernels run on the CPU, slowly, "
     "problem sizes shrink and timings mean nothing."
 )
 
@@ -105,17 +107,18 @@ def switch_to_simulator_if_needed() -> bool:
 
 
 def announce() -> None:
-    """On the simulator, say so in one line on stderr: once per process, at the first Numba work."""
+    """On the simulator, say so in one line: once per process, at the first Numba work.
+
+    On stdout, as information: Jupyter draws stderr in red, like an error, and this is none.
+    """
     global _announced
     if SIMULATOR and not _announced:
         _announced = True
-        print(_MESSAGE.format(why=_reason), file=sys.stderr)
+        print(_MESSAGE.format(why=_reason, which=numba_compat.simulator_name()), flush=True)
 
 
 def lock_shared_array_allocation() -> None:
     """Replace the simulator's ``FakeCUDAShared.array`` with the same logic under a lock."""
-    from numba.core import types
-    from numba.np import numpy_support
     from numba.cuda.simulator import kernelapi
 
     shared = kernelapi.FakeCUDAShared
@@ -126,8 +129,7 @@ def lock_shared_array_allocation() -> None:
     def array(self, shape, dtype, alignment=None):
         if alignment is not None:
             raise RuntimeError("Array alignment is not supported in cudasim")
-        if isinstance(dtype, types.Type):
-            dtype = numpy_support.as_dtype(dtype)
+        dtype = numba_compat.as_numpy_dtype(dtype)  # a Numba type of numba-cuda's or numba's own, or NumPy's
         if shape == 0:  # dynamic shared memory: one buffer for every request
             count = self._dynshared_size // dtype.itemsize
             return np.frombuffer(self._dynshared.data, dtype=dtype, count=count)

@@ -29,6 +29,37 @@ def keras_available():
     return True
 
 
+def numba_cuda_missing(linux: bool = False, c_compiler: bool = False) -> str | None:
+    """Why a test of numba-cuda's real host path cannot run here, or None. All need numba-cuda
+    (numba's built-in numba.cuda, the macOS one, only ever runs the simulator here); with
+    ``linux``, also Linux (pip's CUDA compilers: the compile matrix; a fake libcuda.so.1: the fake
+    GPU); with ``c_compiler``, also a C compiler (the fake GPU's driver library is built with it)."""
+    import os
+    import shutil
+    import sys
+
+    from fastlstm_lib import numba_compat
+
+    if linux and not sys.platform.startswith("linux"):
+        return "needs Linux (the CUDA compilers from pip, a fake libcuda.so.1)"
+    if not numba_compat.HAS_NUMBA_CUDA:
+        return numba_compat.NEEDS_NUMBA_CUDA
+    if c_compiler and not (os.environ.get("CC") or shutil.which("cc") or shutil.which("gcc")):
+        return "needs a C compiler (cc or gcc) on the PATH, to build the fake libcuda.so.1"
+    return None
+
+
+def _needs(**what) -> pytest.MarkDecorator:
+    why = numba_cuda_missing(**what)
+    return pytest.mark.skipif(why is not None, reason=str(why))
+
+
+#: Marks for tests of numba-cuda's real host path: skipped, saying why, where it cannot run.
+needs_numba_cuda = _needs()
+needs_compile_matrix = _needs(linux=True)
+needs_fake_gpu = _needs(linux=True, c_compiler=True)
+
+
 def _fake_gpu_items(items):
     return [item for item in items if item.nodeid.startswith("tests/test_fake_gpu.py")]
 
@@ -40,8 +71,8 @@ def pytest_collection_modifyitems(session, config, items):
 
 
 def pytest_collection_finish(session):
-    """Start the fake-GPU tours once the selection is final (-k may have left none)."""
-    if any("test_every_path" in item.nodeid or "_the_m40_" in item.nodeid or "_h100_" in item.nodeid
+    """Start the fake-GPU tours once the selection is final (-k may have left none), where they can run."""
+    if numba_cuda_missing(linux=True, c_compiler=True) is None and any("test_every_path" in item.nodeid or "_the_m40_" in item.nodeid or "_h100_" in item.nodeid
            for item in _fake_gpu_items(session.items)):
         import fake_gpu_runs
 

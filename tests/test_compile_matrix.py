@@ -20,9 +20,9 @@ from fastlstm_lib.compile_matrix_toolkits import ARCHS, arch_name, assemble, res
 from fastlstm_lib.kernels.gemm import GPU_LARGE
 from fastlstm_lib.kernels.persistent import MAX_REGISTERS
 
-pytestmark = pytest.mark.skipif(
-    not sys.platform.startswith("linux"),
-    reason="the CUDA compilers of the compile matrix (pip's nvidia-* wheels) exist for Linux only")
+from conftest import needs_compile_matrix
+
+pytestmark = needs_compile_matrix  # pip's CUDA compilers (nvidia-* wheels) and numba-cuda: Linux only
 
 ARCH_NAMES = [arch_name(cc) for cc in ARCHS]
 #: Spill bytes (stores, and loads) the persistent kernel may have at its register cap, per

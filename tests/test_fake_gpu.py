@@ -23,8 +23,9 @@ import pytest
 
 from fake_gpu_runs import GPUS, result
 
-pytestmark = pytest.mark.skipif(not sys.platform.startswith("linux"),
-                                reason="the fake GPU replaces libcuda.so.1 and needs Linux")
+from conftest import needs_fake_gpu
+
+pytestmark = needs_fake_gpu  # Linux, numba-cuda and a C compiler: skipped, saying which is missing
 
 #: What a GPU legitimately cannot run, by the library's own reasons.
 EXPECTED_SKIPS = {

@@ -145,7 +145,8 @@ def ordered_threads(order: str = "ascending"):
         self._allocations = _PoisonedAllocations()
 
     def local_array(self, shape, dtype, alignment=None):
-        array = original_local_array(self, shape, dtype, alignment)
+        # numba's built-in simulator (no numba-cuda) takes no alignment
+        array = original_local_array(self, shape, dtype, *([] if alignment is None else [alignment]))
         if array.dtype.kind == "f":
             array.fill(np.nan)
         return array

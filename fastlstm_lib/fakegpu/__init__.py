@@ -16,7 +16,8 @@ Use it in a fresh process, before anything touches CUDA:
     FASTLSTM_FAKE_GPU=T4 python -c "import fastlstm_lib as fl; ..."
 
 or ``fastlstm_lib.fakegpu.activate("T4")`` first thing. ``fastlstm_lib.fakegpu.state()`` gives the
-log. Linux only (it builds a small C library with the machine's compiler).
+log. Linux only (it builds a small C library with the machine's compiler), and numba-cuda only
+(numba's built-in ``numba.cuda`` is not faked: ``numba_compat``).
 """
 
 from __future__ import annotations
@@ -48,8 +49,9 @@ def activate(name: str) -> _state.State:
     """
     if not isinstance(name, str):
         raise TypeError(f"name must be a GPU name (str), got {type(name).__name__}")
-    from .. import gpus
+    from .. import gpus, numba_compat
 
+    numba_compat.require_numba_cuda("the fake-GPU test mode")
     row = gpus.gpu(name)  # ValueError naming the known GPUs
     if _state.STATE is not None:
         if _state.STATE.device.short_name != row["name"]:

@@ -191,8 +191,7 @@ def dry_run(chip=None):
 def default_stream_kind() -> str:
     """"legacy" (the default stream waits for every blocking stream and they for it) or
     "per-thread" (an ordinary stream), as Numba is configured."""
-    try:
-        from numba.cuda.core import config
-    except ImportError:  # pragma: no cover - older numba-cuda
-        from numba.core import config
+    from ..numba_compat import cuda_config
+
+    config = cuda_config()  # numba-cuda's settings, or numba's own without it
     return "per-thread" if getattr(config, "CUDA_PER_THREAD_DEFAULT_STREAM", 0) else "legacy"

@@ -73,7 +73,7 @@ class KerasLSTM(LSTMStep):
         return KerasRunner(self, cfg, compiled_inference(model), import_keras().ops.convert_to_tensor(x))
 
     def device(self) -> dict:
-        from ..device import package_version
+        from ..numba_compat import package_version
 
         where = backend_device()
         info = super().device()
