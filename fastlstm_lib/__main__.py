@@ -12,17 +12,20 @@ CONFIGS = ("default", "article", "tiny")
 
 
 def main(argv=None) -> int:
+    argv = sys.argv[1:] if argv is None else list(argv)
+    if argv[:1] == ["doctor"]:  # first, and alone: the doctor runs in any Python 3, even one without NumPy or Numba
+        from fastlstm_lib.doctor import main as doctor_main
+
+        return doctor_main(argv[1:])
     import fastlstm_lib as fl
+    from fastlstm_lib.doctor import add_arguments as doctor_arguments
 
     parser = argparse.ArgumentParser(prog="python -m fastlstm_lib", description=__doc__)
     commands = parser.add_subparsers(dest="command", required=True)
     commands.add_parser("info", help="print the device and software versions")
     doctor = commands.add_parser("doctor", help="will the course run here? each problem with the command that fixes it "
                                                 "(exit status 0 only if it will)")
-    how = doctor.add_mutually_exclusive_group()
-    how.add_argument("--full", action="store_true", help="also import the Keras backend and ask which GPU it sees "
-                                                         "(done by default only when there is a GPU; takes seconds)")
-    how.add_argument("--quick", action="store_true", help="never import the Keras backend")
+    doctor_arguments(doctor)  # for --help; `doctor` itself is dispatched above
     gemm = commands.add_parser("gemm", help="our GEMM against cuBLAS (via torch, TF32 off) on the article's GEMM shapes; GPU only")
     gemm.add_argument("--out", metavar="FILE", help="also write the rows as JSON")
     bench = commands.add_parser("bench", help="check and time the steps on this device")
@@ -64,11 +67,6 @@ def main(argv=None) -> int:
         from fastlstm_lib.keras_backend import set_tf32
 
         set_tf32(args.tf32 == "on")
-
-    if args.command == "doctor":
-        from fastlstm_lib.doctor import run
-
-        return run(full=True if args.full else (False if args.quick else None))
     if args.command == "info":
         print(json.dumps(fl.device_info(), indent=2))
         return 0

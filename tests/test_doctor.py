@@ -69,14 +69,15 @@ def test_missing_cudadevrt_is_a_warning_with_the_matching_wheel(gpu_machine, dri
                                device={**H100, "driver": driver})
     assert status == 0
     assert "warn  no working grid barrier" in text
-    assert f'fix: python -m pip install "numba-cuda[{extra}]==0.30.4"' in text
+    assert f'-m pip install "numba-cuda[{extra}]==0.30.4"' in text
 
 
-def test_missing_nvrtc_means_the_course_will_not_run(gpu_machine):
-    status, text = gpu_machine(nvrtc=False, plain_kernel={"error": "NvrtcSupportError: NVRTC not found"})
+def test_missing_nvrtc_means_the_course_will_not_run_and_is_one_cause(gpu_machine):
+    status, text = gpu_machine(nvrtc=False, plain_kernel={"error": "NvrtcSupportError: NVRTC not found"},
+                               grid_barrier={"error": "NvrtcSupportError: NVRTC not found"})
     assert status == 1
-    assert "fail  NVRTC is missing" in text and "fail  a test kernel failed on the GPU: NvrtcSupportError" in text
-    assert "verdict: the course will NOT run here yet (2 problems" in text
+    assert "fail  NVRTC is missing: Numba cannot compile kernels for the GPU (the test kernel failed: NvrtcSupportError" in text
+    assert "verdict: the course will NOT run here yet (1 problem, 0 warnings" in text, text  # not the kernels again
 
 
 def test_tensorflow_blind_to_the_gpu(gpu_machine, monkeypatch):
@@ -84,7 +85,7 @@ def test_tensorflow_blind_to_the_gpu(gpu_machine, monkeypatch):
     status, text = gpu_machine()
     assert status == 0
     assert "warn  Keras (keras 3.15.1, tensorflow 2.21.0) sees no GPU" in text
-    assert 'fix: python -m pip install "tensorflow[and-cuda]==2.21.0"' in text
+    assert '-m pip install "tensorflow[and-cuda]==2.21.0"' in text
 
 
 def test_keras_that_does_not_import(gpu_machine, monkeypatch):
@@ -129,13 +130,16 @@ def test_pins_come_from_pyproject():
     (facts(system="Darwin"), 0, "info  macOS has no CUDA"),
     (facts(colab=True), 0, "fix: Runtime > Change runtime type > a GPU"),
     (facts(cuda={"driver_library": True, "numba_cuda": False}), 0, "fix: nvidia-smi"),
-    (facts(python=(3, 10, 4)), 1, "fail  Python 3.10.4: the course needs Python >= 3.11"),
+    (facts(python=(3, 10, 4)), 1, "fail  Python 3.10.4: Python 3.11 or newer needed"),
     (facts(installed={**facts().installed, "numba": None}), 1, 'fix: python -m pip install "numba==0.68.1"'),
     (facts(installed={**facts().installed, "numpy": "2.3.0"}), 0, "warn  numpy 2.3.0 is installed, 2.4.6 is pinned"),
     (facts(installed={**facts().installed, "tqdm": None}), 0, "warn  tqdm is not installed: no progress bars"),
     (facts(installed={**facts().installed, "nbval": None}), 0, "info  not installed: nbval"),
+    (facts(installed={**facts().installed, "nbval": None, "nvidia-nvvm": None, "nvidia-cuda-nvcc": None}), 0,
+     'info  not installed: nbval, 2 CUDA compiler packages (nvidia-*) (needed by `make test` and `make lab`, not by '
+     'the notebooks themselves)\n        fix: python -m pip install -e ".[test,lab]"'),
     (facts(keras_backend="torch", installed={**facts().installed, "tensorflow": None, "torch": None}), 1,
-     'fail  torch is not installed'),
+     'fail  KERAS_BACKEND=torch, but torch is not installed'),
     (facts(simulator_kernel="ImportError: no simulator"), 1, "fail  the simulator cannot run a kernel"),
     (facts(disk_free=findings.GIB // 10), 1, "fail  0.10 GiB free"),
     (facts(memory_available=findings.GIB), 0, "warn  1.0 GiB of memory available"),
@@ -163,7 +167,7 @@ def test_the_cuda_wheel_follows_the_driver_and_the_compute_capability(gpu_machin
     status, text = gpu_machine(plain_kernel=NVVM_REFUSES,
                                device={**H100, "driver": driver, "compute_capability": compute_capability})
     assert status == 1
-    assert f'fix: python -m pip install "numba-cuda[{extra}]==0.30.4"' in text
+    assert f'-m pip install "numba-cuda[{extra}]==0.30.4"' in text
     assert ("cu13" in text) == (extra == "cu13"), text
     if driver.startswith("13") and extra == "cu12":
         assert f"CUDA 13 cannot compile for compute capability {compute_capability}" in text
@@ -205,3 +209,183 @@ def test_the_probe_asks_for_cooperative_launch(monkeypatch):
     monkeypatch.setattr(cuda, "get_current_device", lambda: device)
     monkeypatch.setattr(cuda.cudadrv.driver, "driver", SimpleNamespace(get_version=lambda: (13, 0)), raising=False)
     assert cuda_probe.device() == M40
+
+
+# ---- any Python 3, this platform's pins, the exact fix, each cause once (issue 20) ------------------
+
+from fastlstm_lib.doctor import fixes, markers, pyproject  # noqa: E402
+
+ROOT = str(probes.ROOT)
+#: Runs `python -m fastlstm_lib doctor` (or another module) in an isolated Python without site-packages
+#: (-I -S): no NumPy, Numba, TensorFlow, nor their metadata, as in a bare system Python.
+BARE = ("import runpy, sys\nsys.path.insert(0, {root!r})\n"
+        "for name in ('numpy', 'numba', 'keras'):\n"
+        "    try:\n        __import__(name)\n    except ImportError:\n        pass\n"
+        "    else:\n        sys.exit(name + ' imports: the test cannot hide it')\n"
+        "sys.argv = ['x'] + {args!r}\nrunpy.run_module({module!r}, run_name='__main__', alter_sys=True)")
+
+
+def bare_python(python, module="fastlstm_lib", args=("doctor", "--quick")):
+    code = BARE.format(root=ROOT, args=list(args), module=module)
+    return subprocess.run([python, "-I", "-S", "-c", code], capture_output=True, text=True, timeout=180, cwd="/")
+
+
+@pytest.mark.parametrize("module, args", [("fastlstm_lib", ["doctor", "--quick"]), ("fastlstm_lib.doctor", ["--full"])])
+def test_the_doctor_runs_in_a_python_without_numpy_or_numba(module, args):
+    done = bare_python(sys.executable, module, args)
+    assert "Traceback" not in done.stderr, done.stderr
+    assert done.returncode == 1, done.stdout + done.stderr  # the course will not run: said, not crashed
+    out = done.stdout
+    assert "fail  numpy, numba, numba-cuda, tensorflow, keras, matplotlib, tqdm are not installed" in out, out
+    one_command = [line for line in out.splitlines() if '-m pip install "numpy==' in line]
+    assert len(one_command) == 1 and '"numba==0.68.1" "numba-cuda==0.30.4" "tensorflow==2.21.0"' in one_command[0]
+    assert one_command[0].split("-m pip install")[0].split()[-1] == fixes.quoted(probes.shown_path(sys.executable))
+    assert "the GPU (or Numba's CUDA simulator): not checked (needs numba and numba-cuda, above)" in out
+    assert "verdict: the course will NOT run here yet (1 problem, 0 warnings)" in out
+
+
+def older_python():
+    import glob
+    import shutil
+
+    for version in ("3.8", "3.9", "3.10"):
+        for python in [shutil.which(f"python{version}")] + sorted(glob.glob(f"/root/.pyenv/versions/{version}*/bin/python3")):
+            if python and subprocess.run([python, "-c", "pass"], capture_output=True).returncode == 0:
+                return python
+    return None
+
+
+@pytest.mark.skipif(older_python() is None, reason="no Python 3.8 to 3.10 on this machine")
+def test_a_python_older_than_311_is_told_so():
+    done = bare_python(older_python())
+    assert "Traceback" not in done.stderr and done.returncode == 1, done.stdout + done.stderr
+    assert "Python 3.11 or newer needed" in done.stdout and "problem" in done.stdout, done.stdout
+
+
+@pytest.mark.parametrize("marker, environment, holds", [
+    ("", {}, True),
+    ("sys_platform != 'darwin'", {"sys_platform": "linux"}, True),
+    ("sys_platform != 'darwin'", {"sys_platform": "darwin"}, False),
+    ("sys_platform == 'darwin' and platform_machine == 'x86_64'", {"sys_platform": "darwin", "platform_machine": "x86_64"}, True),
+    ("sys_platform == 'darwin' and platform_machine == 'x86_64'", {"sys_platform": "darwin", "platform_machine": "arm64"}, False),
+    ("sys_platform != 'darwin' or platform_machine != 'x86_64'", {"sys_platform": "darwin", "platform_machine": "arm64"}, True),
+    ("(sys_platform == 'linux' or sys_platform == 'win32') and python_version < '3.13'", {"sys_platform": "win32", "python_version": "3.12"}, True),
+    ('python_version >= "3.10"', {"python_version": "3.9"}, False),  # as versions: "3.9" < "3.10"
+    ("python_full_version == '3.11'", {"python_full_version": "3.11.0"}, True),
+    ('extra == "test" and sys_platform == "linux"', {"extra": "test", "sys_platform": "linux"}, True),
+])
+def test_markers(marker, environment, holds):
+    assert markers.evaluate(marker, markers.this_machine(**environment)) is holds
+
+
+@pytest.mark.parametrize("marker", ["sys_platform in 'linux darwin'", "not sys_platform == 'linux'",
+                                    "python_version ~= '3.11'", "platform_release == '5'", "sys_platform < 'linux'",
+                                    "(sys_platform == 'linux'", "sys_platform == 'linux' and", "'a' == 'a'"])
+def test_markers_outside_the_grammar_are_refused_loudly(marker):
+    with pytest.raises(ValueError, match="unsupported environment marker"):
+        markers.evaluate(marker)
+
+
+def test_pins_without_tomllib_are_the_same():
+    text = (probes.ROOT / "pyproject.toml").read_text()
+    assert pyproject.read_without_tomllib(text) == pyproject.read_pyproject(text)
+
+
+MAC_ARM = markers.this_machine(sys_platform="darwin", platform_system="Darwin", platform_machine="arm64")
+MAC_INTEL = markers.this_machine(sys_platform="darwin", platform_system="Darwin", platform_machine="x86_64")
+
+
+def mac(environment=MAC_ARM, **changes):
+    """A Mac: its pins (no numba-cuda), installed as pinned, no CUDA at all."""
+    requires, pins = probes.pins(environment)
+    installed = {**{name: version for name, (version, _) in pins.items()}, "numba-cuda": None, **changes.pop("installed", {})}
+    return facts(system="Darwin", machine=environment["platform_machine"], pins=pins, installed=installed,
+                 cuda={"driver_library": False, "numba_cuda": False, "nvvm": {"error": "no CUDA"}}, **changes)
+
+
+def test_a_mac_needs_no_numba_cuda_and_uses_numbas_own_simulator():
+    assert "numba-cuda" not in probes.pins(MAC_ARM)[1] and probes.pins(MAC_ARM)[1]["numba"][0] == "0.68.1"
+    intel = probes.pins(MAC_INTEL)[1]
+    assert (intel["numpy"][0], intel["numba"][0], intel["tensorflow"][0]) == ("1.26.4", "0.62.1", "2.16.2")
+    status, text = verdict_and_text(mac())
+    assert status == 0 and "numba-cuda" not in text.replace("numba-cuda, the GPU path, is not needed", ""), text
+    assert "info  macOS has no CUDA: the notebooks run on Numba's own CUDA simulator" in text
+    status, text = verdict_and_text(mac(MAC_INTEL, installed={"numpy": "2.4.6", "numba": None}))
+    assert status == 1 and 'python -m pip install "numba==0.62.1" "numpy==1.26.4"' in text, text
+
+
+def test_colab_keeps_its_versions_and_gets_what_it_lacks_from_the_setup_cell():
+    machine = facts(colab=True, installed={**facts().installed, "numpy": "2.0.2", "keras": "3.10.0", "numba-cuda": None,
+                                           "nbval": None})
+    status, text = verdict_and_text(machine)
+    assert "info  Colab's own versions, kept: numpy 2.0.2 is installed, 2.4.6 is pinned; keras 3.10.0 is installed" in text
+    assert "fail  numba-cuda is not installed\n        fix: run the notebook's first cell (the set-up cell)" in text, text
+    assert "pip" not in text and "nbval" not in text and status == 1
+    # What the set-up cell installs (fastlstm_lib/colab.py: what Colab has too old) is not Colab's to keep.
+    status, text = verdict_and_text(facts(colab=True, installed={**facts().installed, "numba-cuda": "0.22.2"}))
+    assert "fail  numba-cuda 0.22.2 is installed, the set-up cell installs 0.30.4\n        fix: run the notebook's" in text
+    assert "Colab's own versions" not in text and status == 1, text
+    status, text = verdict_and_text(facts(colab=True, installed={**facts().installed, "numpy": "2.0.2"}))
+    assert status == 0 and "(0 problems, 1 warning)" in text and "warn  this Colab runtime has no GPU" in text, text
+
+
+def test_one_pinned_command_for_every_package_by_this_very_python():
+    machine = facts(executable="/opt/my python/bin/python3",
+                    installed={**facts().installed, "numba": None, "numpy": None, "keras": "3.10.0", "tqdm": None})
+    status, text = verdict_and_text(machine)
+    assert status == 1 and text.count("pip install") == 1, text
+    assert ("fail  numpy, numba, tqdm are not installed; keras 3.10.0 is installed, 3.15.1 is pinned" in text)
+    assert ("""fix: '/opt/my python/bin/python3' -m pip install "numpy==2.4.6" "numba==0.68.1" "tqdm==4.70.1" """
+            '"keras==3.15.1"') in text
+    assert fixes.quoted("~/.pyenv/versions/3.11.7/bin/python3") == "~/.pyenv/versions/3.11.7/bin/python3"
+    assert fixes.quoted("~/my envs/python") == "~/'my envs/python'"
+    assert fixes.quoted("C:/Program Files/Python311/python.exe", "Windows") == '"C:\\Program Files\\Python311\\python.exe"'
+
+
+def test_another_python_than_the_courses_venv_is_pointed_to_it():
+    machine = facts(executable="/usr/bin/python3", course_python=".venv/bin/python",
+                    installed={**facts().installed, "numba": None, "nbval": None})
+    status, text = verdict_and_text(machine)
+    assert "fix: use the course's Python: .venv/bin/python -m fastlstm_lib doctor" in text, text
+    assert '             or install into this Python: /usr/bin/python3 -m pip install "numba==0.68.1"' in text
+    assert "nbval" not in text  # the wrong Python is one cause, said once
+    assert "(run the fix commands in the course's folder" in text
+    status, text = verdict_and_text(facts(python=(3, 8, 10), course_python=".venv/bin/python"))
+    assert status == 1 and "fix: use the course's Python: .venv/bin/python" in text and "pip" not in text
+
+
+def test_numba_cuda_missing_on_a_machine_with_a_driver_gets_the_cuda_libraries():
+    machine = facts(cuda={"driver_library": True, "numba_cuda": {"error": "ModuleNotFoundError"}},
+                    installed={**facts().installed, "numba-cuda": None})
+    status, text = verdict_and_text(machine)
+    assert status == 1 and 'python -m pip install "numba-cuda[cu12]==0.30.4"' in text
+    assert "not checked (needs numba-cuda, above)" in text and "nvidia-smi" not in text
+
+
+@pytest.mark.parametrize("system, command", [("Linux", "fix: unset KERAS_BACKEND"),
+                                             ("Windows", "fix: set KERAS_BACKEND=   (cmd; in the shell that starts Python or Jupyter")])
+def test_a_keras_backend_that_is_not_installed_is_unset_and_counted_once(system, command):
+    missing_jax = {"error": "ModuleNotFoundError: No module named 'jax'"}  # what --full's probe would say
+    for answer in (None, missing_jax):
+        status, text = verdict_and_text(facts(system=system, keras_backend="jax", backend_gpus=answer))
+        assert "fail  KERAS_BACKEND=jax, but jax is not installed (the course pins TensorFlow 2.21.0" in text
+        assert command in text and "pip" not in text, text
+        assert ("or Remove-Item Env:KERAS_BACKEND   (PowerShell)" in text) == (system == "Windows")
+        assert status == 1 and "(1 problem, 0 warnings)" in text, text
+
+
+def test_full_counts_a_missing_package_once():
+    machine = facts(installed={**facts().installed, "tensorflow": None},
+                    backend_gpus={"error": "ModuleNotFoundError: No module named 'tensorflow'"})
+    status, text = verdict_and_text(machine)
+    assert "fail  tensorflow is not installed" in text and "does not import" not in text
+    assert "Keras backend: tensorflow (not checked: needs tensorflow, above)" in text
+    assert "(1 problem, 0 warnings)" in text, text
+
+
+def test_another_installed_backend_is_information_and_tensorflow_optional():
+    machine = facts(keras_backend="torch", installed={**facts().installed, "torch": "2.5.1", "tensorflow": None})
+    status, text = verdict_and_text(machine)
+    assert status == 0, text
+    assert "info  Keras backend: torch 2.5.1 (KERAS_BACKEND); the course pins no version of it" in text
+    assert "tensorflow is not installed" not in text

@@ -1,125 +1,37 @@
 """From the machine's answers (``probes.Facts``) to findings: ok, info, warn or fail, each problem
-with the one command that fixes it. Pure functions of the facts, so every case (a GPU without
-libcudadevrt, TensorFlow blind to the GPU, Colab without a GPU runtime...) is testable anywhere.
+with the one command that fixes it (``fixes``). Pure functions of the facts, so every case (a GPU
+without libcudadevrt, TensorFlow blind to the GPU, Colab without a GPU runtime, a Mac, a Python
+without Numba...) is testable anywhere. The software's findings are in ``software``; here the GPU
+(or the simulator), the disk and memory, the verdict and the report.
 
-Which CUDA libraries to install depends on the driver AND the GPU: CUDA 13's compiler (NVVM)
-refuses compute capability below 7.5 (M40 5.2, P100 6.0, V100 7.0), yet R580 drivers report 13.0
-on those GPUs, so ``[cu13]`` only from driver 13 and compute capability 7.5 up, ``[cu12]``
-otherwise (a 13.x driver runs CUDA 12's libraries), and a driver older than CUDA 12 must be
-updated first. A GPU below compute capability 6.0 has no cooperative launch, hence no grid
-barrier: the persistent step cannot run on it, whatever is installed.
+A GPU below compute capability 6.0 has no cooperative launch, hence no grid barrier: the
+persistent step cannot run on it, whatever is installed.
 """
 
 from __future__ import annotations
 
-import dataclasses
-import re
-
-from .probes import Facts
+from . import fixes
+from .fixes import CUDA13_COMPUTE_CAPABILITY, DRIVER_UPDATE, Finding, cuda_wheel, device_facts, version_tuple
+from . import software
+from .software import backend_findings, package_findings, python_finding, python_too_old
 
 GIB = 1024 ** 3
 STATUSES = ("ok", "info", "warn", "fail")
-#: CUDA 13's NVVM compiles for compute capability 7.5 and newer only (CUDA 12's from 5.0).
-CUDA13_COMPUTE_CAPABILITY = (7, 5)
 #: Cooperative launch, and so a grid barrier (notebook 09's persistent kernel), from this compute capability.
 COOPERATIVE_COMPUTE_CAPABILITY = (6, 0)
-DRIVER_UPDATE = ("update the NVIDIA driver: R525 or newer runs CUDA 12, R580 or newer CUDA 13 (nvidia-smi shows "
-                 "the one installed)")
+SIMULATOR_CAVEATS = ("slow, tiny sizes, timings meaningless; a failed check means the same as on a GPU, races and "
+                     "cross-block barriers need a GPU")
 
 
-@dataclasses.dataclass(frozen=True)
-class Finding:
-    status: str  # "ok", "info", "warn" (runs, with a caveat) or "fail" (the course will not run)
-    text: str
-    fix: str = ""
+def cuda_packages_missing(facts) -> list[str]:
+    """Numba, and numba-cuda where this platform pins it: without them nothing about CUDA can be asked."""
+    return [p for p in ("numba", "numba-cuda") if (p == "numba" or p in facts.pins) and facts.installed.get(p) is None]
 
 
-def pip(*requirements: str) -> str:
-    return "python -m pip install " + " ".join(f'"{r}"' for r in requirements)
-
-
-def pinned(facts: Facts, package: str) -> str:
-    return f"{package}=={facts.pins[package][0]}" if package in facts.pins else package
-
-
-def version_tuple(text) -> tuple[int, ...] | None:
-    """ "13.0" -> (13, 0), "5.2" -> (5, 2); None when unknown or not a version."""
-    try:
-        return tuple(int(part) for part in str(text).split(".")[:2]) if text else None
-    except ValueError:
-        return None
-
-
-def device_facts(facts: Facts) -> dict:
-    """cuda_probe.py's answers about the GPU ({} when it has none, or failed)."""
-    device = facts.cuda.get("device")
-    return device if isinstance(device, dict) else {}
-
-
-def cuda_extra(driver: tuple | None, compute_capability: tuple | None) -> str | None:
-    """The numba-cuda extra for this driver and GPU: "cu13" only for a driver of CUDA 13 or newer
-    and compute capability 7.5 or newer; "cu12" for a 12.x driver, or an older GPU on a newer
-    driver; None when the driver is older than CUDA 12 (update it first). An unknown driver gets
-    "cu12", an unknown GPU on a 13.x driver "cu13"."""
-    if driver is None:
-        return "cu12"
-    if driver < (12,):
-        return None
-    if driver >= (13,) and (compute_capability is None or compute_capability >= CUDA13_COMPUTE_CAPABILITY):
-        return "cu13"
-    return "cu12"
-
-
-def cuda_wheel(facts: Facts) -> str:
-    """The fix that installs numba-cuda with the CUDA libraries this driver and GPU need (``cuda_extra``)."""
-    device = device_facts(facts)
-    extra = cuda_extra(version_tuple(device.get("driver")), version_tuple(device.get("compute_capability")))
-    if extra is None:
-        return DRIVER_UPDATE
-    version = facts.pins.get("numba-cuda", ("",))[0]
-    return pip(f"numba-cuda[{extra}]" + (f"=={version}" if version else ""))
-
-
-def python_finding(facts: Facts) -> Finding:
-    version = ".".join(str(v) for v in facts.python)
-    match = re.search(r">=\s*(\d+)\.(\d+)", facts.requires_python or "")
-    needed = (int(match.group(1)), int(match.group(2))) if match else (3, 11)
-    if tuple(facts.python[:2]) < needed:
-        return Finding("fail", f"Python {version}: the course needs Python >= {needed[0]}.{needed[1]}",
-                       "conda env create -f environment.yml   (a Python 3.11 environment with the pinned packages)")
-    return Finding("ok", f"Python {version} (the course needs {facts.requires_python or '>=3.11'})")
-
-
-def package_findings(facts: Facts) -> list[Finding]:
-    needed = [p for p, (_, group) in facts.pins.items() if group == "core"]
-    backend = facts.keras_backend
-    if backend != "tensorflow":
-        needed = [p for p in needed if p != "tensorflow"] + [backend]
-    findings, fine = [], []
-    for package in needed:
-        have = facts.installed.get(package)
-        want = facts.pins.get(package, (None,))[0]
-        if have is None and package == "tqdm":
-            findings.append(Finding("warn", "tqdm is not installed: no progress bars", pip(pinned(facts, "tqdm"))))
-        elif have is None:
-            findings.append(Finding("fail", f"{package} is not installed", pip(pinned(facts, package))))
-        elif want and have != want:
-            findings.append(Finding("warn", f"{package} {have} is installed, {want} is pinned: the notebooks' stored "
-                                            "outputs were made with the pinned versions (nbval may flag differences)",
-                                    pip(pinned(facts, package))))
-        else:
-            fine.append(f"{package} {have}")
-    if fine:
-        findings.insert(0, Finding("ok", "packages as pinned: " + ", ".join(fine)))
-    missing_tools = [p for p, (_, group) in facts.pins.items() if group != "core" and facts.installed.get(p) is None]
-    if missing_tools:
-        findings.append(Finding("info", f"not installed: {', '.join(missing_tools)} (needed by `make test` and "
-                                        "`make lab`, not by the notebooks themselves)", 'python -m pip install -e ".[test,lab]"'))
-    return findings
-
-
-def gpu_findings(facts: Facts) -> list[Finding]:
-    cuda = facts.cuda
+def gpu_findings(facts) -> list[Finding]:
+    cuda, missing = facts.cuda, cuda_packages_missing(facts)
+    if missing or python_too_old(facts):
+        return [Finding("info", f"the GPU (or Numba's CUDA simulator): not checked ({software.needs(facts, missing)})")]
     if "error" in cuda:
         return [Finding("warn", f"could not ask CUDA what it sees: {cuda['error']}", cuda_wheel(facts))]
     if cuda.get("numba_cuda") is True:
@@ -127,21 +39,20 @@ def gpu_findings(facts: Facts) -> list[Finding]:
     findings = []
     if facts.colab:
         findings.append(Finding("warn", "this Colab runtime has no GPU: the notebooks run on the simulator",
-                                "Runtime > Change runtime type > a GPU, then run the setup cell again"))
+                                "Runtime > Change runtime type > a GPU, then run the set-up cell again"))
     elif facts.system == "Darwin":
-        findings.append(Finding("info", "macOS has no CUDA: the notebooks run on Numba's CUDA simulator (slow, tiny "
-                                        "sizes, timings meaningless; a failed check means the same as on a GPU, races and cross-block barriers need a GPU)"))
+        findings.append(Finding("info", "macOS has no CUDA: the notebooks run on Numba's own CUDA simulator (numba-cuda, "
+                                        f"the GPU path, is not needed on a Mac; {SIMULATOR_CAVEATS})"))
     elif cuda.get("driver_library"):
         findings.append(Finding("warn", "a CUDA driver is installed but sees no GPU: the notebooks run on the simulator",
                                 "nvidia-smi   (shows whether the driver sees the GPU, and why not)"))
     else:
-        findings.append(Finding("info", "no NVIDIA GPU: the notebooks run on Numba's CUDA simulator (slow, tiny sizes, "
-                                        "timings meaningless; a failed check means the same as on a GPU, races and cross-block barriers need a GPU)"))
+        findings.append(Finding("info", f"no NVIDIA GPU: the notebooks run on Numba's CUDA simulator ({SIMULATOR_CAVEATS})"))
     if facts.simulator_kernel == "ok":
         findings.append(Finding("ok", "the simulator runs kernels"))
     elif facts.simulator_kernel is not None:
         findings.append(Finding("fail", f"the simulator cannot run a kernel: {facts.simulator_kernel}",
-                                pip(pinned(facts, "numba"), pinned(facts, "numba-cuda"))))
+                                fixes.pip(facts, *(fixes.pinned(facts, p) for p in ("numba", "numba-cuda") if p in facts.pins))))
     if cuda.get("nvvm") is True and cuda.get("nvrtc") is True:
         findings.append(Finding("info", "CUDA's compilers (NVVM, NVRTC) are here: Numba can compile the kernels for a GPU "
                                         "on this machine; the compile matrix (python -m fastlstm_lib.compile_matrix, "
@@ -149,7 +60,7 @@ def gpu_findings(facts: Facts) -> list[Finding]:
     return findings
 
 
-def gpu_present(facts: Facts) -> list[Finding]:
+def gpu_present(facts) -> list[Finding]:
     cuda, device = facts.cuda, facts.cuda.get("device", {})
     if "error" in device:
         return [Finding("fail", f"CUDA sees a GPU but cannot use it: {device['error']}", "nvidia-smi")]
@@ -163,17 +74,19 @@ def gpu_present(facts: Facts) -> list[Finding]:
         findings.append(Finding("info", f"CUDA 13 cannot compile for compute capability {device.get('compute_capability')} "
                                         "(it needs 7.5 or newer): this GPU needs CUDA 12's libraries (numba-cuda[cu12]), "
                                         f"which its {device.get('driver')} driver runs"))
-    for library in ("nvvm", "nvrtc"):
-        if cuda.get(library) is not True:
-            findings.append(Finding("fail", f"{library.upper()} is missing: Numba cannot compile kernels for the GPU",
-                                    cuda_wheel(facts)))
-    if cuda.get("plain_kernel") is True:
+    kernel = cuda.get("plain_kernel")
+    error = kernel.get("error", "wrong result") if isinstance(kernel, dict) else "wrong result"
+    compilers = [library.upper() for library in ("nvvm", "nvrtc") if cuda.get(library) is not True]
+    if compilers:  # one cause: the test kernels cannot have worked without them, so they are not counted again
+        findings.append(Finding("fail", f"{' and '.join(compilers)} {'is' if len(compilers) == 1 else 'are'} missing: "
+                                        "Numba cannot compile kernels for the GPU"
+                                        + ("" if kernel is True else f" (the test kernel failed: {error})"),
+                                cuda_wheel(facts)))
+    elif kernel is True:
         findings.append(Finding("ok", "a test kernel compiled and ran on the GPU"))
     else:
-        error = cuda.get("plain_kernel", {}).get("error", "wrong result") if isinstance(cuda.get("plain_kernel"), dict) \
-            else "wrong result"
         findings.append(Finding("fail", f"a test kernel failed on the GPU: {error}", cuda_wheel(facts)))
-    barrier = grid_barrier_finding(facts)
+    barrier = None if compilers else grid_barrier_finding(facts)
     if barrier is not None:
         findings.append(barrier)
     if facts.simulator_here:
@@ -182,7 +95,7 @@ def gpu_present(facts: Facts) -> list[Finding]:
     return findings
 
 
-def grid_barrier_finding(facts: Facts) -> Finding | None:
+def grid_barrier_finding(facts) -> Finding | None:
     """Why the grid barrier (notebook 09) does not work here, if it does not: a GPU without
     cooperative launch (compute capability below 6.0), whatever is installed; else a missing
     libcudadevrt; else the test kernel's own error. None when it works."""
@@ -209,26 +122,7 @@ def grid_barrier_finding(facts: Facts) -> Finding | None:
     return None
 
 
-def backend_findings(facts: Facts) -> list[Finding]:
-    backend, answer = facts.keras_backend, facts.backend_gpus
-    if answer is None:
-        return [Finding("info", f"Keras backend: {backend} (not imported here, to stay fast; "
-                                "`python -m fastlstm_lib doctor --full` checks it imports and which GPU it sees)")]
-    if "error" in answer:
-        return [Finding("fail", f"Keras with the {backend} backend does not import: {answer['error']}",
-                        pip(pinned(facts, "keras"), pinned(facts, backend)))]
-    versions = ", ".join(f"{k} {v}" for k, v in sorted(answer.get("versions", {}).items()))
-    if answer.get("gpus"):
-        return [Finding("ok", f"Keras ({versions}) sees {', '.join(answer['gpus'])}")]
-    if facts.cuda.get("numba_cuda") is True:
-        fix = pip(f"tensorflow[and-cuda]=={facts.pins.get('tensorflow', ('',))[0]}") if backend == "tensorflow" \
-            else pip(backend)
-        return [Finding("warn", f"Keras ({versions}) sees no GPU: notebook 10's Keras LSTM (cuDNN) would run on the "
-                                "CPU", fix)]
-    return [Finding("ok", f"Keras ({versions}) imports; it computes on the CPU here")]
-
-
-def resource_findings(facts: Facts) -> list[Finding]:
+def resource_findings(facts) -> list[Finding]:
     findings = []
     if facts.disk_free is None:
         findings.append(Finding("info", "free disk space unknown"))
@@ -249,12 +143,12 @@ def resource_findings(facts: Facts) -> list[Finding]:
     return findings
 
 
-def diagnose(facts: Facts) -> list[Finding]:
+def diagnose(facts) -> list[Finding]:
     return ([python_finding(facts)] + package_findings(facts) + gpu_findings(facts) + backend_findings(facts)
             + resource_findings(facts))
 
 
-def verdict(facts: Facts, findings: list[Finding]) -> tuple[int, str]:
+def verdict(facts, findings: list[Finding]) -> tuple[int, str]:
     """(exit status, last line): 0 only when the course will run here."""
     fails = sum(f.status == "fail" for f in findings)
     warns = sum(f.status == "warn" for f in findings)
@@ -265,12 +159,17 @@ def verdict(facts: Facts, findings: list[Finding]) -> tuple[int, str]:
     return 0, f"verdict: the course will run here, {where} ({counts})."
 
 
-def report(facts: Facts, findings: list[Finding]) -> str:
+def report(facts, findings: list[Finding]) -> str:
     lines = [f"fastlstm doctor: {facts.system} {facts.machine}, Python {'.'.join(map(str, facts.python))}"
              + (", Google Colab" if facts.colab else "")]
     for finding in findings:
         lines.append(f"  {finding.status:<5} {finding.text}")
         if finding.fix:
-            lines.append(f"        fix: {finding.fix}")
+            first, *alternatives = finding.fix.split("\n")
+            lines.append(f"        fix: {first}")
+            lines.extend(f"             {alternative}" for alternative in alternatives)
+    relative = [path for path in (facts.executable, facts.course_python) if path and path.startswith(".venv")]
+    if any(word in finding.fix for word in relative + ['-e ".'] for finding in findings):
+        lines.append("(run the fix commands in the course's folder, the one with pyproject.toml)")
     lines.append(verdict(facts, findings)[1])
     return "\n".join(lines)

@@ -1,9 +1,12 @@
 """The doctor's questions to this machine: each a small function, so tests can replace it.
 
-Nothing here imports TensorFlow, torch or Keras: what CUDA sees is asked in a fresh Python
-(``cuda_probe.py``), and whether the Keras backend sees a GPU in another one, with a time limit,
-only when it matters (a GPU is present) or when asked (``full``). ``gather`` collects all the
-answers into one ``Facts``.
+Standard library only, in any Python 3.8 or newer: the doctor must run in a Python that lacks the
+course's packages (to say so) or is too old (to say that). Nothing here imports NumPy, Numba,
+TensorFlow, torch or Keras: what CUDA sees is asked in a fresh Python (``cuda_probe.py``), the
+simulator's test kernel only when Numba imports (``simulator_probe.py``), and whether the Keras
+backend sees a GPU in another Python, with a time limit, only when it matters (a GPU is present)
+or when asked (``full``), and only when Keras and its backend are installed. ``gather`` collects
+all the answers into one ``Facts``.
 """
 
 from __future__ import annotations
@@ -12,21 +15,21 @@ import dataclasses
 import json
 import os
 import platform
-import re
 import shutil
 import subprocess
 import sys
 from pathlib import Path
 
-from numba import cuda
-
-from ..device import package_version
+from .pyproject import pins
+from ..numba_compat import package_version  # the one definition; loads no numba
 
 ROOT = Path(__file__).resolve().parents[2]
 #: Either switches this process to the simulator (fastlstm_lib sets the first itself when there is no GPU).
 SIMULATOR_VARIABLES = ("NUMBA_ENABLE_CUDASIM", "FASTLSTM_SIMULATOR")
 CUDA_PROBE_TIMEOUT_S = 120
 BACKEND_PROBE_TIMEOUT_S = 180
+#: Keras backends whose package the doctor looks for (KERAS_BACKEND names one of them).
+BACKENDS = ("tensorflow", "jax", "torch")
 
 
 @dataclasses.dataclass
@@ -36,43 +39,48 @@ class Facts:
     colab: bool
     python: tuple
     requires_python: str  # ">=3.11"
-    pins: dict  # {package: (version, group)}: group "core", "test" or "lab"
+    pins: dict  # {package: (version, group)} for THIS platform (markers evaluated): group "core", "test" or "lab"
     installed: dict  # {package: version or None}
     keras_backend: str
     simulator_here: bool  # this process runs kernels on the simulator
     forced_by: str | None  # the simulator variable set in this process, if any
-    simulator_kernel: str | None  # "ok", an error, or None when not asked (GPU)
+    simulator_kernel: str | None  # "ok", an error, or None when not asked (GPU, or no Numba)
     cuda: dict  # cuda_probe.py's answers, or {"error": ...}
     backend_gpus: dict | None  # {"gpus": [...], "versions": {...}} or {"error": ...}; None: not asked
     disk_free: int | None
     memory_total: int | None
     memory_available: int | None
+    executable: str = "python"  # this Python, as the fix lines name it (``shown_path``)
+    course_python: str | None = None  # the course's .venv Python when it exists and this is another one
 
 
-def pins() -> tuple[str, dict]:
-    """(requires-python, {package: (version, group)}) from pyproject.toml, else the installed metadata."""
-    pyproject = ROOT / "pyproject.toml"
-    if pyproject.is_file():
-        import tomllib
+def shown_path(path: str | Path) -> str:
+    """A path as the report prints it: relative to the course's folder inside it (".venv/bin/python"),
+    "~/..." inside the home folder (the report is shown in a notebook: no user names), else as is."""
+    path = Path(path)
+    bases = [(ROOT, "")] + ([(Path.home(), "~/")] if os.name != "nt" else [])  # no "~" in cmd or PowerShell
+    for base, prefix in bases:
+        try:
+            return prefix + path.relative_to(base).as_posix()
+        except ValueError:
+            continue
+    return str(path)
 
-        project = tomllib.loads(pyproject.read_text())["project"]
-        groups = {"core": project["dependencies"], **project.get("optional-dependencies", {})}
-        requirement_lists = [(group, requirement) for group, items in groups.items() for requirement in items]
-        requires = project.get("requires-python", "")
-    else:
-        from importlib import metadata
 
-        requires = metadata.metadata("fastlstm_lib").get("Requires-Python", "")
-        requirement_lists = []
-        for line in metadata.requires("fastlstm_lib") or []:
-            extra = re.search(r'extra\s*==\s*"([^"]+)"', line)
-            requirement_lists.append((extra.group(1) if extra else "core", line.split(";")[0].strip()))
-    pinned = {}
-    for group, requirement in requirement_lists:
-        match = re.fullmatch(r"([A-Za-z0-9_.\-]+)(\[[^\]]*\])?==(\S+)", requirement.strip())
-        if match:
-            pinned[match.group(1)] = (match.group(3), group)
-    return requires, pinned
+def venv_python() -> Path | None:
+    """The course's own Python (``make setup`` creates .venv in the course's folder), if it exists."""
+    for candidate in (ROOT / ".venv" / "bin" / "python", ROOT / ".venv" / "Scripts" / "python.exe"):
+        if candidate.is_file():
+            return candidate
+    return None
+
+
+def in_course_venv() -> bool:
+    """Whether this Python is the course's .venv (its prefix, whatever the links say)."""
+    try:
+        return Path(sys.prefix).resolve() == (ROOT / ".venv").resolve()
+    except OSError:
+        return False
 
 
 def cuda_facts() -> dict:
@@ -114,22 +122,12 @@ def backend_facts() -> dict:
         return {"error": "the Keras probe printed no answer"}
 
 
-def _double(values):
-    # A module-level function: the simulator swaps the global name `cuda` for its fake module.
-    i = cuda.grid(1)
-    if i < values.size:
-        values[i] *= 2.0
-
-
 def simulator_kernel() -> str:
-    """Launch a tiny kernel on this process's simulator: "ok", or what went wrong."""
-    import numpy as np
-
+    """Launch a tiny kernel on this process's simulator: "ok", or what went wrong (``simulator_probe``)."""
     try:
-        values = cuda.to_device(np.arange(5, dtype=np.float32))
-        cuda.jit(_double)[1, 8](values)
-        right = (values.copy_to_host() == 2 * np.arange(5, dtype=np.float32)).all()
-        return "ok" if right else "a test kernel gave a wrong result"
+        from .simulator_probe import run_kernel
+
+        return run_kernel()
     except Exception as error:
         return f"{type(error).__name__}: {error}"
 
@@ -164,22 +162,33 @@ def _last_line(text: str) -> str:
 
 
 def gather(full: bool | None = None) -> Facts:
-    """Every answer. ``full``: also ask the Keras backend for its GPUs (None: only if CUDA sees one)."""
-    from .. import simulator
+    """Every answer. ``full``: also ask the Keras backend for its GPUs (None: only if CUDA sees one;
+    never when Keras, its backend or NumPy is not installed: the packages' finding says so)."""
+    from .. import requirements
 
     requires, pinned = pins()
-    names = set(pinned) | {"torch", "jax", "tensorflow"}
+    backend = os.environ.get("KERAS_BACKEND", "tensorflow")
+    names = set(pinned) | set(BACKENDS) | {backend}
+    installed = {name: package_version(name) for name in sorted(names)}
     cuda = cuda_facts()
     ask_backend = full if full is not None else cuda.get("numba_cuda") is True
+    ask_backend = ask_backend and all(installed.get(name) for name in ("numpy", "keras", backend))
+    if requirements.missing():  # no NumPy or Numba: fastlstm_lib did not load, nor can its simulator
+        simulator_here, kernel = False, None
+    else:
+        from .. import simulator
+
+        simulator_here = simulator.SIMULATOR
+        kernel = simulator_kernel() if simulator_here else None
     forced = next((v for v in reversed(SIMULATOR_VARIABLES) if os.environ.get(v, "0") not in ("", "0")), None)
     total, available = memory()
+    course_python = venv_python()
     return Facts(
         system=platform.system(), machine=platform.machine(),
         colab="google.colab" in sys.modules or "COLAB_RELEASE_TAG" in os.environ,
-        python=tuple(sys.version_info[:3]), requires_python=requires, pins=pinned,
-        installed={name: package_version(name) for name in sorted(names)},
-        keras_backend=os.environ.get("KERAS_BACKEND", "tensorflow"),
-        simulator_here=simulator.SIMULATOR, forced_by=forced,
-        simulator_kernel=simulator_kernel() if simulator.SIMULATOR else None,
+        python=tuple(sys.version_info[:3]), requires_python=requires, pins=pinned, installed=installed,
+        keras_backend=backend, simulator_here=simulator_here, forced_by=forced, simulator_kernel=kernel,
         cuda=cuda, backend_gpus=backend_facts() if ask_backend else None,
-        disk_free=disk_free(), memory_total=total, memory_available=available)
+        disk_free=disk_free(), memory_total=total, memory_available=available,
+        executable=shown_path(sys.executable),
+        course_python=shown_path(course_python) if course_python and not in_course_venv() else None)
