@@ -20,8 +20,15 @@ How each backend reaches the kernels (``backward/layer_api.py``, a backward step
   time-major transposes, on the GPU). On a CPU it goes through NumPy, as on TensorFlow.
 
 Bad input gets the words of ``fl.validate_input``, when the layer is built or called.
-Not supported (use ``keras.layers.LSTM``): masks, ``go_backwards``, ``stateful``, dropout,
-other activations, mixed precision (our kernels are float32).
+Keras' conventions (``conventions.py``): right-padded masks (``Masking``, ``Embedding(mask_zero=
+True)``, ``mask=``) give ``keras.layers.LSTM``'s outputs, ``zero_output_for_mask`` too; the layer
+declares it cannot be XLA-compiled, so ``compile``'s ``jit_compile="auto"`` (XLA on a GPU) and
+``jit_compile=True`` fall back to no XLA as Keras does for such layers.
+Not supported, refused with a ``ValueError`` naming it (use ``keras.layers.LSTM``): masks that are
+not right-padded, ``initial_state``, ``keras.layers.LSTM``'s arguments at other values than
+FastLSTM's (``go_backwards``, ``stateful``, ``return_state``, dropout, other activations,
+``use_bias=False``, regularizers and constraints of the weights, ...), and dtype policies other
+than float32 (float64, float16, bfloat16, mixed precision: our kernels are float32).
 """
 
 from __future__ import annotations
@@ -34,6 +41,7 @@ from ..backward import layer_api, names as backward_names
 from ..checks import check_bool, check_choice, check_int
 from ..keras_backend import import_keras
 from ..params import LayerParams, validate_input
+from . import conventions
 
 keras = import_keras()
 
@@ -54,13 +62,18 @@ class FastLSTM(keras.layers.Layer):
 
     ``units``: H. ``return_sequences``: output every step (batch, T, H) or the last one (batch,
     H). ``step``: which backward step's kernels run (default the last of the ladder). The
-    initializers and ``unit_forget_bias`` mean what they mean for ``keras.layers.LSTM``.
+    initializers, ``unit_forget_bias`` and ``zero_output_for_mask`` mean what they mean for
+    ``keras.layers.LSTM``; so do Keras' layer arguments (``name``, ``dtype`` (float32 only),
+    ``trainable``, ``activity_regularizer``).
     """
 
     def __init__(self, units, return_sequences=False, *, step=layer_api.DEFAULT_STEP,
                  kernel_initializer="glorot_uniform", recurrent_initializer="orthogonal", bias_initializer="zeros",
-                 unit_forget_bias=True, **kwargs):
+                 unit_forget_bias=True, zero_output_for_mask=False, **kwargs):
+        kwargs = conventions.lstm_arguments_refused(kwargs)
         super().__init__(**kwargs)
+        conventions.check_dtype_policy(self.dtype_policy)
+        self.supports_jit = False  # tf.numpy_function and Numba kernels: no XLA, no torch.compile
         self.units = check_int("units", units)
         self.return_sequences = check_bool("return_sequences", return_sequences)
         self.step = check_choice("step", step, tuple(backward_names()))
@@ -68,6 +81,7 @@ class FastLSTM(keras.layers.Layer):
         self.recurrent_initializer = keras.initializers.get(recurrent_initializer)
         self.bias_initializer = keras.initializers.get(bias_initializer)
         self.unit_forget_bias = check_bool("unit_forget_bias", unit_forget_bias)
+        self.zero_output_for_mask = check_bool("zero_output_for_mask", zero_output_for_mask)
 
     def build(self, input_shape):
         if len(input_shape) != 3:
@@ -75,6 +89,7 @@ class FastLSTM(keras.layers.Layer):
                              f"{tuple(input_shape)}")
         if input_shape[-1] is None:
             raise ValueError(f"x must have a known number of features per step, got shape {tuple(input_shape)}")
+        conventions.check_dtype_policy(self.dtype_policy)  # in case it was set after construction
         H = self.units
         self.kernel = self.add_weight(shape=(int(input_shape[-1]), 4 * H), name="kernel",
                                       initializer=self.kernel_initializer)
@@ -94,8 +109,9 @@ class FastLSTM(keras.layers.Layer):
 
         return initializer
 
-    def call(self, inputs):
+    def call(self, inputs, initial_state=None, mask=None):
         check_input(inputs.shape, inputs.dtype, tuple(self.kernel.shape))
+        inputs, mask = conventions.check_call(inputs, initial_state, mask)  # masks: right-padded only
         weights = [keras.ops.convert_to_tensor(w) for w in (self.kernel, self.recurrent_kernel, self.bias)]
         backend = keras.backend.backend()
         if backend == "tensorflow":
@@ -104,7 +120,16 @@ class FastLSTM(keras.layers.Layer):
             y = torch_function().apply(inputs, *weights, self.step)
         else:
             raise NotImplementedError(f"FastLSTM runs on the TensorFlow and torch backends, not {backend!r}")
+        if mask is not None:
+            return conventions.masked_outputs(y, mask, return_sequences=self.return_sequences,
+                                              zero_output_for_mask=self.zero_output_for_mask)
         return y if self.return_sequences else y[:, -1, :]
+
+    def compute_mask(self, inputs, mask=None):
+        """Like ``keras.layers.LSTM``: the input's mask goes on with the sequence, not with the last step."""
+        if isinstance(mask, (list, tuple)):
+            mask = mask[0]
+        return mask if self.return_sequences else None
 
     def compute_output_shape(self, input_shape):
         batch, steps = input_shape[0], input_shape[1]
@@ -120,6 +145,7 @@ class FastLSTM(keras.layers.Layer):
             "recurrent_initializer": keras.initializers.serialize(self.recurrent_initializer),
             "bias_initializer": keras.initializers.serialize(self.bias_initializer),
             "unit_forget_bias": self.unit_forget_bias,
+            "zero_output_for_mask": self.zero_output_for_mask,
         }
 
 
