@@ -1,11 +1,15 @@
 """The library's one progress bar: tqdm when installed, nothing otherwise.
 
-Long work (benchmarks over many steps, training runs, sweeps) shows a bar. The lean GPU machine
-may have no tqdm, and a notebook without ipywidgets would get ``tqdm.auto``'s warning (with its
-install path) in its stored output: both cases are handled here, once.
+Long work (benchmarks over many steps, training runs, sweeps) shows a bar: in a notebook a widget
+where ipywidgets is installed (the ``lab`` extra installs it), else tqdm's text bar on stdout,
+not stderr, which Jupyter draws in red like an error. The lean GPU machine may have no tqdm, and
+a notebook without ipywidgets would get ``tqdm.auto``'s warning (with its install path) in its
+stored output: both cases are handled here, once.
 """
 
 from __future__ import annotations
+
+import sys
 
 
 class _NoProgressBar(list):
@@ -16,7 +20,7 @@ class _NoProgressBar(list):
 def progress_bar(items, desc: str, unit: str, *, enabled: bool = True):
     """An iterable over ``items`` that draws a bar when ``enabled`` and tqdm is installed.
 
-    A notebook widget bar only when ipywidgets is there; otherwise tqdm's text bar directly.
+    A notebook widget bar only when ipywidgets is there; otherwise tqdm's text bar, on stdout.
     """
     items = list(items)
     if not enabled:
@@ -30,4 +34,5 @@ def progress_bar(items, desc: str, unit: str, *, enabled: bool = True):
             from tqdm import tqdm
         except ImportError:
             return _NoProgressBar(items)
+        return tqdm(items, desc=desc, unit=unit, file=sys.stdout)
     return tqdm(items, desc=desc, unit=unit)

@@ -499,6 +499,16 @@ def test_spawned_process_reports_an_unpicklable_function():
     assert outcome["outcome"] == "raised" and "pickle" in outcome["detail"].lower()
 
 
+def test_run_script_prints_plain_tracebacks_even_when_colour_is_forced(monkeypatch):
+    # ipykernel sets FORCE_COLOR; on Python 3.13 a child would then colour its traceback (notebook 30).
+    monkeypatch.setenv("FORCE_COLOR", "1")
+    monkeypatch.setenv("PYTHON_COLORS", "1")
+    run = fd.run_script("raise RuntimeError('plain')")
+    assert run["returncode"] == 1
+    assert "\x1b[" not in run["stderr"]
+    assert run["stderr"].splitlines()[-1] == "RuntimeError: plain"
+
+
 def test_run_script_with_and_without_a_time_limit():
     assert fd.run_script("print(6 * 7)")["stdout"].strip() == "42"
     slow = fd.run_script("import time\ntime.sleep(30)", timeout_s=0.2)

@@ -36,6 +36,8 @@ def test_stored_outputs_are_clean(path):
         where = f"{path.name} code cell {index}"
         source = "".join(cell["source"])
         assert not any(o.get("output_type") == "error" for o in cell.get("outputs", [])), f"{where}: an error is stored"
+        # Notices and progress bars are output, not errors: JupyterLab draws stderr in red boxes.
+        assert not any(o.get("name") == "stderr" for o in cell.get("outputs", [])), f"{where}: stderr is stored"
         if source.strip():
             assert cell.get("execution_count") is not None, f"{where}: saved without being run"
         text = output_text(cell)

@@ -70,9 +70,19 @@ def run_isolated(function: str, kwargs: dict | None = None, *, timeout_s: float 
         return json.loads(answer.read_text())
 
 
+#: Colour requests a child must not inherit: ipykernel sets FORCE_COLOR, and Python 3.13 then colours
+#: its tracebacks with escape codes, so the text a notebook prints would differ by Python version.
+_COLOUR_VARIABLES = ("FORCE_COLOR", "PYTHON_COLORS", "CLICOLOR_FORCE")
+
+
 def _child_env(extra: dict | None = None) -> dict:
-    """The caller's environment plus ``extra``, with this copy of fastlstm_lib first on the path."""
-    env = {**os.environ, **(extra or {})}
+    """The caller's environment plus ``extra``, with this copy of fastlstm_lib first on the path.
+
+    Plain text: no colour variable is passed on, and ``NO_COLOR``/``PYTHON_COLORS=0`` ask for none.
+    """
+    env = {k: v for k, v in os.environ.items() if k not in _COLOUR_VARIABLES}
+    env.update(extra or {})
+    env.update(NO_COLOR="1", PYTHON_COLORS="0")
     env["PYTHONPATH"] = os.pathsep.join(filter(None, [_PACKAGE_PARENT, env.get("PYTHONPATH")]))
     return env
 

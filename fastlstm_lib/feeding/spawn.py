@@ -9,6 +9,7 @@ unpickling it, and the pool waits for a result that will not come).
 from __future__ import annotations
 
 import multiprocessing
+from multiprocessing.reduction import ForkingPickler
 import os
 import sys
 
@@ -29,6 +30,11 @@ def call_in_spawned_process(function, *args, timeout_s: float = 10.0) -> dict:
     if not callable(function):
         raise TypeError(f"function must be callable, got {type(function).__name__}")
     timeout_s = check_seconds("timeout_s", timeout_s)
+    try:  # what the pool would send; its error names the cause the same way on every Python
+        ForkingPickler.dumps((function, args))
+    except Exception as error:  # noqa: BLE001 - PicklingError, or AttributeError on Python 3.13 and newer
+        return {"outcome": "raised", "detail": f"cannot be pickled for the spawned process: "
+                                               f"{type(error).__name__}: {error}"}
     pool = multiprocessing.get_context("spawn").Pool(1, initializer=_quiet_worker)
     try:
         pending = pool.apply_async(function, args)
