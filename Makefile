@@ -19,7 +19,7 @@ LAB_ARGS ?=
 .PHONY: setup lab test test-fake-gpu-notebooks bench clean
 
 $(STAMP): pyproject.toml
-	$(PYTHON) tools/check_python.py
+	$(PYTHON) fastlstm_lib/requirements.py
 	$(PYTHON) -m venv $(VENV)
 	$(BIN)/python -m pip install --quiet --upgrade pip
 	$(BIN)/python -m pip install --quiet -e ".[test,lab]"

@@ -5,15 +5,43 @@ not the course's ``.venv``), importing the package still succeeds, loads nothing
 name asked of it raises an ``ImportError`` that names this interpreter and the fix. That keeps
 ``python -m fastlstm_lib doctor`` (and ``from fastlstm_lib.doctor import run``) working with any
 Python 3: the doctor needs only the standard library and says what is missing, and where.
+
+Which Python the course installs with is decided here too, once (``python_problem``): ``make
+setup`` runs this file as a script before it creates the venv, and the doctor asks the same
+function. The bounds follow the pins' wheels (``python tools/resolve_platforms.py`` prints them):
+TensorFlow 2.21 has wheels for Python 3.11-3.13; on an Intel Mac the last TensorFlow (2.16.2)
+stops at 3.12.
 """
 
 from __future__ import annotations
 
 import importlib.util
+import platform
 import sys
 
 #: What the package imports at once (Keras, TensorFlow, matplotlib and tqdm load when first used).
 NEEDED = ("numpy", "numba")
+
+
+#: The Pythons the pins have wheels for: (lowest, highest), and the highest on an Intel Mac.
+LOWEST_PYTHON, HIGHEST_PYTHON, INTEL_MAC_HIGHEST_PYTHON = (3, 11), (3, 13), (3, 12)
+
+
+def python_problem(version=None, system=None, machine=None):
+    """None when the course installs with this Python here, else why not (one sentence).
+
+    ``version`` (major, minor), ``system`` as ``sys.platform`` says it, ``machine`` as
+    ``platform.machine()``: this interpreter and machine by default."""
+    version = tuple(version or sys.version_info[:2])[:2]
+    system = system or sys.platform
+    machine = machine or platform.machine()
+    found = "%d.%d" % version
+    if version < LOWEST_PYTHON or version > HIGHEST_PYTHON:
+        return "Python 3.11, 3.12 or 3.13 is needed (TensorFlow's wheels), found %s" % found
+    if system == "darwin" and machine == "x86_64" and version > INTEL_MAC_HIGHEST_PYTHON:
+        return ("an Intel Mac needs Python 3.11 or 3.12 (TensorFlow's last Intel-Mac build, 2.16.2), found %s"
+                % found)
+    return None
 
 
 def missing() -> list[str]:
@@ -34,3 +62,9 @@ def refusal(absent: list[str]):
         )
 
     return __getattr__
+
+
+if __name__ == "__main__":  # make setup's first step, with the Python it was given (standard library only)
+    why = python_problem()
+    if why:
+        sys.exit("%s: %s; run make with another one, e.g. make setup PYTHON=python3.11" % (sys.executable, why))

@@ -389,3 +389,15 @@ def test_another_installed_backend_is_information_and_tensorflow_optional():
     assert status == 0, text
     assert "info  Keras backend: torch 2.5.1 (KERAS_BACKEND); the course pins no version of it" in text
     assert "tensorflow is not installed" not in text
+
+
+@pytest.mark.parametrize("system, machine, python, words", [
+    ("Linux", "x86_64", (3, 14, 0), "Python 3.11, 3.12 or 3.13 is needed"),
+    ("Darwin", "x86_64", (3, 13, 1), "an Intel Mac needs Python 3.11 or 3.12"),
+])
+def test_a_python_the_pins_have_no_wheels_for_fails_in_make_setups_words(system, machine, python, words):
+    # One rule for both: fastlstm_lib.requirements.python_problem, which make setup runs first.
+    status, text = verdict_and_text(facts(system=system, machine=machine, python=python))
+    assert status == 1 and f"fail  Python {'.'.join(map(str, python))}: {words}" in text, text
+    assert verdict_and_text(facts(system=system, machine=machine, python=(3, 12, 1)))[1].count(
+        "fail  Python") == 0

@@ -92,12 +92,9 @@ def test_make_lab_starts_jupyterlab_as_root_and_as_a_user(tmp_path):
     ((3, 14), "linux", "x86_64", "Python 3.11, 3.12 or 3.13 is needed"),
 ])
 def test_make_setup_says_which_python_it_needs(version, system, machine, refused):
-    sys.path.insert(0, str(ROOT / "tools"))
-    try:
-        import check_python
-    finally:
-        sys.path.remove(str(ROOT / "tools"))
-    why = check_python.problem(version, system, machine)
+    from fastlstm_lib.requirements import python_problem
+
+    why = python_problem(version, system, machine)
     assert (why is None) if refused is None else why.startswith(refused), why
 
 

@@ -7,7 +7,7 @@ it runs ``pip install --dry-run --ignore-installed --only-binary=:all:`` for the
 (``--platform``, ``--python-version``, ``--abi``) on the requirements of ``pyproject.toml`` (the
 extras named), and prints one table: "ok" with the number of packages, the Keras backend, NumPy and
 the CUDA Numba uses; or, for a Python that ``make setup`` refuses on that platform on purpose
-(``tools/check_python.py``), its words; or the requirement pip found no wheel for.
+(``fastlstm_lib/requirements.py``), its words; or the requirement pip found no wheel for.
 
 pip evaluates environment markers (``sys_platform == 'linux'``) against the machine it runs on,
 not the ``--platform`` it is given (pip issue #11664), so this script runs pip in a child process
@@ -30,8 +30,8 @@ import tomllib
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(ROOT / "tools"))
-import check_python  # noqa: E402  (make setup's own Python check: which rows it refuses on purpose)
+sys.path.insert(0, str(ROOT / "fastlstm_lib"))
+import requirements  # noqa: E402  (standard library only: make setup's Python check, which rows it refuses on purpose)
 
 #: name -> (pip --platform tags, marker environment)
 TARGETS = {
@@ -120,13 +120,13 @@ def main(argv=None) -> int:
     print("| platform | Python | result | Keras backend | NumPy | CUDA in Numba |\n|---|---|---|---|---|---|")
     for target in args.targets:
         for python in args.pythons:
-            refused = check_python.problem(tuple(map(int, python.split("."))), TARGETS[target][1]["sys_platform"],
+            refused = requirements.python_problem(tuple(map(int, python.split("."))), TARGETS[target][1]["sys_platform"],
                                            TARGETS[target][1]["platform_machine"])
             r = results[f"{target} / {python}"] = resolve(target, python, reqs)
             if r["ok"]:
                 print(f"| {target} | {python} | ok, {r['packages']} packages | {r['backend']} | {r['numpy']} "
                       f"| {r['cuda']} |", flush=True)
-            elif refused:  # expected: `make setup` stops first and says why (tools/check_python.py)
+            elif refused:  # expected: `make setup` stops first and says why (fastlstm_lib/requirements.py)
                 print(f"| {target} | {python} | no install: make setup says \"{refused}\" | | | |", flush=True)
             else:
                 failed += 1

@@ -11,6 +11,7 @@ notebook's setup cell.
 
 from __future__ import annotations
 
+from ..requirements import python_problem
 from . import fixes, markers
 from .fixes import Finding
 
@@ -30,6 +31,10 @@ def python_finding(facts) -> Finding:
     if python_too_old(facts):
         return Finding("fail", f"Python {version}: Python {needed} or newer needed (the course's pins: "
                                f"{facts.requires_python or '>=' + needed})", fixes.new_python(facts, needed))
+    system = {"Darwin": "darwin", "Windows": "win32", "Linux": "linux"}.get(facts.system, facts.system)
+    unsupported = python_problem(facts.python[:2], system, facts.machine)  # make setup's rule: wheels exist
+    if unsupported:
+        return Finding("fail", f"Python {version}: {unsupported}", fixes.new_python(facts, needed))
     return Finding("ok", f"Python {version} (the course needs {facts.requires_python or '>=' + needed})")
 
 
