@@ -64,13 +64,14 @@ else:
     }
 
     def __getattr__(name):
-        """The names in ``_LAZY``, and the subpackage ``fl.keras_layer`` (it imports Keras), on first use."""
+        """The names in ``_LAZY``, and the subpackages ``fl.keras_layer`` (it imports Keras) and
+        ``fl.exercises``, on first use."""
         import importlib
 
         if name in _LAZY:
             return getattr(importlib.import_module(f"{__name__}.{_LAZY[name]}"), name)
-        if name == "keras_layer":
-            return importlib.import_module(f"{__name__}.keras_layer")
+        if name in ("keras_layer", "exercises"):  # subpackages: fl.exercises.catalog(...) works before fl.check
+            return importlib.import_module(f"{__name__}.{name}")
         raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 
 

@@ -1,6 +1,9 @@
 """Command line: ``python -m fastlstm_lib bench [--steps ...] [--config article|tiny|default] [--out FILE]``;
 ``profile`` records every step without running it and bounds it per GPU (meaningful on the simulator too);
-``python -m fastlstm_lib doctor [--full | --quick]`` checks that the course will run on this machine."""
+``python -m fastlstm_lib doctor [--full | --quick]`` checks that the course will run on this machine.
+
+Every argument is checked before any work (step and GPU names, counts, and that each output file
+can be written): a bad one prints ``error: ...`` and exits with status 2, never a traceback."""
 
 from __future__ import annotations
 
@@ -11,15 +14,40 @@ import sys
 CONFIGS = ("default", "article", "tiny")
 
 
-def main(argv=None) -> int:
-    argv = sys.argv[1:] if argv is None else list(argv)
-    if argv[:1] == ["doctor"]:  # first, and alone: the doctor runs in any Python 3, even one without NumPy or Numba
-        from fastlstm_lib.doctor import main as doctor_main
+def count(name: str, minimum: int):
+    """An argparse type: an int >= ``minimum``, in the words of ``checks.check_int``."""
+    def parse(text: str) -> int:
+        try:
+            value = int(text)
+        except ValueError:
+            raise argparse.ArgumentTypeError(f"{name} must be an int >= {minimum}, got {text!r}") from None
+        if value < minimum:
+            raise argparse.ArgumentTypeError(f"{name} must be an int >= {minimum}, got {value}")
+        return value
 
-        return doctor_main(argv[1:])
-    import fastlstm_lib as fl
+    return parse
+
+
+def known(check):
+    """An argparse type: the text, if ``check(text)`` accepts it; its ValueError's words if not."""
+    def parse(text: str) -> str:
+        try:
+            check(text)
+        except (ValueError, TypeError) as error:
+            raise argparse.ArgumentTypeError(str(error)) from None
+        return text
+
+    return parse
+
+
+def build_parser(fl) -> argparse.ArgumentParser:
     from fastlstm_lib.doctor import add_arguments as doctor_arguments
 
+    def ladder_step(name):
+        if fl.steps.get(name).name not in fl.steps.names():
+            raise ValueError(f"{name!r} is not a ladder step (one of {', '.join(fl.steps.names())})")
+
+    any_step, a_ladder_step, a_gpu = known(fl.steps.get), known(ladder_step), known(fl.gpu)
     parser = argparse.ArgumentParser(prog="python -m fastlstm_lib", description=__doc__)
     commands = parser.add_subparsers(dest="command", required=True)
     commands.add_parser("info", help="print the device and software versions")
@@ -29,99 +57,142 @@ def main(argv=None) -> int:
     gemm = commands.add_parser("gemm", help="our GEMM against cuBLAS (via torch, TF32 off) on the article's GEMM shapes; GPU only")
     gemm.add_argument("--out", metavar="FILE", help="also write the rows as JSON")
     bench = commands.add_parser("bench", help="check and time the steps on this device")
-    bench.add_argument("--steps", nargs="+", metavar="STEP", help=f"default: all ({', '.join(fl.steps.names())})")
+    bench.add_argument("--steps", nargs="+", metavar="STEP", type=any_step,
+                       help=f"default: all ({', '.join(fl.steps.names())})")
     bench.add_argument("--config", choices=CONFIGS, default="default",
                        help="article: hidden 512, batch 64, 100 steps, 4 layers; tiny: odd sizes for the "
                             "simulator; default: article on a GPU, tiny on the simulator")
-    bench.add_argument("--warmup", type=int, help="untimed runs first (default 3 on a GPU, 0 on the simulator)")
-    bench.add_argument("--repeats", type=int, help="timed runs (default 20 on a GPU, 2 on the simulator)")
+    bench.add_argument("--warmup", type=count("warmup", 0), help="untimed runs first (default 3 on a GPU, 0 on the simulator)")
+    bench.add_argument("--repeats", type=count("repeats", 1), help="timed runs (default 20 on a GPU, 2 on the simulator)")
     bench.add_argument("--out", metavar="FILE", help="also write the results as JSON")
-    bench.add_argument("--plot", metavar="PNG", help="also draw GFLOP/s beside the published numbers")
+    bench.add_argument("--plot", metavar="PNG", help="also draw GFLOP/s beside the published numbers (.png, .svg, .pdf, ...)")
     bench.add_argument("--tf32", choices=("off", "on"), default="off",
                        help="for the Keras steps (keras_cudnn, ...): allow TF32 matrix math (default off: true FP32, "
                             "like our kernels)")
     sweep = commands.add_parser("sweep", help="time steps at several batch sizes (hidden 512, 100 steps, 4 layers)")
-    sweep.add_argument("--steps", nargs="+", metavar="STEP", default=["wavefront", "persistent"])
-    sweep.add_argument("--batches", nargs="+", type=int, default=[1, 4, 16, 64])
+    sweep.add_argument("--steps", nargs="+", metavar="STEP", type=any_step, default=["wavefront", "persistent"])
+    sweep.add_argument("--batches", nargs="+", type=count("batch", 1), default=[1, 4, 16, 64])
     sweep.add_argument("--config", choices=CONFIGS, default="default", help="the base config whose batch is varied")
     sweep.add_argument("--out", metavar="FILE", help="also write the results as JSON")
     sweep.add_argument("--tf32", choices=("off", "on"), default="off", help="for the Keras steps, as in bench")
     clocks = commands.add_parser("clocks", help="per step, the host's time to issue a forward pass beside the GPU's "
                                                  "(is it host-bound?); GPU only")
-    clocks.add_argument("--steps", nargs="+", metavar="STEP", help="default: all ladder steps")
+    clocks.add_argument("--steps", nargs="+", metavar="STEP", type=a_ladder_step, help="default: all ladder steps")
     clocks.add_argument("--config", choices=CONFIGS, default="default", help="as in bench")
     clocks.add_argument("--out", metavar="FILE", help="also write the results as JSON")
     profile = commands.add_parser("profile", help="record the steps without running them (launches, FLOPs, bytes, "
                                                   "dependencies) and print lower bounds per GPU and host; no GPU needed")
-    profile.add_argument("--steps", nargs="+", metavar="STEP", help="default: the whole ladder")
+    profile.add_argument("--steps", nargs="+", metavar="STEP", type=a_ladder_step, help="default: the whole ladder")
     profile.add_argument("--config", choices=CONFIGS, default="article", help="default: article")
-    profile.add_argument("--gpus", nargs="+", metavar="GPU", default=["M40", "T4", "A100", "H100"],
+    profile.add_argument("--gpus", nargs="+", metavar="GPU", type=a_gpu, default=["M40", "T4", "A100", "H100"],
                          help="names in data/gpus.csv (default: M40 T4 A100 H100)")
     profile.add_argument("--hosts", nargs="+", choices=("cpp", "python", "measured"), default=["cpp", "python"],
                          help="rows of data/host_launch_costs.csv (measured: this project's host, driver stubbed)")
     profile.add_argument("--out", metavar="FILE", help="also write the rows as JSON")
-    args = parser.parse_args(argv)
-    if args.command == "profile":
-        return profile_command(fl, args)
-    if args.command in ("bench", "sweep") and any(name in fl.steps.keras_names() for name in args.steps or []):
-        from fastlstm_lib.keras_backend import set_tf32
+    return parser
 
-        set_tf32(args.tf32 == "on")
-    if args.command == "info":
-        print(json.dumps(fl.device_info(), indent=2))
-        return 0
-    if args.command == "gemm":
-        from fastlstm_lib.gemm_bench import bench_gemm_vs_cublas
 
-        try:
-            rows = bench_gemm_vs_cublas()
-        except RuntimeError as error:
-            print(f"error: {error}", file=sys.stderr)
-            return 2
-        for row in rows:
-            print(f"{row['shape']:<34} ours {row['ours_gflops']:8.0f} GFLOP/s  cuBLAS {row['cublas_gflops']:8.0f} GFLOP/s"
-                  f"  ({100 * row['fraction_of_cublas']:.0f}% of cuBLAS)")
-        if args.out:
-            print(f"wrote {fl.save_results(rows, args.out)}")
-        return 0
-    if args.command == "clocks":
-        if fl.is_simulator():
-            print("error: on the CUDA simulator launches run synchronously and there are no events: "
-                  "issue and device times mean nothing there", file=sys.stderr)
-            return 2
-        try:
-            cfg = getattr(fl.LSTMConfig, args.config)()
-            results = [fl.harness.bench_or_skip(name, cfg, measure=fl.host_and_device_times)
-                       for name in (args.steps or fl.steps.names())]
-        except (ValueError, TypeError, fl.WrongResultError) as error:
-            print(f"error: {error}", file=sys.stderr)
-            return 2
-        for r in results:
-            print(f"{r['step']:<18} skipped: {r['skipped']}" if "skipped" in r else
-                  f"{r['step']:<18} issue {r['issue_ms']['median']:9.3f} ms  GPU {r['device_ms']['median']:9.3f} ms  "
-                  f"wall {r['wall_ms']['median']:9.3f} ms")
-        if args.out:
-            print(f"wrote {fl.save_results(results, args.out)}")
-        return 0
-    if args.command == "sweep":
-        try:
-            results = fl.bench_batch_sweep(args.steps, args.batches, getattr(fl.LSTMConfig, args.config)())
-        except (ValueError, TypeError, fl.WrongResultError) as error:
-            print(f"error: {error}", file=sys.stderr)
-            return 2
-        for r in results:
-            where = f"batch {r['config']['batch']:>4} {r['step']:<16}"
-            print(where + (f" skipped: {r['skipped']}" if "skipped" in r else
-                           f" {r['time_ms']['median']:10.3f} ms {r['gflops']:9.1f} GFLOP/s"))
-        if args.out:
-            print(f"wrote {fl.save_results(results, args.out)}")
-        return 0
-    cfg = getattr(fl.LSTMConfig, args.config)()
+def check_outputs(args) -> None:
+    """Every file the command will write can be written (and --plot is an image format): ValueError if not."""
+    from fastlstm_lib.checks import check_writable_path
+
+    if getattr(args, "out", None) is not None:
+        check_writable_path("--out", args.out)
+    if getattr(args, "plot", None) is not None:
+        from fastlstm_lib.plots import check_image_path
+
+        check_image_path("--plot", args.plot)
+    if getattr(args, "out", None) is not None and getattr(args, "plot", None) is not None:
+        from pathlib import Path
+
+        if Path(args.out).resolve() == Path(args.plot).resolve():
+            raise ValueError(f"--out and --plot must be different files, got {args.out!r} for both")
+
+
+def main(argv=None) -> int:
+    argv = sys.argv[1:] if argv is None else list(argv)
+    if argv[:1] == ["doctor"]:  # first, and alone: the doctor runs in any Python 3, even one without NumPy or Numba
+        from fastlstm_lib.doctor import main as doctor_main
+
+        return doctor_main(argv[1:])
+    import fastlstm_lib as fl
+
     try:
-        results = fl.bench_steps(args.steps, cfg, warmup=args.warmup, repeats=args.repeats)
+        args = build_parser(fl).parse_args(argv)
+    except SystemExit as exit_:  # argparse has printed "error: ..." (status 2), or --help (status 0)
+        return exit_.code if isinstance(exit_.code, int) else 2
+    command = {"info": info_command, "gemm": gemm_command, "bench": bench_command, "sweep": sweep_command,
+               "clocks": clocks_command, "profile": profile_command}[args.command]
+    try:
+        check_outputs(args)
+        return command(fl, args)
     except (ValueError, TypeError, fl.WrongResultError) as error:
         print(f"error: {error}", file=sys.stderr)
         return 2
+
+
+def info_command(fl, args) -> int:
+    print(json.dumps(fl.device_info(), indent=2))
+    return 0
+
+
+def set_tf32_for(fl, args) -> None:
+    """``--tf32`` for the Keras steps among ``--steps`` (imports TensorFlow only when there are some)."""
+    if any(name in fl.steps.keras_names() for name in args.steps or []):
+        from fastlstm_lib.keras_backend import set_tf32
+
+        set_tf32(args.tf32 == "on")
+
+
+def gemm_command(fl, args) -> int:
+    from fastlstm_lib.gemm_bench import bench_gemm_vs_cublas
+
+    try:
+        rows = bench_gemm_vs_cublas()
+    except RuntimeError as error:
+        print(f"error: {error}", file=sys.stderr)
+        return 2
+    for row in rows:
+        print(f"{row['shape']:<34} ours {row['ours_gflops']:8.0f} GFLOP/s  cuBLAS {row['cublas_gflops']:8.0f} GFLOP/s"
+              f"  ({100 * row['fraction_of_cublas']:.0f}% of cuBLAS)")
+    if args.out:
+        print(f"wrote {fl.save_results(rows, args.out)}")
+    return 0
+
+
+def clocks_command(fl, args) -> int:
+    if fl.is_simulator():
+        print("error: on the CUDA simulator launches run synchronously and there are no events: "
+              "issue and device times mean nothing there", file=sys.stderr)
+        return 2
+    cfg = getattr(fl.LSTMConfig, args.config)()
+    results = [fl.harness.bench_or_skip(name, cfg, measure=fl.host_and_device_times)
+               for name in (args.steps or fl.steps.names())]
+    for r in results:
+        print(f"{r['step']:<18} skipped: {r['skipped']}" if "skipped" in r else
+              f"{r['step']:<18} issue {r['issue_ms']['median']:9.3f} ms  GPU {r['device_ms']['median']:9.3f} ms  "
+              f"wall {r['wall_ms']['median']:9.3f} ms")
+    if args.out:
+        print(f"wrote {fl.save_results(results, args.out)}")
+    return 0
+
+
+def sweep_command(fl, args) -> int:
+    set_tf32_for(fl, args)
+    results = fl.bench_batch_sweep(args.steps, args.batches, getattr(fl.LSTMConfig, args.config)())
+    for r in results:
+        where = f"batch {r['config']['batch']:>4} {r['step']:<16}"
+        print(where + (f" skipped: {r['skipped']}" if "skipped" in r else
+                       f" {r['time_ms']['median']:10.3f} ms {r['gflops']:9.1f} GFLOP/s"))
+    if args.out:
+        print(f"wrote {fl.save_results(results, args.out)}")
+    return 0
+
+
+def bench_command(fl, args) -> int:
+    set_tf32_for(fl, args)
+    cfg = getattr(fl.LSTMConfig, args.config)()
+    results = fl.bench_steps(args.steps, cfg, warmup=args.warmup, repeats=args.repeats)
     print(fl.format_table(results))
     if args.out:
         print(f"wrote {fl.save_results(results, args.out)}")
@@ -144,11 +215,7 @@ def profile_command(fl, args) -> int:
 
     cfg = getattr(fl.LSTMConfig, args.config)()
     started = time.perf_counter()
-    try:
-        rows = ladder.ladder_bounds(gpus=args.gpus, hosts=args.hosts, steps=args.steps, cfg=cfg)
-    except (ValueError, TypeError) as error:
-        print(f"error: {error}", file=sys.stderr)
-        return 2
+    rows = ladder.ladder_bounds(gpus=args.gpus, hosts=args.hosts, steps=args.steps, cfg=cfg)
     seconds = time.perf_counter() - started
     print(f"lower bounds per forward pass, {cfg}")
     print(ladder.table_text(rows, args.gpus, args.hosts))

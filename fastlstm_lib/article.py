@@ -11,6 +11,10 @@ from pathlib import Path
 
 from .config import LSTMConfig
 from .gpus import fp32_peak_tflops
+from .results import check_results
+
+#: What ``ladder_comparison`` reads of a result ("a.b": key b of the dict under key a).
+COMPARISON_KEYS = ("step", "config", "times_meaningful", "device.name", "gflops", "time_ms.median")
 
 CSV = Path(__file__).resolve().parents[1] / "data" / "article_cudnn5.csv"
 #: The GPU the article measured on, as data/gpus.csv names it.
@@ -40,6 +44,7 @@ def ladder_comparison(results: list[dict]) -> list[dict]:
     ``results``: ``fl.bench`` dicts at the article's config (others, and simulator results, are
     ignored). Speedups are relative to the same device's baseline, as in the article.
     """
+    results = check_results("results", results, keys=COMPARISON_KEYS)
     article = LSTMConfig.article().as_dict()
     measured = [r for r in results if r.get("times_meaningful") and r["config"] == article]
     by_device: dict = {}

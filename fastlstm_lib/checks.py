@@ -9,6 +9,8 @@ from __future__ import annotations
 
 import math
 import numbers
+import os
+from pathlib import Path
 
 import numpy as np
 
@@ -96,3 +98,63 @@ def check_keras_model(name: str, model, *, hint: str = ""):
     if not isinstance(model, keras.Model):
         raise TypeError(f"{name} must be a keras.Model{hint}, got {type(model).__name__}")
     return keras
+
+
+def check_str(name: str, value, *, example: str = "") -> str:
+    """A non-empty str (a name: a step, a GPU). ``example`` shows one in the message."""
+    wanted = f"a non-empty str{f' such as {example!r}' if example else ''}"
+    if not isinstance(value, str):
+        raise TypeError(f"{name} must be {wanted}, got {type(value).__name__} {value!r}")
+    if not value.strip():
+        raise ValueError(f"{name} must be {wanted}, got {value!r}")
+    return value
+
+
+def check_str_list(name: str, values, *, choices=None) -> list[str]:
+    """A non-empty sequence of non-empty strs, each one of ``choices`` when given."""
+    if isinstance(values, (str, bytes)) or not isinstance(values, (list, tuple)):
+        raise TypeError(f"{name} must be a list of strs, got {type(values).__name__} {values!r}")
+    if not values:
+        raise ValueError(f"{name} must hold at least one str, got an empty {type(values).__name__}")
+    values = [check_str(f"{name}[{i}]", v) for i, v in enumerate(values)]
+    if choices is not None:
+        for i, value in enumerate(values):
+            check_choice(f"{name}[{i}]", value, tuple(choices))
+    return values
+
+
+def check_path(name: str, path) -> Path:
+    """A file system path: a str or os.PathLike (not empty) -> pathlib.Path."""
+    if isinstance(path, bool) or not isinstance(path, (str, os.PathLike)):
+        raise TypeError(f"{name} must be a path (str or os.PathLike), got {type(path).__name__} {path!r}")
+    text = os.fspath(path)
+    if not isinstance(text, str):
+        raise TypeError(f"{name} must be a path (str or os.PathLike), got {type(path).__name__} {path!r}")
+    if not text.strip():
+        raise ValueError(f"{name} must be a path (str or os.PathLike), got an empty str")
+    return Path(text)
+
+
+def check_writable_path(name: str, path, *, make_parents: bool = False) -> Path:
+    """A path a file can be written to, checked before any work: not a directory, its directory
+    existing (or, with ``make_parents``, creatable) and writable. Returns a pathlib.Path."""
+    path = check_path(name, path)
+
+    def refuse(reason: str):
+        return ValueError(f"{name} must be a file path that can be written, got {str(path)!r}: {reason}")
+
+    if path.is_dir():
+        raise refuse("it is a directory")
+    directory = path.parent
+    if make_parents:
+        while not directory.exists() and directory != directory.parent:
+            directory = directory.parent
+    elif not directory.exists():
+        raise refuse(f"its directory {str(directory)!r} does not exist")
+    if not directory.is_dir():
+        raise refuse(f"{str(directory)!r} is not a directory")
+    if not os.access(directory, os.W_OK | os.X_OK):
+        raise refuse(f"no permission to write in {str(directory)!r}")
+    if path.exists() and not os.access(path, os.W_OK):
+        raise refuse("the file exists and may not be written")
+    return path

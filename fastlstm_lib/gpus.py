@@ -17,6 +17,8 @@ import numbers
 import re
 from pathlib import Path
 
+from .checks import check_str
+
 CSV = Path(__file__).resolve().parents[1] / "data" / "gpus.csv"
 
 _NUMBERS = {"sms": int, "fp32_tflops": float, "memory_gb_s": float, "l2_mib": float, "shared_kib_per_sm": float,
@@ -26,7 +28,8 @@ _NUMBERS = {"sms": int, "fp32_tflops": float, "memory_gb_s": float, "l2_mib": fl
 
 @functools.lru_cache(maxsize=1)
 def gpu_table() -> tuple[dict, ...]:
-    """Every row of data/gpus.csv, numbers converted, in file order (most specific match first)."""
+    """Every row of data/gpus.csv, numbers converted, in file order (most specific match first).
+    Cached and shared: the library's own; ``find_gpu``/``gpu`` hand out copies."""
     with CSV.open() as lines:
         rows = list(csv.DictReader(line for line in lines if not line.startswith("#")))
     return tuple({key: _NUMBERS.get(key, str)(value) for key, value in row.items()} for row in rows)
@@ -43,16 +46,16 @@ def find_gpu(name: str) -> dict | None:
 
     A row's "match" names are whole words of the device name: "NVIDIA L4" is not an "NVIDIA
     L40S", "H200" is not a "GH200" (a GPU the table does not know gets no other GPU's figures).
+    The row is the caller's own copy: changing it changes nothing for the next call.
     """
-    if not isinstance(name, str):
-        raise TypeError(f"a GPU name must be a str, got {type(name).__name__}")
+    check_str("name", name, example="H100")
     for row in gpu_table():
         if name == row["name"]:
-            return row
+            return dict(row)
     for row in gpu_table():
         if any(re.search(rf"(?<![A-Za-z0-9]){re.escape(pattern)}(?![A-Za-z0-9])", name, re.IGNORECASE)
                for pattern in row["match"].split("|")):
-            return row
+            return dict(row)
     return None
 
 
@@ -66,7 +69,7 @@ def gpu(name: str) -> dict:
 
 def fp32_peak_tflops(device_name: str) -> float | None:
     """The FP32 peak of a GPU named like ``device_info()['name']``, or None if unknown."""
-    row = find_gpu(device_name)
+    row = find_gpu(check_str("device_name", device_name, example="NVIDIA H100 80GB HBM3"))
     return row["fp32_tflops"] if row else None
 
 

@@ -13,12 +13,16 @@ from __future__ import annotations
 import dataclasses
 import datetime
 import functools
+import hashlib
 from typing import NamedTuple
 
+from .checks import check_bool, check_int, check_int_list, check_number
 from .config import LSTMConfig
+from .copies import fresh, frozen
 from .params import init_params, random_input
 from .progress import progress_bar
-from .reference import reference_forward
+from .reference import RTOL, reference_forward, where_nonfinite
+from .simulator_budget import SIMULATOR_PASSES, refuse_slow_simulation, simulated_passes
 from . import simulator
 from . import steps as steps_registry
 from .timing import issue_and_run_times, summarize
@@ -29,23 +33,44 @@ class WrongResultError(RuntimeError):
 
 
 @functools.lru_cache(maxsize=4)
-def problem(cfg: LSTMConfig, seed: int = 0):
-    """(x, params, reference output) for ``cfg``: the same inputs for every step."""
+def _problem(cfg: LSTMConfig, seed: int):
+    """The cached problem, read-only: nothing a step does can change what the next is checked on."""
     params = init_params(cfg, seed=seed)
     x = random_input(cfg, seed=seed + 1)
-    return x, params, reference_forward(x, params)
+    return frozen((x, params, reference_forward(x, params)))
 
 
-@functools.lru_cache(maxsize=4)
-def expected(reference, cfg: LSTMConfig, seed: int = 0):
-    """``reference(x, params)`` on ``problem(cfg, seed)``: what a step computing something other
-    than the forward pass (``step.reference``) is checked against."""
-    x, params, ref = problem(cfg, seed)
-    return ref if reference is reference_forward else reference(x, params)
+def problem(cfg: LSTMConfig, seed: int = 0):
+    """(x, params, reference output) for ``cfg``: the same inputs for every step, each call's
+    own copies (change them freely)."""
+    if not isinstance(cfg, LSTMConfig):
+        raise TypeError(f"cfg must be an LSTMConfig, got {type(cfg).__name__}")
+    return fresh(_problem(cfg, check_int("seed", seed, minimum=0)))
+
+
+#: Read-only references already computed: (reference, cfg, seed, extra inputs' digests) -> result.
+_EXPECTED: dict = {}
+
+
+def expected(step, cfg: LSTMConfig, seed: int = 0):
+    """``step.reference(x, params, **step.extra_inputs(cfg, seed))`` on ``problem(cfg, seed)``: what
+    the step is checked against (the forward output, or forward and backward for a backward step).
+    Read-only and cached (the last few): the harness's own."""
+    extra = step.extra_inputs(cfg, seed)
+    key = (step.reference, cfg, seed,
+           tuple((name, hashlib.sha1(value.tobytes()).hexdigest()) for name, value in sorted(extra.items())))
+    if key not in _EXPECTED:
+        x, params, ref = _problem(cfg, seed)
+        if len(_EXPECTED) >= 4:
+            _EXPECTED.pop(next(iter(_EXPECTED)))
+        _EXPECTED[key] = ref if step.reference is reference_forward and not extra else frozen(
+            step.reference(x, params, **extra))
+    return _EXPECTED[key]
 
 
 def check(runner, ref, step_name: str, when: str, rtol: float) -> float | None:
-    """Poison, run, compare. Returns the relative error; raises WrongResultError if too large.
+    """Poison, run, compare. Returns the relative error; raises WrongResultError if too large, or
+    if the output holds NaN or infinity (saying where it first appears).
 
     On the fake GPU (a test mode) kernels never run, so there is nothing to compare: the pass is
     issued and None returned (the simulator checks the values of the same code).
@@ -55,6 +80,10 @@ def check(runner, ref, step_name: str, when: str, rtol: float) -> float | None:
     if not simulator.values_computed() and not runner.times_meaningful:  # Keras' runners do run, on the CPU
         runner.result()  # everything a pass does on the host, down to the copy back
         return None
+    result = runner.result()
+    nonfinite = where_nonfinite(result)
+    if nonfinite:
+        raise WrongResultError(f"step {step_name!r} is wrong {when} timing: {nonfinite}; its time is not reported")
     error = runner.error(ref)
     if not error <= rtol:
         raise WrongResultError(
@@ -75,18 +104,44 @@ class CheckedRun(NamedTuple):
     error_before: float
 
 
-def checked_run(step, cfg: LSTMConfig | None, seed: int, rtol: float | None, options: dict) -> CheckedRun:
-    """Resolve the step and config, set the step up on ``problem(cfg, seed)`` and check it once
-    against its reference (``step.reference``, within ``step.rtol`` unless ``rtol`` is given)."""
-    step = steps_registry.get(step) if isinstance(step, str) else step
+def resolve(step, cfg: LSTMConfig | None, seed: int, rtol: float | None):
+    """(step object, cfg, seed, rtol) checked: a name or a step, an LSTMConfig (None: the default
+    for this device), a seed >= 0, a tolerance > 0 (None: the step's own)."""
+    from .steps.base import LSTMStep
+
+    if isinstance(step, str):
+        step = steps_registry.get(step)
+    elif not isinstance(step, LSTMStep):
+        raise TypeError(f"step must be a step name (one of {', '.join(steps_registry.names())}) or a step object, "
+                        f"got {type(step).__name__} {step!r}")
     cfg = LSTMConfig.default() if cfg is None else cfg
     if not isinstance(cfg, LSTMConfig):
         raise TypeError(f"cfg must be an LSTMConfig, got {type(cfg).__name__}")
+    seed = check_int("seed", seed, minimum=0)
+    if rtol is not None:
+        rtol = check_number("rtol", rtol)
+        if not 0 < rtol < 1:
+            raise ValueError(f"rtol must be a relative error between 0 and 1 (the steps use {RTOL:g}), got {rtol:g}")
+    return step, cfg, seed, step.rtol if rtol is None else rtol
+
+
+def checked_run(step, cfg: LSTMConfig | None, seed: int, rtol: float | None, options: dict,
+                passes: int = SIMULATOR_PASSES) -> CheckedRun:
+    """Resolve the step and config, set the step up on its own copy of ``problem(cfg, seed)`` and
+    check it once against its reference (``step.reference``, within ``step.rtol`` unless ``rtol``
+    is given). On the simulator a size that would take more than a few minutes is refused first."""
+    step, cfg, seed, rtol = resolve(step, cfg, seed, rtol)
+    refuse_slow_simulation(step, cfg, passes)
+    ref = expected(step, cfg, seed)
     x, params, _ = problem(cfg, seed)
-    ref = expected(step.reference, cfg, seed)
-    rtol = step.rtol if rtol is None else rtol
-    runner = step.runner(x, params, **options)
+    runner = step.runner(x, params, **fresh(step.extra_inputs(cfg, seed)), **options)
     return CheckedRun(step, cfg, runner, ref, rtol, check(runner, ref, step.name, "before", rtol))
+
+
+def counts(warmup, repeats) -> tuple[int | None, int | None]:
+    """``warmup`` (an int >= 0) and ``repeats`` (an int >= 1), each None for the step's default."""
+    return (None if warmup is None else check_int("warmup", warmup, minimum=0),
+            None if repeats is None else check_int("repeats", repeats, minimum=1))
 
 
 def bench(step, cfg: LSTMConfig | None = None, *, warmup: int | None = None, repeats: int | None = None,
@@ -97,9 +152,8 @@ def bench(step, cfg: LSTMConfig | None = None, *, warmup: int | None = None, rep
     go to the step. ``rtol``: the step's own tolerance (``step.rtol``) unless given. Raises
     WrongResultError rather than report the time of a wrong step.
     """
-    if (warmup is not None and warmup < 0) or (repeats is not None and repeats < 1):
-        raise ValueError(f"need warmup >= 0 and repeats >= 1, got warmup={warmup}, repeats={repeats}")
-    run = checked_run(step, cfg, seed, rtol, options)
+    warmup, repeats = counts(warmup, repeats)
+    run = checked_run(step, cfg, seed, rtol, options, passes=simulated_passes(warmup, repeats))
     default_warmup, default_count = run.runner.default_repeats()
     warmup = default_warmup if warmup is None else warmup
     repeats = default_count if repeats is None else repeats
@@ -135,7 +189,8 @@ def host_and_device_times(step, cfg: LSTMConfig | None = None, *, warmup: int | 
     A step whose issue time reaches its device time is host-bound: a faster GPU would not make it
     faster, fewer launches (or a cheaper way to issue them, such as CUDA Graphs) would.
     """
-    run = checked_run(step, cfg, seed, None, options)
+    warmup, repeats = counts(warmup, repeats)
+    run = checked_run(step, cfg, seed, None, options, passes=simulated_passes(warmup, repeats))
     if getattr(run.runner, "time_issue_and_run", None) is None:
         raise TypeError(f"step {run.step.name!r} does not run on Numba's streams: only a wall clock can time it")
     default_warmup, default_repeats = run.runner.default_repeats()  # (3, 20) on a GPU
@@ -154,10 +209,28 @@ def host_and_device_times(step, cfg: LSTMConfig | None = None, *, warmup: int | 
 
 def checked_names(names) -> list[str]:
     """``names`` (all ladder steps if None), every one known: a typo fails before minutes of work."""
-    names = steps_registry.names() if names is None else list(names)
-    for name in names:
+    if names is None:
+        return steps_registry.names()
+    if isinstance(names, str) or not hasattr(names, "__iter__"):
+        raise TypeError(f"names must be a list of step names (or None for the whole ladder), got "
+                        f"{type(names).__name__} {names!r}" + (f"; for one step: [{names!r}]" if isinstance(names, str) else ""))
+    names = list(names)
+    if not names:
+        raise ValueError("names must hold at least one step name, got an empty list (None: the whole ladder)")
+    for index, name in enumerate(names):
+        if not isinstance(name, str):
+            raise TypeError(f"names[{index}] must be a step name, got {type(name).__name__} {name!r}")
         steps_registry.get(name)
     return names
+
+
+def plan(jobs, kwargs: dict) -> None:
+    """Check a list of (name, cfg) runs before the first: arguments, and on the simulator that
+    none would take hours (``bench_or_skip``'s ``kwargs``: warmup, repeats, seed, rtol, options)."""
+    warmup, repeats = counts(kwargs.get("warmup"), kwargs.get("repeats"))
+    for name, cfg in jobs:
+        step, cfg, _, _ = resolve(name, cfg, kwargs.get("seed", 0), kwargs.get("rtol"))
+        refuse_slow_simulation(step, cfg, simulated_passes(warmup, repeats))
 
 
 def bench_or_skip(name: str, cfg: LSTMConfig | None = None, *, measure=None, **kwargs) -> dict:
@@ -177,8 +250,11 @@ def bench_or_skip(name: str, cfg: LSTMConfig | None = None, *, measure=None, **k
 
 def bench_steps(names=None, cfg: LSTMConfig | None = None, *, progress: bool = True, **kwargs) -> list[dict]:
     """``bench`` for several steps (all by default), in ladder order, with a progress bar. A step
-    that cannot run at ``cfg`` here is recorded as skipped, with its reason (``bench_or_skip``)."""
+    that cannot run at ``cfg`` here is recorded as skipped, with its reason (``bench_or_skip``).
+    Every argument is checked before the first step runs."""
     names = checked_names(names)
+    progress = check_bool("progress", progress)
+    plan([(name, cfg) for name in names], kwargs)
     iterator = progress_bar(names, "benchmark", "step", enabled=progress)
     results = []
     for name in iterator:
@@ -193,12 +269,17 @@ def bench_batch_sweep(names=None, batches=(1, 4, 16, 64), base: LSTMConfig | Non
 
     A step that does not fit a batch size (the persistent kernel's limits) is recorded as
     ``{"step", "config", "skipped": reason}`` instead of stopping the sweep (``bench_or_skip``); a
-    wrong result still raises WrongResultError.
+    wrong result still raises WrongResultError. Every argument is checked before the first run.
     """
     base = LSTMConfig.article() if base is None else base
+    if not isinstance(base, LSTMConfig):
+        raise TypeError(f"base must be an LSTMConfig, got {type(base).__name__}")
     names = checked_names(names)
-    jobs = progress_bar([(batch, name) for batch in batches for name in names], "batch sweep", "run",
-                        enabled=progress)
+    batches = check_int_list("batches", batches)
+    progress = check_bool("progress", progress)
+    runs = [(batch, name) for batch in batches for name in names]
+    plan([(name, dataclasses.replace(base, batch=batch)) for batch, name in runs], kwargs)
+    jobs = progress_bar(runs, "batch sweep", "run", enabled=progress)
     results = []
     for batch, name in jobs:
         results.append(bench_or_skip(name, dataclasses.replace(base, batch=batch), **kwargs))

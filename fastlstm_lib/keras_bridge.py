@@ -14,9 +14,11 @@ from .params import LayerParams, validate_input, validate_params
 
 def params_from_keras(layers) -> list[LayerParams]:
     """A list of built, stacked ``keras.layers.LSTM`` layers -> params (float32, our layout)."""
+    if not isinstance(layers, (list, tuple)):
+        raise TypeError(f"layers must be a list of built keras.layers.LSTM, got {type(layers).__name__} {layers!r:.80}")
+    if not layers:
+        raise ValueError(f"layers must hold at least one keras.layers.LSTM, got an empty {type(layers).__name__}")
     keras = import_keras()
-    if not isinstance(layers, (list, tuple)) or not layers:
-        raise TypeError(f"params_from_keras() expects a non-empty list of keras LSTM layers, got {layers!r}")
     params = []
     for index, layer in enumerate(layers):
         if not isinstance(layer, keras.layers.LSTM):
@@ -33,8 +35,11 @@ def params_from_keras(layers) -> list[LayerParams]:
 
 def keras_lstm_stack(params, *, use_cudnn="auto", **layer_options):
     """A ``keras.Sequential`` of LSTM layers (return_sequences=True) holding ``params``."""
-    keras = import_keras()
     params = validate_params(params)
+    if not (isinstance(use_cudnn, bool) or use_cudnn == "auto"):
+        error = ValueError if isinstance(use_cudnn, str) else TypeError
+        raise error(f"use_cudnn must be 'auto', True or False, got {type(use_cudnn).__name__} {use_cudnn!r}")
+    keras = import_keras()
     input_size = params[0].kernel.shape[0]
     model = keras.Sequential([keras.Input(shape=(None, input_size), dtype="float32")])
     for layer in params:
@@ -49,6 +54,6 @@ def keras_lstm_stack(params, *, use_cudnn="auto", **layer_options):
 def keras_forward(x: np.ndarray, params, **options) -> np.ndarray:
     """Keras' own LSTM on ``x`` with ``params``: (batch, seq_len, H) float32 NumPy."""
     x, params, _ = validate_input(x, params)
-    keras = import_keras()
     model = keras_lstm_stack(params, **options)
+    keras = import_keras()
     return np.asarray(keras.ops.convert_to_numpy(model(x, training=False)), dtype=np.float32)

@@ -13,6 +13,7 @@ from collections import Counter
 from numba import cuda
 
 from . import simulator
+from .checks import check_int
 from .timing import wall_times
 
 
@@ -56,8 +57,7 @@ def launch_overhead_us(launches: int = 2000) -> float:
     The clock is read only after ``cuda.synchronize()``, so queued work is counted. On the
     simulator this measures Python threads, not a GPU.
     """
-    if launches < 1:
-        raise ValueError(f"launches must be >= 1, got {launches}")
+    launches = check_int("launches", launches)
     simulator.announce()
     dummy = cuda.device_array(1, dtype="float32")
 

@@ -11,7 +11,7 @@ from typing import NamedTuple, Sequence
 
 import numpy as np
 
-from .checks import check_array
+from .checks import check_array, check_int
 from .config import LSTMConfig
 
 GATES = ("i", "f", "c", "o")
@@ -35,7 +35,7 @@ def init_params(cfg: LSTMConfig, seed: int = 0) -> list[LayerParams]:
     """Random float32 weights for ``cfg``, scaled so the gates don't saturate."""
     if not isinstance(cfg, LSTMConfig):
         raise TypeError(f"init_params() expects an LSTMConfig, got {type(cfg).__name__}")
-    rng = np.random.default_rng(seed)
+    rng = np.random.default_rng(check_int("seed", seed, minimum=0))
     H = cfg.hidden
     params = []
     for layer in range(cfg.layers):
@@ -56,7 +56,7 @@ def random_input(cfg: LSTMConfig, seed: int = 1) -> np.ndarray:
     """A float32 input of shape (batch, seq_len, input_size), standard normal, like Keras expects."""
     if not isinstance(cfg, LSTMConfig):
         raise TypeError(f"random_input() expects an LSTMConfig, got {type(cfg).__name__}")
-    rng = np.random.default_rng(seed)
+    rng = np.random.default_rng(check_int("seed", seed, minimum=0))
     return rng.standard_normal((cfg.batch, cfg.seq_len, cfg.input_size)).astype(np.float32)
 
 

@@ -1,8 +1,48 @@
-"""Charts shared by the notebooks and the command line. matplotlib is imported when used."""
+"""Charts shared by the notebooks and the command line. matplotlib is imported when used.
+
+Each chart checks its arguments before matplotlib is imported; ``check_image_path`` checks a
+file a chart will be saved to (the command line's ``--plot``) before any benchmark runs.
+"""
 
 from __future__ import annotations
 
 from .article import article_numbers
+from .checks import check_int, check_str, check_writable_path
+from .results import check_results
+
+#: What ``ladder_chart`` reads of a result (measured ones: those whose times mean something).
+CHART_KEYS = ("step", "times_meaningful", "device.name", "gflops")
+
+
+def check_image_path(name: str, path):
+    """A path matplotlib can save a figure to: writable (``checks.check_writable_path``), its
+    suffix an image format matplotlib writes (.png, .svg, .pdf, ...). Returns a pathlib.Path."""
+    path = check_writable_path(name, path)
+    try:
+        from matplotlib.backend_bases import FigureCanvasBase
+    except ImportError:
+        raise ValueError(f"{name}: drawing a chart needs matplotlib (pip install matplotlib)") from None
+    formats = sorted(FigureCanvasBase.get_supported_filetypes())
+    if path.suffix.lower().lstrip(".") not in formats:
+        raise ValueError(f"{name} must end in an image format matplotlib writes (.{', .'.join(formats)}), "
+                         f"got {str(path)!r}")
+    return path
+
+
+def _check_published(published):
+    """True, False, or a list of step names (the article's; others, such as ``persistent``, show no bar)."""
+    if isinstance(published, bool):
+        return published
+    from .steps import keras_names, names
+
+    known = list(dict.fromkeys([row["step"] for row in article_numbers()] + names() + keras_names()))
+    if isinstance(published, (str, bytes)) or not isinstance(published, (list, tuple, set)):
+        raise TypeError(f"published must be True, False or a list of step names ({', '.join(known)}), "
+                        f"got {type(published).__name__} {published!r}")
+    for step in published:
+        if step not in known:
+            raise ValueError(f"published must name known steps ({', '.join(known)}), got {step!r}")
+    return published
 
 
 def ladder_chart(results: list[dict], *, published=True, title: str | None = None, ax=None):
@@ -12,6 +52,10 @@ def ladder_chart(results: list[dict], *, published=True, title: str | None = Non
     device). Simulator results are left out: their times mean nothing. ``published`` is True
     (all published rows), False, or a list of step names to show. Returns the figure.
     """
+    results = check_results("results", results, keys=CHART_KEYS)
+    published = _check_published(published)
+    if title is not None:
+        check_str("title", title)
     import matplotlib.pyplot as plt
 
     measured = [r for r in results if r.get("times_meaningful")]
@@ -52,6 +96,16 @@ def launch_chart(counts: dict, layer_steps: int, *, ax=None):
     ``counts`` maps a step name to the Counter of ``fl.count_launches()`` over one forward pass
     that made ``layer_steps`` layer-steps.
     """
+    if not isinstance(counts, dict):
+        raise TypeError(f"counts must be a dict of step name -> Counter of launches, got {type(counts).__name__} {counts!r:.80}")
+    if not counts:
+        raise ValueError("counts must hold at least one step, got an empty dict")
+    for step, counter in counts.items():
+        if not isinstance(counter, dict) or not all(isinstance(n, int) and not isinstance(n, bool) and n >= 0
+                                                    for n in counter.values()):
+            raise TypeError(f"counts[{step!r}] must be a Counter of launches by kernel name (fl.count_launches()), "
+                            f"got {type(counter).__name__} {counter!r:.80}")
+    layer_steps = check_int("layer_steps", layer_steps)
     import matplotlib.pyplot as plt
 
     if ax is None:
@@ -77,6 +131,8 @@ def stream_timeline(lanes: list, *, title: str, ax=None):
 
     Units are arbitrary: it shows what may overlap and what must wait, not measured times.
     """
+    _check_lanes(lanes)
+    check_str("title", title)
     import matplotlib.pyplot as plt
 
     if ax is None:
@@ -94,9 +150,27 @@ def stream_timeline(lanes: list, *, title: str, ax=None):
     return fig
 
 
+def _check_lanes(lanes) -> None:
+    """``stream_timeline``'s lanes: [(label, [(start, length, text, color), ...]), ...], not empty."""
+    if not isinstance(lanes, (list, tuple)):
+        raise TypeError(f"lanes must be a list of (stream label, boxes), got {type(lanes).__name__} {lanes!r:.80}")
+    if not lanes:
+        raise ValueError("lanes must hold at least one (stream label, boxes), got an empty list")
+    for i, lane in enumerate(lanes):
+        if not isinstance(lane, (list, tuple)) or len(lane) != 2 or not isinstance(lane[1], (list, tuple)):
+            raise TypeError(f"lanes[{i}] must be (stream label, [(start, length, text, color), ...]), got {lane!r:.80}")
+        for j, box in enumerate(lane[1]):
+            if not isinstance(box, (list, tuple)) or len(box) != 4 or not all(
+                    isinstance(v, (int, float)) and not isinstance(v, bool) for v in box[:2]):
+                raise TypeError(f"lanes[{i}] box {j} must be (start, length, text, color) with numbers first, "
+                                f"got {box!r:.80}")
+
+
 def warp_loads(*, rows: int = 8, cols: int = 32, ax=None):
     """Which words of a row-major matrix one warp's 32 loads touch: along a row (B stored (K, N))
     or down a column (B stored (N, K) and read transposed)."""
+    rows = check_int("rows", rows, minimum=3)  # the picture marks row 2 and column 5
+    cols = check_int("cols", cols, minimum=6)
     import matplotlib.pyplot as plt
     import numpy as np
 
@@ -123,6 +197,8 @@ def warp_loads(*, rows: int = 8, cols: int = 32, ax=None):
 def wavefront_grid(layers: int, chunks: int, *, ax=None):
     """The wavefront's order: cell (layer, chunk) labelled with its diagonal; equal labels may run
     at the same time."""
+    layers = check_int("layers", layers)
+    chunks = check_int("chunks", chunks)
     import matplotlib.pyplot as plt
     import numpy as np
 

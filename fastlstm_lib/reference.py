@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from .checks import check_number
 from .params import validate_input
 
 #: The fp32 tolerance every step must meet: relative error (max |y - ref| / max |ref|) <= RTOL.
@@ -11,8 +12,11 @@ RTOL = 1e-5
 
 
 def sigmoid64(z: np.ndarray) -> np.ndarray:
-    """The logistic function in float64 NumPy (the kernels' ``sigmoidf`` is its float32 twin)."""
-    return 1.0 / (1.0 + np.exp(-z))
+    """The logistic function in float64 NumPy (the kernels' ``sigmoidf`` is its float32 twin). For
+    z below about -709, exp(-z) overflows to infinity and the result is 0, as it should be: the
+    overflow is expected, so it is not warned about."""
+    with np.errstate(over="ignore"):
+        return 1.0 / (1.0 + np.exp(-z))
 
 
 def lstm_layer64(layer_input: np.ndarray, layer) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
@@ -64,8 +68,7 @@ def relative_error(y: np.ndarray, ref: np.ndarray) -> float:
     Measured against the largest reference value rather than element by element, so outputs
     near zero don't turn rounding noise into a huge ratio.
     """
-    y = np.asarray(y)
-    ref = np.asarray(ref)
+    y, ref = _numeric("y", y), _numeric("ref", ref)
     if y.shape != ref.shape:
         raise ValueError(f"output shape {y.shape} differs from the reference's {ref.shape}")
     if not np.all(np.isfinite(y)):
@@ -75,6 +78,50 @@ def relative_error(y: np.ndarray, ref: np.ndarray) -> float:
     return diff / scale if scale > 0 else diff
 
 
+#: Names of the axes of a step's output, (batch, seq_len, hidden) like Keras.
+OUTPUT_AXES = ("batch row", "step", "unit")
+
+
+def where_nonfinite(result, name: str = "the output") -> str | None:
+    """Where ``result`` first holds NaN or infinity, in words, or None if it is finite.
+
+    ``result``: a step's output (batch, seq_len, hidden), or a named tuple / list of arrays (a
+    ``TrainingResult``: y, dx, grads), searched in order; the first array with a non-finite value
+    is named by its field and index (``grads[1].kernel``)."""
+    if isinstance(result, tuple) and hasattr(result, "_fields"):
+        parts = [(f"{name}.{field}" if name != "the output" else field, value)
+                 for field, value in zip(result._fields, result)]
+    elif isinstance(result, (list, tuple)):
+        parts = [(f"{name}[{i}]", value) for i, value in enumerate(result)]
+    else:
+        array = np.asarray(result)
+        bad = ~np.isfinite(array)
+        if not bad.any():
+            return None
+        first = np.unravel_index(int(np.argmax(bad)), array.shape)
+        axes = OUTPUT_AXES if array.ndim == 3 and name in ("the output", "y") else ()
+        at = ", ".join(f"{axis} {i}" for axis, i in zip(axes, first)) if axes else f"index {tuple(int(i) for i in first)}"
+        kinds = " and ".join(kind for kind, mask in (("NaN", np.isnan(array)), ("infinity", np.isinf(array)))
+                             if mask.any())
+        return f"{name} holds {kinds} in {int(bad.sum())} of {array.size} elements, the first at ({at})"
+    for part_name, value in parts:
+        found = where_nonfinite(value, part_name)
+        if found:
+            return found
+    return None
+
+
 def matches(y: np.ndarray, ref: np.ndarray, rtol: float = RTOL) -> bool:
     """True when y is finite everywhere and within ``rtol`` of the reference (NaN never passes)."""
+    rtol = check_number("rtol", rtol)
+    if rtol <= 0:
+        raise ValueError(f"rtol must be a relative error > 0, got {rtol:g}")
     return relative_error(y, ref) <= rtol
+
+
+def _numeric(name: str, value) -> np.ndarray:
+    """``value`` as a NumPy array of numbers: a TypeError naming ``name`` for anything else."""
+    array = np.asarray(value) if isinstance(value, (np.ndarray, list, tuple)) or np.isscalar(value) else None
+    if array is None or array.dtype.kind not in "biuf":
+        raise TypeError(f"{name} must be an array of numbers, got {type(value).__name__}")
+    return array

@@ -27,7 +27,7 @@ def ladder_runs():
     runs = {}
     for name in LADDER:
         with fl.count_launches() as launches:
-            result = bw.get(name).train(x, params)
+            result = bw.get(name).train(x, params, bw.output_gradient(SMALL))
         runs[name] = (result, launches)
     return runs
 
@@ -35,7 +35,7 @@ def ladder_runs():
 @pytest.fixture(scope="module")
 def small_reference():
     x, params = problem(SMALL)
-    return bw.reference_training(x, params)
+    return bw.reference_training(x, params, bw.output_gradient(SMALL))
 
 
 def test_ladder_order():
@@ -80,8 +80,9 @@ def test_fused_steps_launch_one_cell_kernel_per_layer_step(ladder_runs):
 def test_wavefront_with_three_layers_and_uneven_chunks():
     cfg = fl.LSTMConfig(batch=3, seq_len=3, input_size=5, hidden=7, layers=3)
     x, params = problem(cfg, seed=6)
-    result = bw.get("bwd_wavefront").train(x, params, chunk=2)  # chunks of 2 and 1 steps
-    errors = bw.gradient_errors(result, bw.reference_training(x, params))
+    dy = bw.output_gradient(cfg)
+    result = bw.get("bwd_wavefront").train(x, params, dy, chunk=2)  # chunks of 2 and 1 steps
+    errors = bw.gradient_errors(result, bw.reference_training(x, params, dy))
     assert max(errors.values()) <= bw.BACKWARD_RTOL, errors
 
 
@@ -136,17 +137,31 @@ def test_changes_show_what_each_step_overrides():
     ({"timed": "forward"}, ValueError, "timed must be one of"),
     ({"dy": np.zeros((1, 2, 4), np.float32)}, ValueError, "dy must have the forward output's shape"),
     ({"dy": np.zeros((1, 2, 5), np.float64)}, TypeError, r"dy must have dtype float32, got float64"),
+    ({"dy": None}, TypeError, r"dy is required: the gradient of the loss .* got None"),
 ])
 def test_bad_options_and_dy(kwargs, error, words):
     x, params = problem(MINI)
+    kwargs = {"dy": bw.output_gradient(MINI), **kwargs}
     with pytest.raises(error, match=words):
         bw.get("bwd_wavefront").train(x, params, **kwargs)
+
+
+@pytest.mark.parametrize("call", [
+    lambda x, params: fl.reference_backward(x, params, None),
+    lambda x, params: bw.reference_training(x, params, None),
+    lambda x, params: bw.get("bwd_op_by_op").runner(x, params),
+    lambda x, params: bw.get("bwd_op_by_op").backward(x, params, None),
+])
+def test_a_missing_gradient_is_a_type_error_not_a_random_one(call):
+    x, params = problem(MINI)
+    with pytest.raises(TypeError, match="dy is required"):
+        call(x, params)
 
 
 def test_bad_x_gets_validate_input_words():
     x, params = problem(MINI)
     with pytest.raises(TypeError, match=r"x must have dtype float32, got float64"):
-        bw.get("bwd_fused_pointwise").train(x.astype(np.float64), params)
+        bw.get("bwd_fused_pointwise").train(x.astype(np.float64), params, bw.output_gradient(MINI))
     with pytest.raises(ValueError, match="unknown backward step 'nope'"):
         bw.get("nope")
 

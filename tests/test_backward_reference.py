@@ -89,7 +89,7 @@ def test_bad_x_gets_validate_input_words():
 
 def test_nan_never_passes():
     x, params = problem(ODD)
-    ref = fl.backward.reference_training(x, params)
+    ref = fl.backward.reference_training(x, params, fl.backward.output_gradient(ODD))
     broken = ref.grads[1].bias.copy()
     broken[0] = np.nan
     bad = ref._replace(grads=[ref.grads[0], ref.grads[1]._replace(bias=broken)])

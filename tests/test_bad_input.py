@@ -95,7 +95,7 @@ def test_steps_reject_unknown_options():
 def test_bench_rejects_bad_arguments():
     with pytest.raises(TypeError, match="LSTMConfig"):
         fl.bench("baseline", cfg={"batch": 1})
-    with pytest.raises(ValueError, match="repeats >= 1"):
+    with pytest.raises(ValueError, match="repeats must be an int >= 1, got 0"):
         fl.bench("baseline", MINI, repeats=0)
     with pytest.raises(TypeError, match="LSTMConfig"):
         fl.flops((64, 100))

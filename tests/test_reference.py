@@ -101,5 +101,5 @@ def test_params_from_keras_rejects_other_layers(keras_available):
     keras = pytest.importorskip("keras")
     with pytest.raises(TypeError, match="keras.layers.LSTM"):
         fl.params_from_keras([keras.layers.Dense(3)])
-    with pytest.raises(TypeError, match="non-empty list"):
+    with pytest.raises(ValueError, match="layers must hold at least one keras.layers.LSTM, got an empty list"):
         fl.params_from_keras([])

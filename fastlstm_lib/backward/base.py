@@ -32,7 +32,7 @@ from numba import cuda
 
 from ..checks import check_choice
 from ..config import LSTMConfig, flops
-from ..params import LayerParams
+from ..params import LayerParams, validate_input
 from ..steps.base import Runner, poison_value, time_major
 from ..steps.resources import ordering_event, scratch
 from .reference import BACKWARD_RTOL, TrainingResult, output_gradient, reference_training, training_error, \
@@ -129,17 +129,22 @@ class BackwardStep(TrainingForward):
 
     # ---- the public API ---------------------------------------------------------------------
 
+    def extra_inputs(self, cfg: LSTMConfig, seed: int = 0) -> dict:
+        """The output gradient the harness checks every backward step with."""
+        return {"dy": output_gradient(cfg, seed=seed + 2)}
+
     def runner(self, x: np.ndarray, params, dy: np.ndarray | None = None, **options) -> TrainingRunner:
-        """Validate, set up, upload x and dy (default: ``output_gradient(cfg)``); nothing launched
+        """Validate, set up, upload x and dy (required: a TypeError if missing); nothing launched
         yet, except, with ``timed="backward"``, the forward pass that the backward reads."""
+        validate_dy(dy, validate_input(x, params)[2])  # before any work
         runner = super().runner(x, params, **options)
-        dy = output_gradient(runner.cfg) if dy is None else validate_dy(dy, runner.cfg)
+        dy = validate_dy(dy, runner.cfg)
         runner.state.dy.copy_to_device(time_major(dy))
         if runner.state.timed == "backward":
             self.run_forward(runner.state, runner.x, runner.out)
         return runner
 
-    def train(self, x: np.ndarray, params, dy: np.ndarray | None = None, **options) -> TrainingResult:
+    def train(self, x: np.ndarray, params, dy: np.ndarray, **options) -> TrainingResult:
         """Forward and backward: ``TrainingResult(y, dx, grads)``, float32 (see ``reference_training``).
         Every output is poisoned with NaN first, so anything the kernels leave unwritten shows."""
         runner = self.runner(x, params, dy=dy, **options)
@@ -152,5 +157,6 @@ class BackwardStep(TrainingForward):
         return self.train(x, params, dy, **options)[1:]
 
     def forward(self, x: np.ndarray, params, **options) -> np.ndarray:
-        """The forward output y, (batch, seq_len, hidden) float32 (computed by ``train``)."""
-        return self.train(x, params, **options).y
+        """The forward output y, (batch, seq_len, hidden) float32 (computed by ``train``, whose
+        backward half gets ``output_gradient``: y does not depend on it)."""
+        return self.train(x, params, output_gradient(validate_input(x, params)[2]), **options).y

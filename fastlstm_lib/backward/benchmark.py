@@ -21,6 +21,7 @@ import numpy as np
 from numba import cuda
 
 from .. import simulator
+from ..checks import check_bool, check_int
 from ..config import LSTMConfig
 from ..device import device_info
 from ..harness import bench
@@ -32,8 +33,17 @@ from . import get, names
 TARGETS = {"forward_backward_vs_cudnn_at_most": 1.5, "weight_gradient_speedup_at_least": 5.0}
 
 
+def _check_cfg(cfg) -> LSTMConfig:
+    if not isinstance(cfg, LSTMConfig):
+        raise TypeError(f"cfg must be an LSTMConfig (e.g. LSTMConfig.article()), got {type(cfg).__name__}")
+    return cfg
+
+
 def bench_weight_gradients(cfg: LSTMConfig, *, warmup: int = 3, repeats: int = 20, seed: int = 0) -> dict:
     """dW = X^T dZ of layer 1 (in = H) over all steps: one tall GEMM vs T GEMMs of B rows, accumulating."""
+    _check_cfg(cfg)
+    warmup, repeats = check_int("warmup", warmup, minimum=0), check_int("repeats", repeats)
+    seed = check_int("seed", seed, minimum=0)
     B, T, H = cfg.batch, cfg.seq_len, cfg.hidden
     rng = np.random.default_rng(seed)
     xs = rng.standard_normal((T * B, H)).astype(np.float32)
@@ -66,6 +76,17 @@ def bench_weight_gradients(cfg: LSTMConfig, *, warmup: int = 3, repeats: int = 2
 def bench_backward(cfg: LSTMConfig | None = None, *, steps=None, keras: bool = True, warmup: int | None = None,
                    repeats: int | None = None) -> dict:
     """Every measurement above, as one JSON-able dict. GPU only."""
+    if cfg is not None:
+        _check_cfg(cfg)
+    if steps is not None:
+        if isinstance(steps, str) or not isinstance(steps, (list, tuple)) or not steps:
+            raise TypeError(f"steps must be a non-empty list of backward step names, got {steps!r}")
+        for index, name in enumerate(steps):
+            if name not in names():
+                raise ValueError(f"steps[{index}] must be one of {tuple(names())}, got {name!r}")
+    check_bool("keras", keras)
+    warmup = None if warmup is None else check_int("warmup", warmup, minimum=0)
+    repeats = None if repeats is None else check_int("repeats", repeats)
     if simulator.SIMULATOR:
         raise RuntimeError("the backward benchmark needs a GPU: on the CUDA simulator times mean nothing")
     cfg = LSTMConfig.article() if cfg is None else cfg

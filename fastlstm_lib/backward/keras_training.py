@@ -104,12 +104,16 @@ class KerasTraining(KerasLSTM):
     def flop(self, cfg: LSTMConfig, **options) -> int:
         return flops(cfg) + backward_flops(cfg)
 
+    def extra_inputs(self, cfg: LSTMConfig, seed: int = 0) -> dict:
+        """The output gradient the harness checks with, as for our backward steps."""
+        return {"dy": output_gradient(cfg, seed=seed + 2)}
+
     def runner(self, x: np.ndarray, params, dy: np.ndarray | None = None, **options) -> KerasTrainingRunner:
         from ..keras_bridge import keras_lstm_stack
 
         reject_options(self, options)
         x, params, cfg = validate_input(x, params)
-        dy = output_gradient(cfg) if dy is None else validate_dy(dy, cfg)
+        dy = validate_dy(dy, cfg)  # required: a missing gradient is a TypeError
         call = gradient_function(keras_lstm_stack(params, **self.layer_options), dy)
         return KerasTrainingRunner(self, cfg, call, import_keras().ops.convert_to_tensor(x))
 

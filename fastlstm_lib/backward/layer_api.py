@@ -28,6 +28,7 @@ from typing import NamedTuple
 import numpy as np
 from numba import cuda
 
+from ..checks import check_choice, check_str
 from ..config import LSTMConfig
 from ..params import LayerParams, validate_input
 from ..steps.base import poisoned, time_major
@@ -88,8 +89,17 @@ def backward_on_device(x, kernel, recurrent, bias, saved: Saved, dy, dx, grads: 
         cuda.synchronize()
 
 
+def _check_step(step) -> str:
+    """A backward step's name ("bwd_wavefront", ...): TypeError / ValueError otherwise."""
+    from . import names
+
+    check_str("step", step, example=DEFAULT_STEP)
+    return check_choice("step", step, tuple(names()))
+
+
 def forward(x: np.ndarray, layer, *, step: str = DEFAULT_STEP) -> tuple[np.ndarray, Saved]:
     """NumPy in and out: x (B, T, in) float32 -> (y (B, T, H), ``Saved`` NumPy arrays)."""
+    _check_step(step)
     x, (layer,), cfg = validate_input(x, [layer])
     T, B, H = cfg.seq_len, cfg.batch, cfg.hidden
     saved = Saved(poisoned((T, B, H)), poisoned((T, B, 4 * H)), poisoned((T, B, H)))  # NaN: unwritten shows
@@ -101,8 +111,11 @@ def forward(x: np.ndarray, layer, *, step: str = DEFAULT_STEP) -> tuple[np.ndarr
 def backward(x: np.ndarray, layer, saved: Saved, dy: np.ndarray, *, step: str = DEFAULT_STEP) \
         -> tuple[np.ndarray, LayerParams]:
     """NumPy in and out: (dx (B, T, in), the layer's gradients) for dy (B, T, H) and ``forward``'s ``saved``."""
+    _check_step(step)
     x, (layer,), cfg = validate_input(x, [layer])
     dy = validate_dy(dy, cfg)
+    if not isinstance(saved, tuple) or len(saved) != len(Saved._fields):
+        raise TypeError(f"saved must be the Saved (hs, gates, cs) that forward() returned, got {type(saved).__name__}")
     T, B, H = cfg.seq_len, cfg.batch, cfg.hidden
     for name, array, shape in zip(Saved._fields, saved, [(T, B, H), (T, B, 4 * H), (T, B, H)]):
         if np.shape(array) != shape:

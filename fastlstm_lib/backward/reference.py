@@ -64,7 +64,12 @@ def output_gradient(cfg: LSTMConfig, seed: int = 2) -> np.ndarray:
 
 
 def validate_dy(dy, cfg: LSTMConfig, allowed=(np.float32,)) -> np.ndarray:
-    """dy must be the shape of the forward output, (batch, seq_len, hidden), finite."""
+    """dy must be the shape of the forward output, (batch, seq_len, hidden), finite. It is never
+    optional: a missing gradient is a TypeError, not a random one chosen silently."""
+    if dy is None:
+        raise TypeError(f"dy is required: the gradient of the loss with respect to the output, a float32 array of "
+                        f"shape (batch, seq_len, hidden) = {(cfg.batch, cfg.seq_len, cfg.hidden)}, got None "
+                        "(fl.backward.output_gradient(cfg) makes the random one the checks use)")
     dy = check_array("dy", dy, allowed)
     expected = (cfg.batch, cfg.seq_len, cfg.hidden)
     if dy.shape != expected:
@@ -123,11 +128,11 @@ def reference_backward(x: np.ndarray, params, dy: np.ndarray) -> tuple[np.ndarra
     return reference_training(x, params, dy)[1:]
 
 
-def reference_training(x: np.ndarray, params, dy: np.ndarray | None = None) -> TrainingResult:
-    """Forward and backward in float64: ``TrainingResult(y, dx, grads)``; ``dy`` defaults to
-    ``output_gradient(cfg)``, the one the backward steps are checked with."""
+def reference_training(x: np.ndarray, params, dy: np.ndarray) -> TrainingResult:
+    """Forward and backward in float64: ``TrainingResult(y, dx, grads)`` for the output gradient
+    ``dy`` (required; the harness checks every backward step with ``output_gradient(cfg)``)."""
     x, params, cfg = validate_input(x, params, allowed=(np.float32, np.float64))
-    dy = output_gradient(cfg) if dy is None else validate_dy(dy, cfg, allowed=(np.float32, np.float64))
+    dy = validate_dy(dy, cfg, allowed=(np.float32, np.float64))
     y, caches = forward_with_cache(x, params)
     grads = [None] * len(params)
     dh_out = dy.astype(np.float64)

@@ -37,6 +37,7 @@ def faster(last_ms: float, first_ms: float) -> dict:
 
 def chart_percent(winner: str | None, percent_faster: float) -> float:
     """The signed bar length: +x when channels_first is x% faster, -x when channels_last is."""
+    percent_faster = check_number("percent_faster", percent_faster, minimum=0)
     if winner is None:
         return 0.0
     return percent_faster if check_data_format(winner) == "channels_first" else -percent_faster
@@ -101,8 +102,21 @@ def _layout_row(pair: dict) -> dict:
     return row
 
 
+_ROW_KEYS = ("label", "precision", "jit_compile", "replicas", "winner", "clear", "error")
+
+
+def _check_row(row) -> dict:
+    if not isinstance(row, dict):
+        raise TypeError(f"row must be a dict from compare_layouts, got {type(row).__name__}")
+    missing = [key for key in _ROW_KEYS if key not in row]
+    if missing:
+        raise ValueError(f"row lacks {missing}: expected a dict from compare_layouts")
+    return row
+
+
 def outcome(row: dict) -> str:
     """What a compare_layouts row says, in words, with the one definition of faster."""
+    _check_row(row)
     if row.get("error"):
         if row["winner"]:
             return f"only {row['winner']} runs ({row['error']})"
@@ -127,6 +141,7 @@ def describe(row: dict) -> str:
 
 def verdict(row: dict) -> str:
     """One sentence for one compare_layouts row."""
+    _check_row(row)
     return f"{describe(row)}: {outcome(row)}"
 
 

@@ -16,7 +16,7 @@ from pathlib import Path
 
 import numpy as np
 
-from ..checks import check_bool, check_int, check_number
+from ..checks import check_bool, check_int, check_number, check_path
 from ..keras_backend import import_keras
 from .formats import CIFAR_CHANNELS, CIFAR_IMAGE_SIZE, NUM_CLASSES
 
@@ -79,7 +79,7 @@ def _home_relative(path: Path) -> str:
 def find_cached_cifar10(cache_dir=None) -> tuple[str, Path] | None:
     """("archive", path) if Keras 3 has the downloaded archive, ("folder", path) if the extracted
     batches are there (older Keras), None if neither: then loading it would need the network."""
-    dirs = [Path(cache_dir)] if cache_dir is not None else keras_cache_dirs()
+    dirs = [check_path("cache_dir", cache_dir)] if cache_dir is not None else keras_cache_dirs()
     for directory in dirs:
         archive = directory / CIFAR_ARCHIVE
         # Keras re-downloads an archive whose hash is wrong: only a complete one counts.
@@ -183,6 +183,9 @@ def load_images(n_train: int | None = None, n_test: int | None = None, *, image_
     if CIFAR_IMAGE_SIZE % image_size:
         raise ValueError(f"image_size must divide {CIFAR_IMAGE_SIZE} (32, 16, 8, ...), got {image_size}")
     download = os.environ.get(DOWNLOAD_ENV, "") == "1" if download is None else check_bool("download", download)
+    if cache_dir is not None:
+        cache_dir = check_path("cache_dir", cache_dir)
+    check_int("seed", seed, minimum=0)
     found = find_cached_cifar10(cache_dir)
     looked = [Path(cache_dir)] if cache_dir else keras_cache_dirs()
     note = "" if found else f"CIFAR-10 is not in the Keras cache ({', '.join(_home_relative(d) for d in looked)})"

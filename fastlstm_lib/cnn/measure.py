@@ -15,7 +15,7 @@ import argparse
 import sys
 from pathlib import Path
 
-from ..checks import check_choice
+from ..checks import check_bool, check_choice, check_int, check_path, check_str, check_str_list, check_writable_path
 from ..keras_backend import backend_name, environment, set_tf32
 from ..progress import progress_bar
 from ..results import RESULTS, load_results, save_results
@@ -44,11 +44,14 @@ def variant_plan(models=MODELS, precisions=PRECISIONS, xla=(False, True), *, bac
 
     XLA (``jit_compile=True``) is TensorFlow's compiler: on another backend those variants are
     left out, with the reason."""
+    models = check_str_list("models", models)
     for model in models:
         check_model_name(model)
-    for precision in precisions:
-        check_choice("precision", precision, PRECISIONS)
-    backend = backend or backend_name()
+    check_str_list("precisions", precisions, choices=PRECISIONS)
+    if not isinstance(xla, (list, tuple)) or not xla:
+        raise TypeError(f"xla must be a non-empty tuple of True/False (jit_compile off/on), got {type(xla).__name__} {xla!r}")
+    xla = tuple(check_bool(f"xla[{i}]", jit) for i, jit in enumerate(xla))
+    backend = backend_name() if backend is None else check_str("backend", backend, example="tensorflow")
     skipped = []
     if True in xla and backend != "tensorflow":
         xla = tuple(jit for jit in xla if not jit)
@@ -62,12 +65,36 @@ def run_plan(plan, data_for, *, options_for: dict, batch_size: int, rounds: int,
     """``time_layouts`` for every (model, precision, jit_compile) of ``plan``: ``data_for[model]``
     is the ImageData each model trains on, ``options_for[model]`` its size options. A layout the
     backend can't train is recorded with its error instead of stopping the run."""
+    _check_plan(plan, data_for, options_for)
+    batch_size, rounds = check_int("batch_size", batch_size), check_int("rounds", rounds)
+    check_bool("progress", progress)
+    if env is not None and not isinstance(env, dict):
+        raise TypeError(f"env must be a dict from keras_backend.environment() or None, got {type(env).__name__}")
     env = env or environment()
     results = []
     for model, precision, jit in progress_bar(plan, "variants", "variant", enabled=progress):
         results += time_layouts(model, data_for[model], precision=precision, jit_compile=jit, batch_size=batch_size,
                                 rounds=rounds, env=env, on_error="record", **options_for[model])
     return results
+
+
+def _check_plan(plan, data_for, options_for) -> None:
+    """``run_plan``'s plan and its per-model data and options, checked before anything is trained."""
+    if not isinstance(plan, (list, tuple)) or not plan:
+        raise TypeError(f"plan must be a non-empty list of (model, precision, jit_compile) from variant_plan, got {plan!r}")
+    for name, table in (("data_for", data_for), ("options_for", options_for)):
+        if not isinstance(table, dict):
+            raise TypeError(f"{name} must be a dict {{model: ...}}, got {type(table).__name__}")
+    for index, entry in enumerate(plan):
+        if not isinstance(entry, (list, tuple)) or len(entry) != 3:
+            raise TypeError(f"plan[{index}] must be a (model, precision, jit_compile) tuple, got {entry!r}")
+        model, precision, jit = entry
+        check_model_name(model)
+        check_choice(f"plan[{index}] precision", precision, PRECISIONS)
+        check_bool(f"plan[{index}] jit_compile", jit)
+        for name, table in (("data_for", data_for), ("options_for", options_for)):
+            if model not in table:
+                raise ValueError(f"{name} has no entry for model {model!r} (plan[{index}])")
 
 
 def _inside(path: Path, folder: Path) -> bool:
@@ -80,7 +107,7 @@ def save_layout_results(results: list[dict], path) -> Path:
     if not isinstance(results, list) or not results or not all(isinstance(r, dict) and r.get("kind") == "cnn-layouts"
                                                                 and "env" in r for r in results):
         raise ValueError("results must be a non-empty list of time_layouts results (each with kind 'cnn-layouts' and env)")
-    path = Path(path)
+    path = check_writable_path("path", path, make_parents=True)
     if _inside(path, RESULTS) and any(not r["env"].get("gpus") for r in results):
         raise ValueError(f"not writing {path.name} under data/results/: these results were measured without a GPU, "
                          "and the notebook shows the files there as GPU measurements; write them elsewhere")
@@ -89,7 +116,10 @@ def save_layout_results(results: list[dict], path) -> Path:
 
 def committed_layout_results(directory=RESULTS) -> list[dict]:
     """Every time_layouts result in ``directory``/cnn-layouts-*.json, each with the ``file`` it came from."""
-    return [dict(result, file=path.name) for path in sorted(Path(directory).glob(RESULTS_PATTERN))
+    directory = check_path("directory", directory)
+    if directory.exists() and not directory.is_dir():
+        raise ValueError(f"directory must be a folder of {RESULTS_PATTERN} files, got the file {str(directory)!r}")
+    return [dict(result, file=path.name) for path in sorted(directory.glob(RESULTS_PATTERN))
             for result in load_results(path) if result.get("kind") == "cnn-layouts"]
 
 

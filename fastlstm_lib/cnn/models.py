@@ -16,6 +16,8 @@ than the article's. Keras is imported inside the builders.
 
 from __future__ import annotations
 
+import inspect
+
 import numpy as np
 
 from ..checks import check_choice, check_fraction, check_int, check_keras_model
@@ -193,6 +195,14 @@ def model_label(model: str, image_size: int = CIFAR_IMAGE_SIZE, **options) -> st
     named a stand-in, with what makes it smaller, e.g. "10-layer CNN (stand-in: width 8,
     16x16 images)"."""
     check_model_name(model)
+    image_size = check_int("image_size", image_size)
+    known = [name for name, parameter in inspect.signature(BUILDERS[model]).parameters.items()
+             if parameter.kind is inspect.Parameter.KEYWORD_ONLY]
+    for name, value in options.items():
+        if name not in known:
+            raise TypeError(f"{model}() has no option {name!r}; its options are {known}")
+        if name in FULL_SIZE[model]:
+            check_int(name, value)
     size = {**FULL_SIZE[model], **{k: v for k, v in options.items() if k in FULL_SIZE[model]}}
     if model == "keras_example_cnn":
         return f"Keras example CNN (width {size['width']}, {image_size}x{image_size} images; not the article's)"

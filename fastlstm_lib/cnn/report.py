@@ -19,7 +19,8 @@ from pathlib import Path
 
 import numpy as np
 
-from .compare import FASTER_DEFINITION, chart_percent, outcome
+from ..checks import check_bool
+from .compare import FASTER_DEFINITION, _check_results, chart_percent, outcome
 from .formats import DATA_FORMATS
 from .models import ARTICLE_NAMES
 
@@ -114,9 +115,10 @@ def speedup_chart(rows: list[dict], *, published: bool = True, ax=None):
     """Horizontal bars of "% faster" (``FASTER_DEFINITION``): to the right when channels_first
     is faster, to the left when channels_last is; the article's numbers in grey beside the
     measured ``compare_layouts`` rows. A layout that fails is a labelled gap. Returns the figure."""
+    _check_rows(rows)
+    check_bool("published", published)
     import matplotlib.pyplot as plt
 
-    _check_rows(rows)
     bars = _bars(rows, published)
     if ax is None:
         fig, ax = plt.subplots(figsize=(11, 1.0 + 0.55 * max(1, len(bars))))
@@ -142,6 +144,9 @@ def speedup_chart(rows: list[dict], *, published: bool = True, ax=None):
 def epoch_chart(results: list[dict], *, title: str = ""):
     """Horizontal bars: milliseconds per 1000 training images (median epoch, whiskers min-max),
     one pair of bars per variant; a layout that fails is labelled instead. Returns the figure."""
+    _check_results(results)
+    if not isinstance(title, str):
+        raise TypeError(f"title must be a str, got {type(title).__name__} {title!r}")
     import matplotlib.pyplot as plt
 
     groups = list(dict.fromkeys((r["label"], r["precision"], r["jit_compile"], r.get("variant", "")) for r in results))

@@ -16,7 +16,7 @@ import contextlib
 
 import numpy as np
 
-from ..checks import check_bool, check_choice, check_int
+from ..checks import check_bool, check_choice, check_int, check_keras_model, check_number
 from ..keras_backend import environment, import_keras
 from ..timing import epoch_timer, summarize
 from .formats import DATA_FORMATS, check_data_format, to_layout
@@ -32,8 +32,8 @@ TIMING = ("wall clock per epoch of model.fit (timing.epoch_timer); the first epo
 @contextlib.contextmanager
 def precision_policy(precision: str):
     """Keras' global dtype policy for the models built inside, restored afterwards."""
-    keras = import_keras()
     check_choice("precision", precision, PRECISIONS)
+    keras = import_keras()
     previous = keras.config.dtype_policy()
     keras.config.set_dtype_policy(precision)
     try:
@@ -44,7 +44,11 @@ def precision_policy(precision: str):
 
 def compile_for_training(model, *, jit_compile: bool = False, learning_rate: float = 1e-3):
     """Adam, sparse categorical cross-entropy, accuracy: the same for every layout and variant."""
-    keras = import_keras()
+    keras = check_keras_model("model", model, hint=" (e.g. from cnn10 or wide_resnet)")
+    check_bool("jit_compile", jit_compile)
+    learning_rate = check_number("learning_rate", learning_rate, minimum=0)
+    if learning_rate <= 0:
+        raise ValueError(f"learning_rate must be a finite number > 0, got {learning_rate}")
     model.compile(optimizer=keras.optimizers.Adam(learning_rate=learning_rate), loss="sparse_categorical_crossentropy",
                   metrics=["accuracy"], jit_compile=jit_compile)
     return model
@@ -68,6 +72,8 @@ def _check_data_formats(data_formats) -> tuple[str, ...]:
 
 def short_error(error: BaseException) -> str:
     """The line of a TensorFlow error that says what went wrong (not the traceback of the graph)."""
+    if not isinstance(error, BaseException):
+        raise TypeError(f"error must be an exception, got {type(error).__name__} {error!r}")
     skip = ("Graph execution error", "Detected at node", "File ", "[[", "{{")
     lines = [line.strip() for line in str(error).splitlines()]
     useful = [line for line in lines if line and not line.startswith(skip)]
@@ -94,7 +100,6 @@ def time_layouts(model: str, data: ImageData, *, data_formats=DATA_FORMATS, prec
     off"). ``on_error="record"``: a layout the backend can't train gets ``error`` (the short
     reason) instead of raising. Returns one JSON-able dict per layout.
     """
-    keras = import_keras()
     check_model_name(model)
     data_formats = _check_data_formats(data_formats)
     check_choice("precision", precision, PRECISIONS)
@@ -104,6 +109,14 @@ def time_layouts(model: str, data: ImageData, *, data_formats=DATA_FORMATS, prec
     batch_size = check_int("batch_size", batch_size)
     rounds = check_int("rounds", rounds)
     seed = check_int("seed", seed, minimum=0)
+    if not isinstance(variant, str):
+        raise TypeError(f"variant must be a str (a label, may be empty), got {type(variant).__name__} {variant!r}")
+    if env is not None and not isinstance(env, dict):
+        raise TypeError(f"env must be a dict from keras_backend.environment() or None, got {type(env).__name__}")
+    if strategy is not None and not (hasattr(strategy, "scope") and hasattr(strategy, "num_replicas_in_sync")):
+        raise TypeError(f"strategy must be a tf.distribute strategy or None, got {type(strategy).__name__}")
+    model_label(model, data.image_size, **model_options)  # checks the size options' names before any work
+    keras = import_keras()
     env = env or environment()
     runs = {}
     for data_format in data_formats:

@@ -3,7 +3,7 @@ right, and if not, where and which usual mistake it looks like.
 
     import fastlstm_lib as fl
     fl.check("gate_products", MyCombinedGemms)   # prints the verdict
-    fl.check("gate_products")                    # the library's own solution: what a pass looks like
+    fl.check("gate_products")                    # the library's own solution: what a pass looks like (and says so)
     verdict = fl.exercises.grade("gate_products", MyCombinedGemms)   # the same, as an object
     fl.exercises.names()                         # every exercise, in notebook order
     print(fl.exercises.solution("gate_products"))  # the solution's source
@@ -54,14 +54,32 @@ def get(name: str) -> Exercise:
     return _registry()[name]
 
 
-def grade(name: str, candidate=None) -> Verdict:
-    """Grade ``candidate`` (a step subclass or a kernel, as the exercise asks; None: the solution)."""
-    return get(name).grade(candidate)
+class _Solution:
+    """The default candidate: the library's own solution (``fl.check(name)``)."""
+
+    def __repr__(self) -> str:
+        return "the library's solution"
 
 
-def check(name: str, candidate=None) -> None:
+SOLUTION = _Solution()
+
+
+def grade(name: str, candidate=SOLUTION) -> Verdict:
+    """Grade ``candidate`` (a step subclass or a kernel, as the exercise asks). Left out: the
+    library's own solution, and the verdict says so; None is nothing to grade: "not attempted"."""
+    exercise = get(name)
+    if candidate is SOLUTION:
+        verdict = exercise.grade(exercise.solution())
+        verdict.text = verdict.text.replace(f"{name}: ", f"{name} (the library's own solution): ", 1)
+        return verdict
+    return exercise.grade(candidate)
+
+
+def check(name: str, candidate=SOLUTION) -> None:
     """Grade ``candidate`` and print the verdict: passed, not attempted yet, or where it goes wrong
-    and the usual mistake behind it. Deterministic: the same code gives the same words."""
+    and the usual mistake behind it. Deterministic: the same code gives the same words. Without a
+    candidate it grades the library's own solution (what a pass looks like) and says so; a
+    candidate of None is "not attempted", never "passed"."""
     print(grade(name, candidate).text)
 
 

@@ -25,6 +25,8 @@ import inspect
 import textwrap
 from typing import Any, Callable
 
+from .watchdog import GradingTimeout, time_limit
+
 STAGES = ("first", "again")
 
 
@@ -92,10 +94,39 @@ class Exercise:
         """The candidate's own functions, searched for a stub."""
         return [candidate]
 
-    def grade(self, candidate=None) -> Verdict:
-        candidate = self.solution() if candidate is None else candidate
+    #: Seconds a candidate's grading may take before it is stopped and judged "did not finish"
+    #: (the library's solutions take well under 20 s each on a 2-core machine's simulator).
+    time_limit: float = 180.0
+
+    def check_kind(self, candidate) -> None:  # pragma: no cover - abstract
+        """A TypeError when ``candidate`` is not the kind of thing the exercise asks for."""
+        raise NotImplementedError
+
+    def grade(self, candidate) -> Verdict:
+        """The verdict on ``candidate`` (None: nothing to grade, "not attempted"; the solution is
+        graded by passing ``self.solution()``). Every candidate gets one: an error raised anywhere in
+        the learner's code (its constructor included) is reported as theirs, and a run that does not
+        finish within ``time_limit`` seconds is stopped and judged."""
+        if candidate is None:
+            return self.not_attempted("nothing was given to grade (None)")
+        self.check_kind(candidate)
         if any(is_stub(f) for f in self.functions_of(candidate)):
             return self.not_attempted()
+        try:
+            with time_limit(self.time_limit):
+                return self.judge(candidate)
+        except GradingTimeout:
+            return self.failed("it did not finish", f"still running after {self.time_limit:g} s, so it was stopped",
+                               TIMEOUT_ADVICE, "timeout")
+        except Exception as error:
+            where = learner_frame(error)
+            if where is None:
+                raise  # not the learner's code: a bug of the grader, shown as one
+            return self.failed("your code raised an error", f"it raised {first_line(error)} ({where})",
+                               RAISED_ADVICE, "raised")
+
+    def judge(self, candidate) -> Verdict:
+        """The grading loop of the module docstring (under ``grade``'s time limit)."""
         evidence = self.evidence(candidate)
         for mistake in sorted(self.catalog, key=lambda m: STAGES.index(m.stage)):
             if evidence.not_attempted(mistake.stage):
@@ -111,9 +142,9 @@ class Exercise:
                 return self.failed("the result is wrong", problem, GENERIC_ADVICE, "generic")
         return Verdict(self.name, "passed", f"{self.name}: passed. {self.passed_text(evidence)}")
 
-    def not_attempted(self) -> Verdict:
+    def not_attempted(self, why: str = "the stub still raises NotImplementedError") -> Verdict:
         return Verdict(self.name, "not attempted",
-                       f"{self.name}: not attempted yet (the stub still raises NotImplementedError).\n"
+                       f"{self.name}: not attempted yet ({why}).\n"
                        f"  to do: {self.title}\n  hint:  {self.hint}")
 
     def failed(self, title: str, where: str, advice: str, mistake: str) -> Verdict:
@@ -121,6 +152,10 @@ class Exercise:
                        f"{self.name}: not right yet: {title}.\n  where: {where}\n  usual cause: {advice}", mistake)
 
 
+TIMEOUT_ADVICE = ("a loop that never ends: a while whose condition never changes, an index that never "
+                  "advances, or a barrier (cuda.syncthreads, grid.sync) that not every thread reaches")
+RAISED_ADVICE = ("the error comes from your code (the line named); read its message, and check the names, "
+                 "shapes and types your code uses against the step it builds on")
 GENERIC_ADVICE = ("none of the typical mistakes of this exercise fits; compare your code with the step "
                   "it builds on line by line, and check the indices where the output first goes wrong")
 
@@ -138,6 +173,25 @@ def is_stub(function) -> bool:
             if isinstance(target, ast.Name) and target.id == "NotImplementedError":
                 return True
     return False
+
+
+def learner_frame(error: BaseException) -> str | None:
+    """'in run, line 12 of <cell>': the innermost frame of ``error``'s traceback outside the library,
+    Numba, NumPy and Python's own modules (the learner's code), or None if there is none."""
+    import os
+    import sysconfig
+
+    library = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+    skip = [library, *{sysconfig.get_paths()[key] for key in ("stdlib", "purelib", "platlib")}]
+    found = None
+    traceback = error.__traceback__
+    while traceback is not None:
+        code = traceback.tb_frame.f_code
+        filename = os.path.abspath(code.co_filename) if not code.co_filename.startswith("<") else code.co_filename
+        if not any(filename.startswith(path) for path in skip) or filename.startswith("<planted"):
+            found = f"in {code.co_name}, line {traceback.tb_lineno}"
+        traceback = traceback.tb_next
+    return found
 
 
 def first_line(error: BaseException) -> str:

@@ -11,8 +11,10 @@ from __future__ import annotations
 
 import numpy as np
 
+from ..copies import fresh
 from ..steps.step02_baseline import Baseline
 from ..steps.step06_pretransposed import Pretransposed
+from .memory import device_layout
 from .base import Mistake, first_line, planted_step
 from .step_runs import StepExercise
 
@@ -24,7 +26,7 @@ def uploaded(evidence):
     """(the namespace ``upload_weights`` returns for layer 0, or None; the error it raised, or None)."""
     if "upload" not in evidence.__dict__:
         try:
-            evidence.__dict__["upload"] = (evidence.step.upload_weights(evidence.params[0]), None)
+            evidence.__dict__["upload"] = (evidence.step.upload_weights(fresh(evidence.params[0])), None)
         except Exception as error:
             evidence.__dict__["upload"] = (None, error)
     return evidence.__dict__["upload"]
@@ -38,6 +40,11 @@ def layout(evidence) -> dict:
     missing = [f for f in FIELDS if not hasattr(weights, f)]
     if missing:
         return {"missing": f"the namespace it returns has no {', '.join(missing)} (it needs {', '.join(FIELDS)})"}
+    host = [f for f in ("kernel", "recurrent", "bias") if device_layout(getattr(weights, f)) is None]
+    if host:
+        kinds = ", ".join(f"{f} is {type(getattr(weights, f)).__name__}" for f in host)
+        return {"host": f"{kinds}: host memory, which a kernel cannot read; every field but transposed must be a "
+                        "device array"}
     layer = evidence.params[0]
     found = {}
     for field, wanted in (("kernel", layer.kernel), ("recurrent", layer.recurrent_kernel)):
@@ -89,6 +96,10 @@ EXERCISE.catalog = (
     Mistake("field_missing", "the namespace lacks a field", "the GEMMs and the cell read weights.kernel, "
             "weights.recurrent, weights.bias and weights.transposed", "a field is missing from what it returns",
             layout_problem("missing"), _plant(("bias=cuda.to_device(layer.bias),", ""))),
+    Mistake("host_arrays", "the weights stay in host memory",
+            "upload means copying to the GPU: cuda.to_device(array) returns a device array; a NumPy array (or a "
+            "list) stays on the host", "a field of what it returns is not a device array",
+            layout_problem("host"), _plant((UPLOAD_KERNEL, "kernel=layer.kernel"))),
     Mistake("still_transposed", "the weights are uploaded the way the previous step did",
             "that is the baseline's upload: W^T (4H x in) read with the 'T' flag; upload layer.kernel itself",
             "kernel is (4H x in) with transposed=True: right numbers, old layout",

@@ -140,10 +140,12 @@ class KernelExercise(Exercise):
     def orders(self) -> tuple:
         return schedule.ORDERS if schedule.available() else (None, None)
 
-    def evidence(self, candidate):
-        if not callable(candidate):
+    def check_kind(self, candidate) -> None:
+        if not callable(candidate) or isinstance(candidate, type):
             raise TypeError(f"{self.name}: expected a kernel (a function, with or without @cuda.jit), "
                             f"got {type(candidate).__name__}")
+
+    def evidence(self, candidate):
         kernel = candidate if hasattr(candidate, "py_func") else cuda.jit(candidate)
         return KernelEvidence(self, kernel)
 

@@ -52,8 +52,13 @@ def _turn_thread_class(block_thread):
             self.finished = False
 
         def run(self):
-            self.go.wait()
-            self.go.clear()
+            try:
+                self.go.wait()
+                self.go.clear()
+            except Exception:  # stopped before its first turn (the grader's time limit): nothing ran
+                self.finished = True
+                self.paused.set()
+                return
             try:
                 super().run()  # stores an exception in self.exception instead of raising
             finally:

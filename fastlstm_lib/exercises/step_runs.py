@@ -18,10 +18,12 @@ import dataclasses
 import functools
 import inspect
 from collections import Counter
+from types import SimpleNamespace
 
 import numpy as np
 
 from ..config import LSTMConfig
+from ..copies import fresh, frozen
 from ..launches import count_launches
 from ..params import init_params, random_input
 from ..reference import reference_forward
@@ -53,6 +55,22 @@ class Run:
     trace: Trace | None = None
     launches: Counter = dataclasses.field(default_factory=Counter)
     lower: np.ndarray | None = None  # layer 0's output, when the step keeps it (state.hidden_seq[0])
+    host: list = dataclasses.field(default_factory=list)  # where the state keeps NumPy arrays (host memory)
+
+
+def host_arrays(value, path: str, depth: int = 0) -> list[str]:
+    """Where a step's state keeps NumPy arrays: host memory, which no kernel can read (the library's
+    steps keep only device arrays there)."""
+    if isinstance(value, np.ndarray):
+        return [path]
+    found = []
+    if depth < 4 and isinstance(value, (list, tuple)):
+        for i, item in enumerate(value):
+            found += host_arrays(item, f"{path}[{i}]", depth + 1)
+    elif depth < 4 and isinstance(value, SimpleNamespace):  # the steps' state, as ``trace`` walks it
+        for key, item in vars(value).items():
+            found += host_arrays(item, f"{path}.{key}", depth + 1)
+    return found
 
 
 def traced_run(step: LSTMStep, x, params, options: dict, launches: int) -> Run:
@@ -61,9 +79,12 @@ def traced_run(step: LSTMStep, x, params, options: dict, launches: int) -> Run:
     with Trace() as trace:
         run.trace = trace
         try:
-            runner = step.runner(x, params, **options)
+            runner = step.runner(fresh(x), fresh(params), **fresh(options))
         except Exception as error:
             run.error = error
+            return run
+        run.host = host_arrays(runner.state, "state")
+        if run.host:
             return run
         trace.name_things({"state": runner.state, "x": runner.x})
         trace.set_output(runner.out)
@@ -141,19 +162,24 @@ class StepExercise(Exercise):
         cls = candidate if isinstance(candidate, type) else type(candidate)
         return [v for v in vars(cls).values() if inspect.isfunction(v)]
 
-    def evidence(self, candidate):
-        step = candidate() if isinstance(candidate, type) else candidate
-        if not isinstance(step, LSTMStep):
+    def check_kind(self, candidate) -> None:
+        step_class = candidate if isinstance(candidate, type) else type(candidate)
+        if not issubclass(step_class, LSTMStep):
             raise TypeError(f"{self.name}: expected a subclass of a fastlstm_lib step (e.g. "
-                            f"{self.solution().__bases__[0].__name__}), got {type(step).__name__}")
-        return StepEvidence(self, step)
+                            f"{self.solution().__bases__[0].__name__}), got "
+                            f"{candidate.__name__ if isinstance(candidate, type) else type(candidate).__name__}")
+
+    def evidence(self, candidate):
+        return StepEvidence(self, candidate() if isinstance(candidate, type) else candidate)  # the learner's __init__ runs here
 
     @functools.lru_cache(maxsize=None)  # one entry per exercise: they are module-level singletons
     def problem(self):
-        """(x, params, the reference output, the reference output of layer 0)."""
+        """(x, params, the reference output, the reference output of layer 0), read-only: every run
+        gets its own copies of x and params (``traced_run``), so no candidate changes what the next
+        is checked against."""
         params = init_params(self.cfg, seed=0)
         x = random_input(self.cfg, seed=1)
-        return x, params, reference_forward(x, params), reference_forward(x, params[:1])
+        return frozen((x, params, reference_forward(x, params), reference_forward(x, params[:1])))
 
     @functools.lru_cache(maxsize=None)  # one entry per exercise: they are module-level singletons
     def matcher(self):
@@ -164,12 +190,16 @@ class StepExercise(Exercise):
     def solution_launches(self) -> Counter:
         x, params, _, _ = self.problem()
         with count_launches() as counted:
-            self.solution()().forward(x, params, **self.options)
+            self.solution()().forward(fresh(x), fresh(params), **self.options)
         return counted
 
     def generic(self, evidence: StepEvidence, stage: str) -> str | None:
         run = evidence.run(stage)
         again = "" if stage == "first" else "run twice back to back: "
+        if run.host:
+            return (f"{again}{', '.join(run.host[:3])}{' and more' if len(run.host) > 3 else ''} "
+                    f"{'is a NumPy array' if len(run.host) == 1 else 'are NumPy arrays'} in host memory, where the "
+                    "step keeps device arrays: create them with cuda.to_device(...) or cuda.device_array(...)")
         if run.error is not None:
             return f"{again}it raised {first_line(run.error)}"
         for kind in ("read_before_write", "race"):

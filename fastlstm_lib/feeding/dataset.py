@@ -33,6 +33,7 @@ def python_work(loops: int) -> int:
     """Pure-Python arithmetic, ``loops`` iterations: holds the GIL all the time, like feature code
     written in Python. A fixed amount of *work* (not a time): two threads running it share one
     interpreter, so they take twice as long, which is the point."""
+    loops = check_int("loops", loops, minimum=0)
     total = 0
     for i in range(loops):
         total += i * i % 7
@@ -161,8 +162,11 @@ def slow_dataset(n_batches: int, *, kind: str = "wait", batch_ms: float = 10.0, 
                  feeder: str = "1 worker", **options):
     """A ``SlowBatches`` whose batches each cost about ``batch_ms``, of the given ``kind``, fed
     the way ``feeder`` says ("1 worker", "N threads", "N processes")."""
+    n_batches = check_int("n_batches", n_batches)
     check_choice("kind", kind, KINDS)
     batch_ms = check_number("batch_ms", batch_ms, minimum=0)
+    if loops_per_ms is not None:
+        check_number("loops_per_ms", loops_per_ms, minimum=1e-9)
     workers, use_multiprocessing, via = parse_feeder(feeder)
     if via != "fit":
         raise ValueError(f"slow_dataset() feeds through Keras' PyDataset; {feeder!r} is not a PyDataset feeder")

@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import os
 
+from ..checks import check_bool, check_int, check_int_list
 from ..keras_backend import cpu_name, environment, gpu_device
 from ..results import RESULTS, load_results
 from .batch_size import CPU, training_throughput
@@ -33,6 +34,10 @@ def measure_devices(batch_sizes=BATCH_SIZES, *, n_samples: int = 8192, max_steps
     small_calls = {} if small_calls is None else small_calls
     if not isinstance(small_calls, dict):
         raise TypeError(f"small_calls must be a dict of small_call_latency arguments, got {type(small_calls).__name__}")
+    batch_sizes = check_int_list("batch_sizes", batch_sizes)
+    n_samples, max_steps = check_int("n_samples", n_samples), check_int("max_steps", max_steps)
+    repeats = check_int("repeats", repeats)
+    check_bool("progress", progress)
     env = environment()
     gpu, gpu_name = gpu_device()
     names = {CPU: f"CPU: {cpu_name()} ({os.cpu_count()} logical cores)", gpu: gpu_name}

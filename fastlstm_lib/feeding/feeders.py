@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import statistics
 
-from ..checks import check_int, check_number, check_seconds
+from ..checks import check_bool, check_int, check_number, check_seconds
 from ..keras_backend import import_keras, tensorflow_reason
 from ..progress import progress_bar
 from .dataset import KINDS, calibrate_loops_per_ms, parse_feeder, slow_dataset
@@ -28,11 +28,11 @@ def enqueue_all(dataset) -> list:
 
     The enqueuer is internal to Keras (keras.src...): fine for looking inside, not for
     production code. Batch indices are submitted in order (fit(shuffle=False))."""
+    if not hasattr(dataset, "workers") or not hasattr(dataset, "__len__"):
+        raise TypeError(f"dataset must be a keras.utils.PyDataset, got {type(dataset).__name__}")
     import_keras()  # quietly, before keras.src
     from keras.src.trainers.data_adapters.py_dataset_adapter import OrderedEnqueuer
 
-    if not hasattr(dataset, "workers") or not hasattr(dataset, "__len__"):
-        raise TypeError(f"dataset must be a keras.utils.PyDataset, got {type(dataset).__name__}")
     enqueuer = OrderedEnqueuer(dataset, workers=dataset.workers, use_multiprocessing=dataset.use_multiprocessing,
                                max_queue_size=dataset.max_queue_size, shuffle=False)
     timeline = getattr(dataset, "timeline", None)
@@ -58,6 +58,7 @@ def tf_data_pipeline(dataset, *, parallel: bool = True):
     reason = tensorflow_reason()
     if reason:
         raise RuntimeError(f"tf.data needs TensorFlow as the Keras backend: {reason}")
+    check_bool("parallel", parallel)
     import tensorflow as tf
 
     if not hasattr(dataset, "__getitem__") or not hasattr(dataset, "n_features"):
@@ -103,6 +104,9 @@ def compare_feeders(feeders=("plain loop", "1 worker", "2 threads"), kinds=KINDS
     One dict per (kind, feeder): its settings, ``epoch_s`` (seconds per epoch, warm-up epoch left
     out) and ``timeline`` (``Timeline.to_dict()``)."""
     runs = _runs(feeders, kinds)
+    check_bool("progress", progress)
+    if loops_per_ms is not None:
+        check_number("loops_per_ms", loops_per_ms, minimum=1e-9)
     if any(parse_feeder(feeder).via == "tf.data" for _, feeder in runs) and tensorflow_reason():
         raise RuntimeError(f"feeder 'tf.data' needs TensorFlow: {tensorflow_reason()}")
     settings = dict(n_batches=check_int("n_batches", n_batches), batch_ms=check_number("batch_ms", batch_ms, minimum=0),
@@ -126,6 +130,8 @@ def _runs(feeders, kinds) -> list[tuple[str, str]]:
                  for feeder in ([names] if isinstance(names, str) else names)]
     elif isinstance(feeders, str) or isinstance(kinds, str):
         raise TypeError("feeders and kinds must be lists of strings, not one string")
+    elif not isinstance(feeders, (list, tuple)) or not isinstance(kinds, (list, tuple)):
+        raise TypeError(f"feeders and kinds must be lists of strings, got {type(feeders).__name__} and {type(kinds).__name__}")
     else:
         pairs = [(kind, feeder) for kind in kinds for feeder in feeders]
     for kind, feeder in pairs:

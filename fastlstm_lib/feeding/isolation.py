@@ -19,7 +19,7 @@ import sys
 import tempfile
 from pathlib import Path
 
-from ..checks import check_seconds
+from ..checks import check_seconds, check_str
 
 #: What ``run_isolated`` may run: function name -> the module that defines it. The child imports
 #: that module by name, so each must be importable from a fresh interpreter (no notebook code).
@@ -43,6 +43,7 @@ def run_isolated(function: str, kwargs: dict | None = None, *, timeout_s: float 
     killed after ``timeout_s``: a process pool that hangs cannot hang the caller. Raises
     ``IsolatedRunTimeout`` then, and ``RuntimeError`` (with the end of the child's stderr) when
     the child fails. ``env``: extra environment variables for the child."""
+    check_str("function", function, example=next(iter(ISOLATED)))
     if function not in ISOLATED:
         raise ValueError(f"function must be one of {tuple(ISOLATED)}, got {function!r}")
     kwargs = {} if kwargs is None else kwargs
@@ -51,6 +52,10 @@ def run_isolated(function: str, kwargs: dict | None = None, *, timeout_s: float 
     if env is not None and not isinstance(env, dict):
         raise TypeError(f"env must be a dict of environment variables, got {type(env).__name__}")
     timeout_s = check_seconds("timeout_s", timeout_s)
+    try:
+        json.dumps(kwargs)
+    except (TypeError, ValueError) as error:
+        raise TypeError(f"kwargs must be JSON-able (the child reads them from a file), got {kwargs!r}: {error}") from None
     with tempfile.TemporaryDirectory(prefix="fastlstm-isolated-") as folder:
         request, answer = Path(folder, "request.json"), Path(folder, "answer.json")
         request.write_text(json.dumps({"function": function, "kwargs": kwargs}))

@@ -49,8 +49,13 @@ def lookup_table(states: np.ndarray, targets: np.ndarray, key_of) -> dict:
 
 def lookup_batches(states: np.ndarray, table: dict, key_of, batch_size: int = 64):
     """Yield (states, targets) batches, each target looked up in ``table`` by its state's key:
-    the shape of a replay-buffer generator that hides its slow step in ``key_of``."""
+    the shape of a replay-buffer generator that hides its slow step in ``key_of``. A generator:
+    its arguments are checked when the first batch is asked for, before any lookup."""
     states, _ = _check_states(states)
+    if not isinstance(table, dict):
+        raise TypeError(f"table must be a dict from lookup_table, got {type(table).__name__}")
+    if not callable(key_of):
+        raise TypeError(f"key_of must be a function of one state, got {type(key_of).__name__}")
     batch_size = check_int("batch_size", batch_size)
     for start in range(0, len(states), batch_size):
         rows = states[start:start + batch_size]
@@ -107,6 +112,12 @@ def function_share(stats: pstats.Stats, name: str) -> float:
 
 def format_profile(rows: list[dict]) -> str:
     """``top_functions`` rows as a table."""
+    keys = ("own_s", "total_s", "calls", "function")
+    if not isinstance(rows, (list, tuple)):
+        raise TypeError(f"rows must be a list of top_functions rows (dicts), got {type(rows).__name__}")
+    for index, row in enumerate(rows):
+        if not isinstance(row, dict) or any(key not in row for key in keys):
+            raise TypeError(f"rows[{index}] must be a dict from top_functions (with {list(keys)}), got {row!r}")
     lines = [f"{'own s':>8} {'total s':>8} {'calls':>8}  function"]
     lines += [f"{r['own_s']:>8.3f} {r['total_s']:>8.3f} {r['calls']:>8}  {r['function']}" for r in rows]
     return "\n".join(lines)

@@ -57,6 +57,10 @@ def small_call_latency(*, device: str = CPU, n_features: int = 64, hidden: int =
     repeats = {"model.predict(x)": 15, "default": 200} if repeats is None else repeats
     if not isinstance(repeats, dict) or "default" not in repeats:
         raise TypeError(f"repeats must be a dict with a 'default' count, got {repeats!r}")
+    n_features, hidden = check_int("n_features", n_features), check_int("hidden", hidden)
+    seed = check_int("seed", seed, minimum=0)
+    for name, count in repeats.items():
+        check_int(f"repeats[{name!r}]", count)
     keras = import_keras()
     x = np.random.default_rng(seed).standard_normal((1, n_features), dtype=np.float32)
     with keras.device(device), strict_float32():

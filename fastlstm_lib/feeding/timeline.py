@@ -16,7 +16,7 @@ import statistics
 import threading
 import time
 
-from ..checks import check_bool, check_int
+from ..checks import check_bool, check_int, check_number
 from ..keras_backend import import_keras
 
 
@@ -218,11 +218,19 @@ def plot_timeline(record: dict, *, epoch: int = -1, ax=None, title: str | None =
     for each batch it produced, and fit's lane with a bar for each training step (which includes
     any wait for its batch). Milliseconds from the start of the epoch, up to ``xmax_ms`` (default:
     the epoch's end). Returns the axes."""
-    import matplotlib.pyplot as plt
-
     check_record(record)
     if not record["epochs"]:
         raise ValueError("the timeline has no epoch: was fit() run with its callback?")
+    count = len(record["epochs"])
+    epoch = check_int("epoch", epoch, minimum=-count)
+    if epoch >= count:
+        raise ValueError(f"epoch must be in [-{count}, {count - 1}] (the timeline has {count} epochs), got {epoch}")
+    if title is not None and not isinstance(title, str):
+        raise TypeError(f"title must be a str or None, got {type(title).__name__} {title!r}")
+    if xmax_ms is not None:
+        check_number("xmax_ms", xmax_ms, minimum=0)
+    import matplotlib.pyplot as plt
+
     number, epoch_start, epoch_end = record["epochs"][epoch]
     if ax is None:
         _, ax = plt.subplots(figsize=(10, 3))

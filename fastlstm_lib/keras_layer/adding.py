@@ -16,7 +16,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from ..checks import check_int, check_keras_model, check_number
+from ..checks import check_int, check_keras_model, check_number, check_str
 from ..keras_backend import import_keras
 from .layer import FastLSTM
 
@@ -46,9 +46,15 @@ def twin_lstm_models(seq_len: int, units: int, *, seed: int = 0, optimizer: str 
     """(ours, keras'): Input -> FastLSTM(units) or keras.layers.LSTM(units) -> Dense(1), the same
     initial weights (Keras' initializers, seeded), each compiled with its own ``optimizer`` ("sgd",
     "adam", ...) at ``learning_rate``, and the MSE loss."""
-    keras = import_keras()
     seq_len, units = check_int("seq_len", seq_len), check_int("units", units)
     learning_rate = check_number("learning_rate", learning_rate, minimum=0.0)
+    seed = check_int("seed", seed, minimum=0)
+    check_str("optimizer", optimizer, example="sgd")
+    keras = import_keras()
+    try:
+        keras.optimizers.get({"class_name": optimizer, "config": {"learning_rate": learning_rate}})
+    except (ValueError, TypeError) as error:
+        raise ValueError(f"optimizer must name a Keras optimizer such as 'sgd' or 'adam', got {optimizer!r}") from error
     models = []
     for lstm in (FastLSTM(units), keras.layers.LSTM(units)):
         keras.utils.set_random_seed(seed)  # the same draws for both
@@ -66,6 +72,15 @@ def fit_losses(model, x: np.ndarray, y: np.ndarray, *, batch_size: int, epochs: 
     Keras reports a running mean over the epoch's steps; the loss of step k is recovered from
     two consecutive means: k * mean_k - (k - 1) * mean_{k-1}."""
     keras = check_keras_model("model", model)
+    batch_size, epochs = check_int("batch_size", batch_size), check_int("epochs", epochs)
+    for name, array in (("x", x), ("y", y)):
+        if not isinstance(array, np.ndarray) or array.ndim == 0 or len(array) == 0:
+            raise TypeError(f"{name} must be a non-empty NumPy array (samples first), got "
+                            f"{type(array).__name__}{' of shape ' + str(array.shape) if isinstance(array, np.ndarray) else ''}")
+    if len(x) != len(y):
+        raise ValueError(f"x and y must hold the same number of samples, got {len(x)} and {len(y)}")
+    if not isinstance(callbacks, (list, tuple)):
+        raise TypeError(f"callbacks must be a list of keras.callbacks.Callback, got {type(callbacks).__name__}")
 
     class StepLosses(keras.callbacks.Callback):
         def __init__(self):
@@ -79,7 +94,7 @@ def fit_losses(model, x: np.ndarray, y: np.ndarray, *, batch_size: int, epochs: 
             self.means[-1].append(float(logs["loss"]))
 
     recorder = StepLosses()
-    model.fit(x, y, batch_size=check_int("batch_size", batch_size), epochs=check_int("epochs", epochs),
+    model.fit(x, y, batch_size=batch_size, epochs=epochs,
               shuffle=False, verbose=0, callbacks=[recorder, *callbacks])
     losses = []
     for means in recorder.means:

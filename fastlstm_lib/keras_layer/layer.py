@@ -56,6 +56,18 @@ def check_input(shape, dtype, kernel_shape) -> None:
     validate_input(x, [layer])
 
 
+def _initializer(name: str, value):
+    """``keras.initializers.get``, its refusal naming the argument."""
+    if value is None or isinstance(value, bool):
+        raise TypeError(f"{name} must be a Keras initializer (a name such as 'zeros', or an instance), "
+                        f"got {type(value).__name__} {value!r}")
+    try:
+        return keras.initializers.get(value)
+    except (ValueError, TypeError) as error:
+        raise ValueError(f"{name} must be a Keras initializer (a name such as 'zeros', or an instance), "
+                         f"got {type(value).__name__} {value!r}: {error}") from None
+
+
 @keras.saving.register_keras_serializable(package="fastlstm")
 class FastLSTM(keras.layers.Layer):
     """An LSTM layer (tanh, sigmoid gates, with bias) that trains on the fastlstm kernels.
@@ -77,9 +89,9 @@ class FastLSTM(keras.layers.Layer):
         self.units = check_int("units", units)
         self.return_sequences = check_bool("return_sequences", return_sequences)
         self.step = check_choice("step", step, tuple(backward_names()))
-        self.kernel_initializer = keras.initializers.get(kernel_initializer)
-        self.recurrent_initializer = keras.initializers.get(recurrent_initializer)
-        self.bias_initializer = keras.initializers.get(bias_initializer)
+        self.kernel_initializer = _initializer("kernel_initializer", kernel_initializer)
+        self.recurrent_initializer = _initializer("recurrent_initializer", recurrent_initializer)
+        self.bias_initializer = _initializer("bias_initializer", bias_initializer)
         self.unit_forget_bias = check_bool("unit_forget_bias", unit_forget_bias)
         self.zero_output_for_mask = check_bool("zero_output_for_mask", zero_output_for_mask)
 

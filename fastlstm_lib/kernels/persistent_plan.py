@@ -15,6 +15,7 @@ from __future__ import annotations
 import dataclasses
 
 from .. import simulator
+from ..checks import check_int, check_int_list, check_str
 from ..gpus import Chip, chip as chip_limits, occupancy
 from .persistent import MAX_REGISTERS, STATIC_SHARED_BYTES, SharedLayout, persistent_layer_kernel, prepared, launch_signature
 
@@ -178,6 +179,10 @@ def persistent_limits(hidden: int = 512, batches=(1, 4, 16, 64, 128, 256, 512), 
     """For ``hidden``: which batch sizes fit as one persistent grid on a chip (the current GPU by
     default; on the simulator name one, e.g. "H100"), and why not. A chip that cannot launch a
     cooperative grid (the M40) has no answer per batch size: PersistentLimitError says why."""
+    hidden = check_int("hidden", hidden)
+    batches = check_int_list("batches", batches)
+    if chip is not None:
+        check_str("chip", chip, example="H100")
     require_grid_barrier(chip_limits(chip))
     fits = {}
     for batch in batches:

@@ -15,8 +15,18 @@ from .. import simulator
 from .geometry import pointwise_grid
 
 
+#: Below this, exp(-z) overflows float32 (ln of its largest value is 88.72): sigmoid is 0 there.
+SIGMOID_FLOOR = -88.72
+
+
 @cuda.jit(device=True, inline=True)
 def sigmoidf(z):
+    """1 / (1 + exp(-z)), saturating like the reference for any finite z. Below ``SIGMOID_FLOOR``
+    it returns 0, which is what a GPU's float32 exp gives there anyway (1 / inf); without the test,
+    the simulator's Python math.exp(-z) raises OverflowError once z < -709. Above it, the same
+    formula as ever, so every result is unchanged to the bit."""
+    if z < float32(SIGMOID_FLOOR):
+        return float32(0.0)
     return float32(1.0) / (float32(1.0) + math.exp(-z))
 
 

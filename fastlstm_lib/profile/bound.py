@@ -40,7 +40,7 @@ import functools
 import numbers
 from pathlib import Path
 
-from ..checks import check_number
+from ..checks import check_number, check_str
 from ..gpus import Chip, gpu as gpu_row
 from .graph import longest_path
 from .record import Profile
@@ -93,7 +93,7 @@ class Bound:
         return record
 
 
-def _checked_host(host) -> str:
+def checked_host(host) -> str:
     if isinstance(host, str):
         if host not in host_costs():
             raise ValueError(f"host must be one of {tuple(host_costs())} or microseconds per launch, got {host!r}")
@@ -124,9 +124,9 @@ def lower_bound(profile: Profile, gpu: str, host="cpp") -> Bound:
     A pass of the persistent step has no bound on a GPU that cannot launch a cooperative grid
     (the M40): PersistentLimitError says why."""
     if not isinstance(profile, Profile):
-        raise TypeError(f"lower_bound() needs a Profile (fl.profile(...)), got {type(profile).__name__}")
-    row = gpu_row(gpu)
-    host_label = _checked_host(host)
+        raise TypeError(f"profile must be a Profile (fl.profile(...)), got {type(profile).__name__}")
+    row = gpu_row(check_str("gpu", gpu, example="H100"))
+    host_label = checked_host(host)
     if "persistent_layer" in profile.kernels():
         from ..kernels.persistent_plan import require_grid_barrier  # planning loads on first use
 

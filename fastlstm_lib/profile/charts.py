@@ -11,6 +11,7 @@ Each returns its figure.
 
 from __future__ import annotations
 
+from ..checks import check_int
 from .bound import Bound
 
 KERNEL_COLORS = {"blocked_gemm": "tab:blue", "tiled_gemm": "tab:blue", "_lstm_cell": "tab:green",
@@ -44,7 +45,8 @@ def timeline_chart(bound: Bound, first: int | None = None, count: int = 30, *, a
 
     if not isinstance(bound, Bound):
         raise TypeError(f"timeline_chart() needs a Bound (fl.lower_bound(...)), got {type(bound).__name__}")
-    first = len(bound.timeline) // 10 if first is None else first
+    first = len(bound.timeline) // 10 if first is None else check_int("first", first, minimum=0)
+    count = check_int("count", count)
     start, end = _window(bound, first, count)
     shown = [e for e in bound.timeline if e["end_ms"] > start and e["start_ms"] < end]
     streams = sorted({e["stream"] for e in shown})

@@ -11,11 +11,13 @@ launch comes from Python.
 from __future__ import annotations
 
 from ..article import ARTICLE_GPU, article_numbers
+from ..checks import check_str, check_str_list
 from ..config import LSTMConfig, flops
+from ..gpus import gpu as gpu_row
 from ..kernels.persistent_plan import PersistentLimitError
 from ..steps import names as ladder_names
-from .bound import lower_bound
-from .record import profile
+from .bound import checked_host, lower_bound
+from .record import ladder_step, profile
 
 GPUS = ("M40", "T4", "A100", "H100")
 HOSTS = ("cpp", "python")
@@ -51,12 +53,12 @@ def ladder_bounds(gpus=GPUS, hosts=HOSTS, steps=None, cfg: LSTMConfig | None = N
     ``"{gpu} reason"`` says why. Keys: ``step``, ``launches``, ``flop``, ``bytes_read``,
     ``bytes_written``, ``footprint``, ``critical_launches``, ``critical_flop``, then per GPU and
     host ``"{gpu} {host} ms"`` and ``"{gpu} {host} binding"``, and for the article's steps
-    ``article_ms`` (its M40 time).
+    ``article_ms`` (its M40 time). Every argument is checked before the first step is recorded.
     """
-    cfg = LSTMConfig.article() if cfg is None else cfg
+    gpus, hosts, steps, cfg = checked_ladder_arguments(gpus, hosts, steps, cfg, chip)
     published = {row["step"]: row for row in article_numbers()} if cfg == LSTMConfig.article() else {}
     rows = []
-    for step in (ladder_names() if steps is None else list(steps)):
+    for step in steps:
         base, per_gpu = _profiles_for(step, cfg, gpus, chip)
         if isinstance(base, PersistentLimitError):
             raise base
@@ -78,6 +80,23 @@ def ladder_bounds(gpus=GPUS, hosts=HOSTS, steps=None, cfg: LSTMConfig | None = N
             row["article_ms"] = flops(cfg) / (published[step]["gflops"] * 1e9) * 1e3
         rows.append(row)
     return rows
+
+
+def checked_ladder_arguments(gpus, hosts, steps, cfg, chip) -> tuple:
+    """``ladder_bounds``' arguments, each checked (unknown GPUs, hosts, steps): (gpus, hosts, steps, cfg)."""
+    gpus = check_str_list("gpus", gpus)
+    for gpu in gpus:
+        gpu_row(gpu)
+    if isinstance(hosts, (str, bytes)) or not isinstance(hosts, (list, tuple)) or not hosts:
+        raise (ValueError if isinstance(hosts, (list, tuple)) else TypeError)(
+            f"hosts must be a non-empty list of hosts (names or microseconds per launch), got {hosts!r}")
+    for host in hosts:
+        checked_host(host)
+    steps = ladder_names() if steps is None else [ladder_step(step).name for step in check_str_list("steps", steps)]
+    if cfg is not None and not isinstance(cfg, LSTMConfig):
+        raise TypeError(f"cfg must be an LSTMConfig or None, got {type(cfg).__name__} {cfg!r}")
+    gpu_row(check_str("chip", chip, example=ARTICLE_GPU))
+    return list(gpus), list(hosts), steps, LSTMConfig.article() if cfg is None else cfg
 
 
 def article_check(rows: list[dict] | None = None) -> list[dict]:

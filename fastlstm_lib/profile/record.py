@@ -18,6 +18,7 @@ Bytes, per launch:
 
 from __future__ import annotations
 
+import copy
 import dataclasses
 import functools
 import inspect
@@ -27,6 +28,7 @@ import numpy as np
 from numba import cuda
 
 from .. import simulator
+from ..checks import check_str
 from ..config import LSTMConfig
 from ..gpus import chip as chip_limits, find_gpu
 from ..params import LayerParams
@@ -130,9 +132,14 @@ class Profile:
 
 def ladder_step(step) -> LSTMStep:
     """A ladder step by name or object; Keras' LSTM (cuDNN's own kernels) can't be recorded."""
+    if not isinstance(step, (str, LSTMStep)):
+        raise TypeError(f"step must be a ladder step's name ({', '.join(ladder_names())}) or its step object, "
+                        f"got {type(step).__name__} {step!r}")
+    given = step
     step = get_step(step) if isinstance(step, str) else step
     if not isinstance(step, LSTMStep) or step.name not in ladder_names():
-        raise ValueError(f"fl.profile records the ladder's steps ({', '.join(ladder_names())}), got {step!r}")
+        raise ValueError(f"step must be one of the ladder's steps ({', '.join(ladder_names())}): only they can be "
+                         f"recorded, got {given!r}")
     return step
 
 
@@ -154,11 +161,14 @@ def profile(step, cfg: LSTMConfig | None = None, *, chip: str | None = None, **o
     needs a chip at any size beyond one block). ``options`` go to the step (``chunk=``).
 
     A step named by a string is recorded once per (step, cfg, chip, options) in a process: the
-    notebooks ask for the same ladder several times, and a recording never changes.
+    notebooks ask for the same ladder several times, and a recording never changes. Each call
+    returns its own copy: changing one profile changes no other.
     """
+    if chip is not None:
+        check_str("chip", chip, example="H100")
     cacheable = isinstance(step, str) and isinstance(cfg, (LSTMConfig, type(None))) and isinstance(chip, (str, type(None)))
     if cacheable and all(isinstance(value, (int, str, type(None))) for value in options.values()):
-        return _recorded(step, cfg, chip, tuple(sorted(options.items())))
+        return copy.deepcopy(_recorded(step, cfg, chip, tuple(sorted(options.items()))))
     return _record(step, cfg, chip, options)
 
 
@@ -171,7 +181,7 @@ def _record(step, cfg, chip, options: dict) -> Profile:
     step = ladder_step(step)
     cfg = LSTMConfig.article() if cfg is None else cfg
     if not isinstance(cfg, LSTMConfig):
-        raise TypeError(f"cfg must be an LSTMConfig, got {type(cfg).__name__}")
+        raise TypeError(f"cfg must be an LSTMConfig or None (the article's size), got {type(cfg).__name__} {cfg!r}")
     limits = None if chip is None else chip_limits(chip)
     setup_options = dict(options)
     if limits is not None and "chip" in inspect.signature(step.setup).parameters:

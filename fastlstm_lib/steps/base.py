@@ -125,10 +125,17 @@ class LSTMStep:
     reference = staticmethod(reference_forward)
     #: The tolerance of that check (``Runner.error(ref) <= rtol``).
     rtol: float = RTOL
+    #: Runs Numba CUDA kernels (so on the simulator where there is no GPU; see ``simulator_budget``).
+    simulated: bool = True
 
     def flop(self, cfg: LSTMConfig, **options) -> int:
         """The FLOPs one run counts (GFLOP/s = flop / time): the forward pass's GEMMs."""
         return flops(cfg)
+
+    def extra_inputs(self, cfg: LSTMConfig, seed: int = 0) -> dict:
+        """What the step needs besides x and params, for the harness's shared problem (passed to
+        both ``runner`` and ``reference``): nothing for a forward step; a backward step's ``dy``."""
+        return {}
 
     def device(self) -> dict:
         """Where it runs, recorded with every result."""

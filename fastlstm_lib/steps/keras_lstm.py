@@ -59,6 +59,9 @@ class KerasRunner(Runner):
 class KerasLSTM(LSTMStep):
     """A stack of ``keras.layers.LSTM`` with our weights, as a step the harness can time."""
 
+    #: Computes with TensorFlow on the CPU (or its GPU), never in Numba's simulator.
+    simulated = False
+
     def __init__(self, name: str, title: str, **layer_options):
         self.name = name
         self.title = title
