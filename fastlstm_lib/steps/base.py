@@ -134,7 +134,8 @@ class LSTMStep:
 
     def extra_inputs(self, cfg: LSTMConfig, seed: int = 0) -> dict:
         """What the step needs besides x and params, for the harness's shared problem (passed to
-        both ``runner`` and ``reference``): nothing for a forward step; a backward step's ``dy``."""
+        both ``runner`` and ``reference``): nothing for a forward step; a backward step's ``dy``.
+        Deterministic in ``cfg`` and ``seed``: the harness caches the reference by them."""
         return {}
 
     def device(self) -> dict:
