@@ -61,6 +61,8 @@ else:
         "keras_forward": "keras_bridge",  # Keras' own LSTM stack on x with params
         "persistent_limits": "kernels.persistent_plan",  # which batch sizes fit the persistent step on a chip
         "check": "exercises",  # grade a notebook exercise and print the verdict
+        "estimate": "timeline",  # an ESTIMATED timeline of a recorded pass on a GPU (blocks on SMs)
+        "plot_timeline": "timeline",  # that timeline drawn as Nsight Systems draws one
     }
 
     def __getattr__(name):
@@ -84,4 +86,5 @@ __all__ = [
     "host_and_device_times", "format_table", "save_results", "load_results", "params_from_keras", "keras_forward",
     "count_launches", "launch_overhead_us", "article_numbers", "article_source", "committed_results",
     "fp32_peak_tflops", "gpu", "ladder_comparison", "persistent_limits", "profile", "lower_bound", "backward", "reference_backward", "check",
+    "estimate", "plot_timeline",
 ]

@@ -1,0 +1,27 @@
+"""An ESTIMATED timeline of a recorded pass (``fl.profile``) on a GPU of data/gpus.csv.
+
+Where ``fl.lower_bound`` gives the least time a pass can take, ``estimate`` gives a plausible
+one, at the level of thread blocks on SMs: the host issues the launches (its cost per launch as
+for the bound); each launch becomes ready when issued and its dependencies are done, waits for
+the resident-grid limit, pays a GPU-side launch latency, and its blocks go to the SMs that free
+up first, each block costing its FLOPs at the SM's FP32 rate scaled by the kernel's issue
+efficiency (its compiled main loop's FFMA share) or its DRAM bytes at the SM's share of the
+bandwidth, whichever is longer. Every constant is in data/model_constants.csv with its source;
+none was fitted to the article's measurements.
+
+    e = fl.estimate(fl.profile("wavefront", chip="M40"), "M40", host="cpp", gemm="ours")
+    fl.plot_timeline(e, window=(0, 1))
+    e.total_ms; e.breakdown; e.sm_time; e.to_dict()["timeline"]
+
+Modules, one job each: ``constants`` (data/model_constants.csv), ``cublas`` (gemm="cublas":
+DeepBench's published cuBLAS times), ``blocks`` (one block's cost and residency), ``schedule``
+(the timeline), ``result`` (``Estimate``), ``api`` (``estimate``), ``chart`` (``plot_timeline``),
+``compare`` (beside the article and committed GPU results).
+"""
+
+from .api import GEMMS, estimate
+from .chart import plot_timeline
+from .compare import against_results, article_table, ladder_estimates
+from .result import Estimate
+
+__all__ = ["estimate", "Estimate", "GEMMS", "plot_timeline", "article_table", "against_results", "ladder_estimates"]

@@ -1,0 +1,216 @@
+"""The estimated timeline (fastlstm_lib.timeline): never below the lower bound, waves and tails
+checked by hand on a toy profile, cuBLAS's published times reproduced, committed results
+compared, bad arguments named, and the article's M40 table printed."""
+
+import dataclasses
+
+import pytest
+
+import fastlstm_lib as fl
+from fastlstm_lib.article import article_numbers
+from fastlstm_lib.compile_matrix import read_table
+from fastlstm_lib.config import flops
+from fastlstm_lib.kernels.gemm import gpu_blocking
+from fastlstm_lib.timeline import against_results, cublas, estimate
+from fastlstm_lib.timeline.blocks import table_name
+from fastlstm_lib.timeline.constants import constant, model_constants
+from fastlstm_lib.gpus import gpu as gpu_row
+from fastlstm_lib.profile.record import Launch, Profile
+
+ARTICLE_STEPS = [row["step"] for row in article_numbers()]
+
+
+@pytest.fixture(scope="module")
+def m40_profiles():
+    cfg = fl.LSTMConfig.article()
+    return {step: fl.profile(step, cfg, chip="M40") for step in ARTICLE_STEPS}
+
+
+def test_every_constant_has_a_source():
+    for (name, key), entry in model_constants().items():
+        assert entry["source"].strip(), (name, key)
+        if not entry["cited"]:
+            assert "NOT CITED" in entry["source"], (name, key)
+
+
+def test_never_below_the_lower_bound(m40_profiles):
+    for step, p in m40_profiles.items():
+        bound = fl.lower_bound(p, "M40", host="cpp").bound_ms
+        for gemm in ("ours", "cublas"):
+            e = estimate(p, "M40", host="cpp", gemm=gemm)
+            assert e.total_ms >= bound * (1 - 1e-9), (step, gemm, e.total_ms, bound)
+            parts = sum(value for key, value in e.breakdown.items() if key.endswith("_ms"))
+            assert parts == pytest.approx(e.total_ms, rel=1e-6)
+
+
+def _gemm_launch(index: int, m: int, n: int, k: int, deps=None, bm: int = 64) -> Launch:
+    """A recorded blocked_gemm launch of C (m x n) = A (m x k) B (k x n), bm x bm patches."""
+    grid = (-(-n // bm), -(-m // bm), 1)
+    return Launch(index=index, kernel="blocked_gemm", grid=grid, block=(256, 1, 1), stream=0, shared_bytes=0,
+                  flop=2 * m * n * k, bytes_read=0, bytes_written=0, footprint_read=0, footprint_written=0,
+                  footprint=0, footprint_in=0, array_args=3, loads={"a": grid[0] * m * k, "b": grid[1] * k * n},
+                  stores={"c": m * n}, deps={} if deps is None else deps)
+
+
+def _profile(*launches, chip="M40") -> Profile:
+    return Profile(step="toy", config={"batch": 64}, options={}, chip=chip, default_stream="legacy", streams=1,
+                   launches=tuple(launches), stream_ops=())
+
+
+def _toy(blocks: int, k: int = 128) -> Profile:
+    """Two dependent GEMMs of ``blocks`` 64 x 64 patches each (m = 64, n = 64 x blocks)."""
+    first = _gemm_launch(0, 64, 64 * blocks, k)
+    return _profile(first, _gemm_launch(1, 64, 64 * blocks, k, deps={0: "stream"}))
+
+
+def test_waves_and_tail_by_hand():
+    # The M40: 24 SMs, 7 TFLOP/s. blocked_gemm's loop (sm_75 mix, used for sm_52): 16 FFMA of 39
+    # instructions, 32 FP32 lanes per partition: efficiency 16/39. 30 blocks of 64 x 64 x 128 x 2
+    # FLOP each: one block alone takes that / (7e12/24 x 16/39) s; 24 SMs take the first 24 blocks, 6 take
+    # a second: 2 blocks' time, and 18 SMs idle for one block's time (the tail).
+    row = gpu_row("M40")
+    mix = {(r["kernel"], r["arch"]): r for r in read_table()}[("blocked_gemm", "sm_75")]
+    efficiency = min(1.0, int(mix["loop_ffma"]) / int(mix["loop_instructions"]) * 32 / 32)  # 16/39 today
+    block_s = 64 * 64 * 128 * 2 / (row["fp32_tflops"] * 1e12 / row["sms"] * efficiency)
+    latency_s = constant("launch_latency_us") * 1e-6
+    e = estimate(_toy(30), "M40", host=0)
+    first, second = e.timeline
+    assert first["sms_used"] == 24 and first["blocks"] == 30
+    assert first["efficiency"] == pytest.approx(efficiency)
+    assert first["block_us"] == pytest.approx(block_s * 1e6)
+    assert first["start_ms"] == pytest.approx(latency_s * 1e3)
+    assert first["end_ms"] - first["start_ms"] == pytest.approx(2 * block_s * 1e3)
+    # the dependent second launch starts one latency after the first ends
+    assert second["start_ms"] == pytest.approx(first["end_ms"] + latency_s * 1e3)
+    assert e.total_ms == pytest.approx(2 * (latency_s + 2 * block_s) * 1e3)
+    assert e.sm_time["tails_sm_ms"] == pytest.approx(2 * 18 * block_s * 1e3)
+    busy = 2 * 30 * block_s * 1e3
+    assert e.sm_time["arithmetic_sm_ms"] == pytest.approx(busy)
+    assert e.sm_time["idle_sm_ms"] == pytest.approx(24 * e.total_ms - busy)
+    # 30 blocks fit at once when an SM holds 2 or more (90 registers x 256 threads today: 2 per SM)
+    assert first["waves"] == -(-30 // (first["blocks_per_sm"] * 24))
+    d = e.to_dict()
+    assert len(d["timeline"]) == 2 and d["total_ms"] == e.total_ms
+
+
+def test_bad_arguments():
+    p = _toy(4)
+    with pytest.raises(TypeError, match="profile"):
+        estimate("baseline", "M40")
+    with pytest.raises(ValueError, match="gpu"):
+        estimate(p, "GTX 9999")
+    with pytest.raises(TypeError, match="gpu"):
+        estimate(p, 40)
+    with pytest.raises(ValueError, match="host"):
+        estimate(p, "M40", host="fortran")
+    with pytest.raises(TypeError, match="host"):
+        estimate(p, "M40", host=[1])
+    with pytest.raises(ValueError, match="host"):
+        estimate(p, "M40", host=-1.0)
+    with pytest.raises(ValueError, match="gemm"):
+        estimate(p, "M40", gemm="magma")
+    with pytest.raises(TypeError, match="gemm"):
+        estimate(p, "M40", gemm=None)
+
+
+def test_article_table(m40_profiles):
+    cfg = fl.LSTMConfig.article()
+    published = {row["step"]: flops(cfg) / (row["gflops"] * 1e9) * 1e3 for row in article_numbers()}
+    print()
+    print(f"{'step':<16}{'article ms':>11}{'est ours':>10}{'est cublas':>11}{'bound':>8}{'ours/art':>9}{'cublas/art':>11}")
+    for step, p in m40_profiles.items():
+        ours = estimate(p, "M40", host="cpp").total_ms
+        cublas = estimate(p, "M40", host="cpp", gemm="cublas").total_ms
+        bound = fl.lower_bound(p, "M40", host="cpp").bound_ms
+        art = published[step]
+        print(f"{step:<16}{art:11.2f}{ours:10.2f}{cublas:11.2f}{bound:8.2f}{ours / art:9.2f}{cublas / art:11.2f}")
+
+
+def test_other_gpus_above_the_bound(m40_profiles):
+    # the M40's launch geometry on the other GPUs (as ladder.ladder_bounds and notebook 11 use it),
+    # and one pass recorded for its own GPU
+    for gpu in ("T4", "A100", "H100"):
+        for step, p in m40_profiles.items():
+            e = fl.estimate(p, gpu, host="python")
+            assert e.total_ms >= fl.lower_bound(p, gpu, host="python").bound_ms * (1 - 1e-9), (step, gpu)
+    own = fl.profile("wavefront", fl.LSTMConfig.article(), chip="H100")
+    assert fl.estimate(own, "H100").total_ms >= fl.lower_bound(own, "H100").bound_ms * (1 - 1e-9)
+
+
+def test_persistent_needs_a_grid_barrier():
+    p = fl.profile("persistent", fl.LSTMConfig.article(), chip="H100")
+    e = estimate(p, "H100", host="cpp")
+    assert e.total_ms >= fl.lower_bound(p, "H100", host="cpp").bound_ms
+    with pytest.raises(Exception, match="M40"):
+        estimate(p, "M40")
+    with pytest.raises(ValueError, match="planned for H100"):
+        estimate(p, "A100")
+
+
+def test_cublas_reproduces_its_published_measurements():
+    # A GEMM of exactly a DeepBench shape, alone on an idle GPU, takes the published time plus
+    # one launch latency: the per-SM rate is read off that measurement through our own grid.
+    latency_ms = constant("launch_latency_us") * 1e-3
+    for gpu, (big_m, big_n, big_k) in {"M40": (3072, 64, 1024), "M40 ": (1760, 7000, 1760),
+                                        "T4": (2048, 64, 2048), "V100": (2560, 64, 2560)}.items():
+        gpu = gpu.strip()
+        published = cublas.nearest(gpu, big_n, big_m, big_k)
+        assert published[:3] == (big_m, big_n, big_k)
+        sms = gpu_row(gpu)["sms"]
+        blocking = gpu_blocking(big_n, big_m, sms)
+        launch = _gemm_launch(0, big_n, big_m, big_k, bm=blocking.bm)
+        e = estimate(_profile(launch, chip=gpu), gpu, host=0, gemm="cublas")
+        assert e.total_ms == pytest.approx(published[3] + latency_ms, rel=1e-9), gpu
+
+
+def test_cublas_needs_a_published_measurement():
+    with pytest.raises(ValueError, match="cublas_sgemm_deepbench.csv"):
+        estimate(_toy(4), "H100", gemm="cublas")
+    assert set(cublas.measurements()) == {"M40", "T4", "V100"}
+    rows = cublas.measurements()["M40"]
+    assert (2048, 64, 2048, 0.3) in rows and all(ms > 0 for *_, ms in rows)
+
+
+def test_the_launch_grid_picks_the_compiled_variant():
+    # 64 x 64 patches: the blocked_gemm row; 32 x 32 patches: the blocked_gemm_t row (2 x 2 per thread)
+    assert table_name(_gemm_launch(0, 64, 2048, 512), 64) == "blocked_gemm"
+    assert table_name(_gemm_launch(0, 64, 512, 512, bm=32), 64) == "blocked_gemm_t"
+    large = estimate(_profile(_gemm_launch(0, 64, 2048, 512)), "T4", host=0).timeline[0]
+    small = estimate(_profile(_gemm_launch(0, 64, 512, 512, bm=32)), "T4", host=0).timeline[0]
+    assert small["efficiency"] < large["efficiency"]
+
+
+def test_against_committed_results_on_a_synthetic_file(tmp_path):
+    # No GPU result is committed yet: a synthetic one (labelled so) stands in, as fl.bench writes it.
+    cfg = fl.LSTMConfig(batch=5, seq_len=7, input_size=13, hidden=21, layers=2)
+    measured = {"step": "fused_pointwise", "config": cfg.as_dict(), "device": {"name": "Tesla T4"},
+                "times_meaningful": True, "time_ms": {"median": 1.0, "min": 0.9, "max": 1.2}, "gflops": 1.0,
+                "relative_error": {"after": 1e-7}, "synthetic": "made up by this test"}
+    skipped = {"step": "persistent", "config": cfg.as_dict(), "skipped": "no grid barrier"}
+    path = fl.save_results([measured, skipped], tmp_path / "ladder-synthetic.json")
+    compared = against_results(fl.load_results(path), host="python")
+    (row,) = compared["rows"]
+    assert row["step"] == "fused_pointwise" and row["gpu"] == "T4" and row["measured_ms"] == 1.0
+    assert row["residual"] == pytest.approx(row["estimate_ms"] / 1.0)
+    assert row["estimate_ms"] >= row["bound_ms"] * (1 - 1e-9)
+    assert compared["left_out"] == [("persistent", "skipped")]
+    print(f"\nsynthetic T4 result: estimate {row['estimate_ms']:.3f} ms, residual {row['residual']:.2f}")
+    for row in against_results(fl.committed_results())["rows"]:  # none committed yet: printed once some are
+        print(f"{row['step']} on the {row['gpu']}: measured {row['measured_ms']:.3f} ms, "
+              f"estimate {row['estimate_ms']:.3f} ms, residual {row['residual']:.2f}")
+
+
+def test_plot_timeline_draws_and_checks(m40_profiles):
+    import matplotlib
+
+    matplotlib.use("Agg")
+    e = fl.estimate(m40_profiles["streams"], "M40", host="cpp")
+    ax = fl.plot_timeline(e, window=(0, 1.0))
+    assert ax.get_xlim() == (0, 1.0) and "ms" in ax.get_xlabel()
+    assert [t.get_text() for t in ax.get_yticklabels()][0] == "host issues"
+    with pytest.raises(TypeError, match="Estimate"):
+        fl.plot_timeline(m40_profiles["streams"])
+    with pytest.raises(ValueError, match="window"):
+        fl.plot_timeline(e, window=(2, 1))
+    with pytest.raises(TypeError, match="window"):
+        fl.plot_timeline(e, window="all")
