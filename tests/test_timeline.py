@@ -11,7 +11,7 @@ from fastlstm_lib.article import article_numbers
 from fastlstm_lib.compile_matrix import read_table
 from fastlstm_lib.config import flops
 from fastlstm_lib.kernels.gemm import gpu_blocking
-from fastlstm_lib.timeline import against_results, cublas, estimate
+from fastlstm_lib.timeline import against_results, cublas, estimate, step_change, step_change_text
 from fastlstm_lib.timeline.blocks import table_name
 from fastlstm_lib.timeline.constants import constant, model_constants
 from fastlstm_lib.gpus import gpu as gpu_row
@@ -214,3 +214,26 @@ def test_plot_timeline_draws_and_checks(m40_profiles):
         fl.plot_timeline(e, window=(2, 1))
     with pytest.raises(TypeError, match="window"):
         fl.plot_timeline(e, window="all")
+
+
+def test_step_change_parts_add_up_and_bad_steps_are_named():
+    rows = step_change("pretransposed", gpus=("H100",), hosts=("cpp",))
+    (row,) = rows
+    assert row["before"] == "fused_pointwise" and row["after"] == "pretransposed"
+    assert sum(row["saved"].values()) == pytest.approx(row["before_ms"] - row["after_ms"], abs=1e-9)
+    assert all(0.0 <= share <= 1.0 for share in row["busy"])
+    assert "pretransposed against fused_pointwise" in step_change_text(rows)
+    (cannot,) = step_change("persistent", gpus=("T4",), hosts=("cpp",))
+    assert "does not fit" in cannot["cannot"] and "cannot run" in step_change_text([cannot])
+    with pytest.raises(ValueError, match="first of the ladder"):
+        step_change("baseline")
+    with pytest.raises(ValueError, match="nope"):
+        step_change("nope")
+    with pytest.raises(TypeError, match="step"):
+        step_change(3)
+    with pytest.raises(TypeError, match="gpus"):
+        step_change("streams", gpus="T4")
+    with pytest.raises(ValueError, match="gpu"):
+        step_change("streams", gpus=("T5",))
+    with pytest.raises(ValueError, match="host"):
+        step_change("streams", hosts=("fortran",))

@@ -16,12 +16,15 @@ none was fitted to the article's measurements.
 Modules, one job each: ``constants`` (data/model_constants.csv), ``cublas`` (gemm="cublas":
 DeepBench's published cuBLAS times), ``blocks`` (one block's cost and residency), ``schedule``
 (the timeline), ``result`` (``Estimate``), ``api`` (``estimate``), ``chart`` (``plot_timeline``),
-``compare`` (beside the article and committed GPU results).
+``compare`` (beside the article and committed GPU results), ``story`` (one step's change, for
+notebooks 03-09).
 """
 
 from .api import GEMMS, estimate
 from .chart import plot_timeline
 from .compare import against_results, article_table, ladder_estimates
 from .result import Estimate
+from .story import plot_step_change, step_change, step_change_text
 
-__all__ = ["estimate", "Estimate", "GEMMS", "plot_timeline", "article_table", "against_results", "ladder_estimates"]
+__all__ = ["estimate", "Estimate", "GEMMS", "plot_timeline", "article_table", "against_results", "ladder_estimates", "step_change",
+           "step_change_text", "plot_step_change"]

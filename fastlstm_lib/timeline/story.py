@@ -1,0 +1,132 @@
+"""One ladder step's change, ESTIMATED: the step before it and the step itself, at the article's
+size, on a T4 (Colab's GPU) and an H100, with a C++ and a Python host, beside their lower bounds
+(notebooks 03-09).
+
+The estimate's chain breakdown (``Estimate.breakdown``: host, concurrency, latency, SM wait,
+arithmetic, memory) adds up to its total, so the gain's milliseconds split exactly into what the
+critical chain stopped (or started) spending them on; the SM-time beside it says how much of the
+GPU sat idle, and how much of that in waves' tails.
+"""
+
+from __future__ import annotations
+
+from ..checks import check_str
+from ..config import LSTMConfig
+from ..gpus import find_gpu
+from ..profile.bound import checked_host, lower_bound
+from .api import estimate
+
+GPUS = ("T4", "H100")
+HOSTS = ("cpp", "python")
+#: What each part of the chain breakdown is, in words.
+PARTS = {"host_ms": "waiting for the host", "concurrency_ms": "waiting for the resident-grid limit",
+         "latency_ms": "launch latencies", "sm_wait_ms": "waiting for busy SMs",
+         "arithmetic_ms": "arithmetic", "memory_ms": "DRAM traffic"}
+
+
+def _checked_list(name: str, values, check) -> tuple:
+    """A non-empty tuple or list, each item passed through ``check``: TypeError / ValueError naming it."""
+    if isinstance(values, str) or not isinstance(values, (tuple, list)) or not values:
+        raise TypeError(f"{name} must be a non-empty tuple or list, got {type(values).__name__} {values!r}")
+    for value in values:
+        check(value)
+    return tuple(values)
+
+
+def _check_gpu(gpu) -> None:
+    check_str("gpu", gpu, example="T4")
+    if find_gpu(gpu) is None:
+        raise ValueError(f"gpu must be a GPU of data/gpus.csv (e.g. 'T4'), got {gpu!r}")
+
+
+def _pass(step: str, gpu: str, host, cfg: LSTMConfig):
+    from ..profile.record import profile
+
+    p = profile(step, cfg, chip=gpu)
+    return p, estimate(p, gpu, host=host), lower_bound(p, gpu, host=host).bound_ms
+
+
+def step_change(step: str, gpus=GPUS, hosts=HOSTS, against: str | None = None) -> list[dict]:
+    """Per GPU and host: the step ``against`` (the ladder's previous step by default) and
+    ``step``, at the article's size, estimated and bounded. Keys: gpu, host, before, after,
+    before_ms, after_ms, gain, bound_before_ms, bound_after_ms, saved (ms per chain part, before
+    minus after: they add up to before_ms - after_ms), busy (the share of SM-time busy), idle_sm_ms
+    and tails_sm_ms, launches (each a pair: before, after); or, where a step cannot run on that
+    GPU, "cannot": why."""
+    from ..steps import get, previous
+
+    after = get(check_str("step", step, example="streams")).name
+    gpus = _checked_list("gpus", gpus, _check_gpu)
+    hosts = _checked_list("hosts", hosts, checked_host)
+    before = get(against).name if against is not None else getattr(previous(after), "name", None)
+    if before is None:
+        raise ValueError(f"step {after!r} is the first of the ladder: give against= a step to compare it with")
+    cfg = LSTMConfig.article()
+    rows = []
+    for gpu in gpus:
+        for host in hosts:
+            row = {"gpu": gpu, "host": host, "before": before, "after": after}
+            try:
+                p0, e0, b0 = _pass(before, gpu, host, cfg)
+                p1, e1, b1 = _pass(after, gpu, host, cfg)
+            except ValueError as error:  # e.g. the persistent layer does not fit this GPU
+                rows.append({**row, "cannot": str(error)})
+                continue
+            row.update(before_ms=e0.total_ms, after_ms=e1.total_ms, gain=e0.total_ms / e1.total_ms,
+                       bound_before_ms=b0, bound_after_ms=b1,
+                       saved={part: e0.breakdown[part] - e1.breakdown[part] for part in PARTS},
+                       busy=tuple(1 - e.sm_time["idle_sm_ms"] / e.sm_time["total_sm_ms"] for e in (e0, e1)),
+                       idle_sm_ms=(e0.sm_time["idle_sm_ms"], e1.sm_time["idle_sm_ms"]),
+                       tails_sm_ms=(e0.sm_time["tails_sm_ms"], e1.sm_time["tails_sm_ms"]),
+                       launches=(len(p0.launches), len(p1.launches)))
+            rows.append(row)
+    return rows
+
+
+def cause(row: dict) -> str:
+    """The gain's two largest parts in words: "latency -12.1 ms, arithmetic -3.0 ms"."""
+    if "cannot" in row:
+        return "cannot run here"
+    parts = sorted(row["saved"].items(), key=lambda item: -abs(item[1]))[:2]
+    return ", ".join(f"{PARTS[part]} {-ms:+.1f} ms" for part, ms in parts if abs(ms) >= 0.05) or "no change"
+
+
+def step_change_text(rows: list[dict]) -> str:
+    """``step_change``'s rows as a table: bound and estimate before -> after, gain, where it came from."""
+    first = rows[0]
+    lines = [f"{first['after']} against {first['before']}, at the article's size: ESTIMATED (fl.estimate), "
+             f"lower bound beside",
+             f"{'GPU':<6}{'host':<8}{'bound, ms':>17}{'estimate, ms':>19}{'gain':>7}  {'SMs busy':<14}"
+             f"the chain's time, after - before"]
+    for row in rows:
+        if "cannot" in row:
+            lines.append(f"{row['gpu']:<6}{row['host']:<8}cannot run: {row['cannot'][:90]}")
+            continue
+        busy = f"{row['busy'][0]:.0%} -> {row['busy'][1]:.0%}"
+        lines.append(f"{row['gpu']:<6}{row['host']:<8}{row['bound_before_ms']:>7.1f} -> {row['bound_after_ms']:<7.1f}"
+                     f"{row['before_ms']:>9.1f} -> {row['after_ms']:<7.1f}{row['gain']:>6.2f}x  {busy:<14}{cause(row)}")
+    return "\n".join(lines)
+
+
+def plot_step_change(step: str, gpu: str = "T4", host="cpp", against: str | None = None):
+    """Before and after on ``gpu`` as two timelines (``plot_timeline``), each over the same share
+    of its pass: from a quarter of the way in, six layer-steps' worth. Returns the Figure."""
+    import matplotlib.pyplot as plt
+
+    from ..steps import get, previous
+    from .chart import plot_timeline
+
+    after = get(check_str("step", step, example="streams")).name
+    _check_gpu(gpu)
+    checked_host(host)
+    before = get(against).name if against is not None else getattr(previous(after), "name", None)
+    if before is None:
+        raise ValueError(f"step {after!r} is the first of the ladder: give against= a step to compare it with")
+    cfg = LSTMConfig.article()
+    fig, axes = plt.subplots(2, 1, figsize=(10, 5.5))
+    for ax, name in zip(axes, (before, after)):
+        e = _pass(name, gpu, host, cfg)[1]
+        span = 6 * e.total_ms / (cfg.layers * cfg.seq_len)
+        plot_timeline(e, window=(e.total_ms / 4, e.total_ms / 4 + span), ax=ax)
+    fig.tight_layout()
+    return fig
