@@ -4,6 +4,7 @@ compared, bad arguments named, and the article's M40 table printed."""
 
 import dataclasses
 
+import numpy as np
 import pytest
 
 import fastlstm_lib as fl
@@ -11,7 +12,7 @@ from fastlstm_lib.article import article_numbers
 from fastlstm_lib.compile_matrix import read_table
 from fastlstm_lib.config import flops
 from fastlstm_lib.kernels.gemm import gpu_blocking
-from fastlstm_lib.timeline import against_results, cublas, estimate, step_change, step_change_text
+from fastlstm_lib.timeline import against_results, cublas, estimate, plot_step_change, step_change, step_change_text
 from fastlstm_lib.timeline.blocks import table_name
 from fastlstm_lib.timeline.constants import constant, model_constants
 from fastlstm_lib.gpus import gpu as gpu_row
@@ -214,6 +215,29 @@ def test_plot_timeline_draws_and_checks(m40_profiles):
         fl.plot_timeline(e, window=(2, 1))
     with pytest.raises(TypeError, match="window"):
         fl.plot_timeline(e, window="all")
+    ax = fl.plot_timeline(e, window=(0, 1.0), by="sm")
+    assert ax.get_ylabel() == "SM" and ax.get_xlim() == (0, 1.0)
+    with pytest.raises(ValueError, match="by"):
+        fl.plot_timeline(e, by="warp")
+
+
+def test_per_sm_shares_add_up_and_never_overlap(m40_profiles):
+    # two toy GEMMs of 30 blocks on 24 SMs: SM j works on launch 0, then on launch 1
+    e = estimate(_toy(30), "M40", host=0)
+    shares = e.per_sm()
+    busy = (shares["end_ms"] - shares["start_ms"]).sum()
+    assert busy == pytest.approx(e.sm_time["arithmetic_sm_ms"] + e.sm_time["memory_sm_ms"])
+    assert sorted(set(shares["launch"].tolist())) == [0, 1] and set(shares["sm"].tolist()) == set(range(24))
+    for p in (e, estimate(m40_profiles["wavefront"], "M40", host="cpp")):
+        shares = p.per_sm()
+        order = np.lexsort((shares["start_ms"], shares["sm"]))
+        sm, start, end = shares["sm"][order], shares["start_ms"][order], shares["end_ms"][order]
+        same = sm[1:] == sm[:-1]
+        assert np.all(start[1:][same] >= end[:-1][same] - 1e-12)  # one SM's shares one after another
+    t1 = e.timeline[0]["start_ms"] + 1e-6  # the first launch's shares, not the second's
+    everything, window = e.per_sm(), e.per_sm((0.0, t1))
+    assert 0 < window["sm"].size < everything["sm"].size and np.all(window["start_ms"] <= t1)
+    assert len(e.to_dict(per_sm=True)["per_sm"]["sm"]) == e.per_sm()["sm"].size
 
 
 def test_step_change_parts_add_up_and_bad_steps_are_named():
@@ -231,6 +255,8 @@ def test_step_change_parts_add_up_and_bad_steps_are_named():
         step_change("nope")
     with pytest.raises(TypeError, match="step"):
         step_change(3)
+    with pytest.raises(ValueError, match="by"):
+        plot_step_change("streams", by="warp")
     with pytest.raises(TypeError, match="gpus"):
         step_change("streams", gpus="T4")
     with pytest.raises(ValueError, match="gpu"):

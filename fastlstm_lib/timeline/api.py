@@ -53,4 +53,5 @@ def estimate(profile, gpu, host="cpp", gemm="ours") -> Estimate:
                  "max_concurrent_kernels": constant("max_concurrent_kernels", str(row["compute_capability"]))}
     sim = simulate(profile, row, chip, host, gemm, constants)
     return Estimate(step=profile.step, gpu=row["name"], host=host_label, gemm=gemm, total_ms=sim["total"] * 1e3,
-                    breakdown=critical_parts(sim), sm_time=sm_time(sim), timeline=tuple(sim["timeline"]))
+                    breakdown=critical_parts(sim), sm_time=sm_time(sim), timeline=tuple(sim["timeline"]),
+                    on_sms=tuple(sim["on_sms"]))

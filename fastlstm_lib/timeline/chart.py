@@ -1,20 +1,36 @@
 """``plot_timeline(estimate)``: an estimated pass drawn as Nsight Systems draws a measured one.
 
-One row for the host (each launch issued: a tick) and one per stream (each launch a bar from its
-first block to its last, coloured by kernel), time in ms along x; a window (t0, t1) zooms in.
-Matplotlib is imported on first use only.
+``by="stream"``: one row for the host (each launch issued: a tick) and one per stream (each
+launch a bar from its first block to its last, coloured by kernel). ``by="sm"``: one row per SM,
+each bar an SM's share of a launch: idle SMs and waves' tails show as gaps. Time in ms along x;
+a window (t0, t1) zooms in. Matplotlib is imported on first use only.
 """
 
 from __future__ import annotations
 
 import numbers
 
+import numpy as np
+
 from .result import Estimate
 
 
-def plot_timeline(estimate: Estimate, window=None, ax=None):
+BY = ("stream", "sm")
+#: One colour per kernel, the same in every chart (tab10's order); others take the rest in turn.
+KERNELS = ("blocked_gemm", "_lstm_cell", "_fill", "_add", "_add_bias", "_mul", "_sigmoid", "_tanh", "tiled_gemm",
+           "persistent_layer")
+
+
+def colour(kernel: str, plt):
+    """The kernel's colour (``KERNELS``)."""
+    index = KERNELS.index(kernel) if kernel in KERNELS else len(KERNELS) + sum(map(ord, kernel))
+    return plt.get_cmap("tab10")(index % 10)
+
+
+def plot_timeline(estimate: Estimate, window=None, ax=None, by: str = "stream"):
     """Draw ``estimate``'s timeline (an ``Estimate``); ``window``: (t0_ms, t1_ms) or None for the
-    whole pass; ``ax``: a Matplotlib Axes to draw on (a new figure otherwise). Returns the Axes."""
+    whole pass; ``ax``: a Matplotlib Axes to draw on (a new figure otherwise); ``by``: "stream"
+    (as Nsight Systems) or "sm" (one row per SM). Returns the Axes."""
     if not isinstance(estimate, Estimate):
         raise TypeError(f"estimate must be an Estimate (fl.estimate(...)), got {type(estimate).__name__}")
     if window is not None:
@@ -23,15 +39,18 @@ def plot_timeline(estimate: Estimate, window=None, ax=None):
             raise TypeError(f"window must be (t0_ms, t1_ms), two numbers, or None; got {window!r}")
         if not 0 <= window[0] < window[1]:
             raise ValueError(f"window must satisfy 0 <= t0_ms < t1_ms, got {tuple(window)}")
+    if not isinstance(by, str) or by not in BY:
+        raise (TypeError if not isinstance(by, str) else ValueError)(f"by must be one of {BY}, got {by!r}")
     import matplotlib.pyplot as plt
 
     t0, t1 = window if window is not None else (0.0, estimate.total_ms)
     if ax is None:
-        _, ax = plt.subplots(figsize=(10, 2.6))
+        _, ax = plt.subplots(figsize=(10, 2.6 if by == "stream" else 4.5))
+    if by == "sm":
+        return _by_sm(estimate, t0, t1, ax, plt)
     streams = sorted({entry["stream"] for entry in estimate.timeline})
     rows = {stream: i + 1 for i, stream in enumerate(streams)}
-    kernels = sorted({entry["kernel"] for entry in estimate.timeline})
-    colours = {kernel: plt.get_cmap("tab10")(i % 10) for i, kernel in enumerate(kernels)}
+    colours = {kernel: colour(kernel, plt) for kernel in {entry["kernel"] for entry in estimate.timeline}}
     shown = set()
     for entry in estimate.timeline:
         if entry["end_ms"] < t0 or entry["start_ms"] > t1:
@@ -52,4 +71,24 @@ def plot_timeline(estimate: Estimate, window=None, ax=None):
                  f"{estimate.total_ms:.2f} ms estimated")
     if shown:
         ax.legend(loc="upper right", fontsize="small", ncol=min(4, len(shown)))
+    return ax
+
+
+def _by_sm(estimate: Estimate, t0: float, t1: float, ax, plt):
+    """One row per SM: each bar one SM's share of one launch, coloured by kernel."""
+    shares = estimate.per_sm((t0, t1))
+    kernels = np.array([estimate.timeline[i]["kernel"] for i in shares["launch"]], dtype=object)
+    for kernel in sorted(set(kernels)):
+        mine = kernels == kernel
+        ax.barh(shares["sm"][mine], shares["end_ms"][mine] - shares["start_ms"][mine], left=shares["start_ms"][mine],
+                height=0.85, color=colour(kernel, plt), label=kernel.lstrip("_"))
+    sms = round(estimate.sm_time["total_sm_ms"] / estimate.total_ms) if estimate.total_ms > 0 else 1  # the GPU's SMs
+    ax.set_ylim(sms - 0.5, -0.5)
+    ax.set_xlim(t0, t1)
+    ax.set_ylabel("SM")
+    ax.set_xlabel("time since the pass began (ms, ESTIMATED)")
+    ax.set_title(f"{estimate.step} on the {estimate.gpu}, SM by SM ({estimate.host} host, {estimate.gemm} GEMM): "
+                 f"{estimate.total_ms:.2f} ms estimated")
+    if len(kernels):
+        ax.legend(loc="upper right", fontsize="small", ncol=4)
     return ax

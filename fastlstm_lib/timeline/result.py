@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import dataclasses
 
+import numpy as np
+
 
 @dataclasses.dataclass(frozen=True)
 class Estimate:
@@ -27,12 +29,30 @@ class Estimate:
     breakdown: dict
     sm_time: dict
     timeline: tuple
+    on_sms: tuple = dataclasses.field(default=(), repr=False, compare=False)  # per launch: (SMs, starts s, ends s)
 
-    def to_dict(self, timeline: bool = True) -> dict:
+    def per_sm(self, window=None) -> dict:
+        """Every SM's share of every launch, as arrays of equal length: "sm", "launch" (its index
+        in ``timeline``), "start_ms", "end_ms"; with ``window`` = (t0_ms, t1_ms), only the shares
+        that overlap it. On one SM the shares never overlap: blocks sharing an SM share its rate
+        (``schedule.py``), so an SM's work is drawn one launch after another."""
+        if not self.on_sms:
+            empty = np.zeros(0)
+            return {"sm": empty.astype(np.int16), "launch": empty.astype(np.int64), "start_ms": empty, "end_ms": empty}
+        sms = np.concatenate([entry[0] for entry in self.on_sms])
+        launch = np.concatenate([np.full(entry[0].size, i) for i, entry in enumerate(self.on_sms)])
+        start = np.concatenate([entry[1] for entry in self.on_sms]) * 1e3
+        end = np.concatenate([entry[2] for entry in self.on_sms]) * 1e3
+        keep = slice(None) if window is None else (end >= window[0]) & (start <= window[1])
+        return {"sm": sms[keep], "launch": launch[keep], "start_ms": start[keep], "end_ms": end[keep]}
+
+    def to_dict(self, timeline: bool = True, per_sm: bool = False) -> dict:
         record = {"step": self.step, "gpu": self.gpu, "host": self.host, "gemm": self.gemm,
                   "total_ms": self.total_ms, "breakdown": dict(self.breakdown), "sm_time": dict(self.sm_time)}
         if timeline:
             record["timeline"] = [dict(entry) for entry in self.timeline]
+        if per_sm:
+            record["per_sm"] = {key: values.tolist() for key, values in self.per_sm().items()}
         return record
 
     def __repr__(self) -> str:

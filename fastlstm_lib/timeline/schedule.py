@@ -65,6 +65,7 @@ def simulate(profile, row: dict, chip, host, gemm: str, constants: dict) -> dict
     ends: list[float] = []
     links: list[dict] = []
     timeline: list[dict] = []
+    on_sms: list[tuple] = []  # per launch: the SMs it used, and when each began and ended its share
     costs: dict = {}
     issued = 0.0
     busy = {"arithmetic": 0.0, "memory": 0.0, "tails": 0.0}
@@ -99,6 +100,7 @@ def simulate(profile, row: dict, chip, host, gemm: str, constants: dict) -> dict
         links.append({"before": before if deps_end > issued else None, "ready": ready,
                       "concurrency": t - ready, "latency": latency, "sm_wait": max(0.0, end - work - start),
                       "work": work, "kind": kind})
+        on_sms.append((np.flatnonzero(used).astype(np.int16), available[used], sm_end[used]))
         timeline.append({"launch": launch.index, "kernel": launch.kernel, "stream": launch.stream,
                          "issued_ms": issued * 1e3, "ready_ms": ready * 1e3, "start_ms": start * 1e3,
                          "end_ms": end * 1e3, "sms_used": int(used.sum()), "blocks": cost.blocks,
@@ -106,7 +108,7 @@ def simulate(profile, row: dict, chip, host, gemm: str, constants: dict) -> dict
                          "waves": math.ceil(cost.blocks / (cost.per_sm * sms)),
                          "block_us": cost.seconds * 1e6, "efficiency": cost.efficiency, "limit": kind})
     total = max(ends, default=0.0)
-    return {"total": total, "issued": issued, "timeline": timeline, "links": links, "ends": ends,
+    return {"total": total, "issued": issued, "timeline": timeline, "links": links, "ends": ends, "on_sms": on_sms,
             "busy": busy, "sms": sms}
 
 

@@ -108,13 +108,14 @@ def step_change_text(rows: list[dict]) -> str:
     return "\n".join(lines)
 
 
-def plot_step_change(step: str, gpu: str = "T4", host="cpp", against: str | None = None):
-    """Before and after on ``gpu`` as two timelines (``plot_timeline``), each over the same share
-    of its pass: from a quarter of the way in, six layer-steps' worth. Returns the Figure."""
+def plot_step_change(step: str, gpu: str = "T4", host="cpp", against: str | None = None, by: str = "stream"):
+    """Before and after on ``gpu`` as two timelines (``plot_timeline``, ``by`` stream or SM),
+    each over the same share of its pass: from a quarter of the way in, six layer-steps' worth.
+    Returns the Figure."""
     import matplotlib.pyplot as plt
 
     from ..steps import get, previous
-    from .chart import plot_timeline
+    from .chart import BY, plot_timeline
 
     after = get(check_str("step", step, example="streams")).name
     _check_gpu(gpu)
@@ -123,10 +124,12 @@ def plot_step_change(step: str, gpu: str = "T4", host="cpp", against: str | None
     if before is None:
         raise ValueError(f"step {after!r} is the first of the ladder: give against= a step to compare it with")
     cfg = LSTMConfig.article()
-    fig, axes = plt.subplots(2, 1, figsize=(10, 5.5))
+    if by not in BY:
+        raise (TypeError if not isinstance(by, str) else ValueError)(f"by must be one of {BY}, got {by!r}")
+    fig, axes = plt.subplots(2, 1, figsize=(10, 5.5 if by == "stream" else 8))
     for ax, name in zip(axes, (before, after)):
         e = _pass(name, gpu, host, cfg)[1]
         span = 6 * e.total_ms / (cfg.layers * cfg.seq_len)
-        plot_timeline(e, window=(e.total_ms / 4, e.total_ms / 4 + span), ax=ax)
+        plot_timeline(e, window=(e.total_ms / 4, e.total_ms / 4 + span), ax=ax, by=by)
     fig.tight_layout()
     return fig
