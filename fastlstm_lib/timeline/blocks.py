@@ -13,7 +13,10 @@ Per launch (all its blocks alike, so computed once per launch, not per block):
   FP32 pipe is busy a fraction  e = min(1, (F / I) x (32 / L))  of the time. sm_52 has no
   disassembly in the table (no tool reads Maxwell SASS): it uses the sm_75 build's mix, the
   nearest architecture with one; sm_70 (the V100) is not compiled at all and uses sm_75's
-  registers and mix. Kernels with no main loop get ``no_loop_efficiency``. With
+  registers and mix. What this leaves out: the main loop is the innermost loop with FFMAs, so for
+  the 64 x 64 patch it is the k loop (16 FFMA of 39 instructions), without the cooperative loads
+  and index arithmetic around it once per slab (on sm_75 about 700 more instructions per 8-deep
+  slab: 128 FFMA of about 1,000); its estimate is optimistic by that much. Kernels with no main loop get ``no_loop_efficiency``. With
   ``gemm="cublas"`` the GEMM kernels instead run at the per-SM rate of a published cuBLAS
   measurement (``cublas.py``).
 - **time of one block alone on an SM**: max(arithmetic, memory), where arithmetic =
