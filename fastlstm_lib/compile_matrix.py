@@ -27,7 +27,7 @@ import sys
 import tempfile
 from pathlib import Path
 
-from .compile_matrix_sass import LOOP_COLUMNS, disassemble, main_loop_mix
+from .compile_matrix_sass import LOOP_COLUMNS, disassemble, main_loop_mix, slab_mix
 from .compile_matrix_toolkits import ARCHS, arch_name, assemble, resources, toolkit_of, version_line, versions
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -56,6 +56,8 @@ COLUMNS = {
     "loop_local": "of which local-memory loads and stores (LDL, STL: spills)",
     "loop_integer": "of which integer and address arithmetic (IMAD, IADD3, LEA, SHF, LOP3, ISETP, XMAD...)",
     "loop_barriers": "of which block barriers (BAR)",
+    "slab_instructions": "a blocked GEMM's instructions per slab of K, inner loops times their trips (compile_matrix_sass.slab_mix)",
+    "slab_ffma": "of which FFMA",
     "what": "the variant",
 }
 
@@ -84,9 +86,10 @@ def build_arch(cc: tuple[int, int], where: Path) -> list[dict]:
                           max_registers=job["max_registers"])
         (where / f"{name}.ptxas.txt").write_text(report)
         counts = resources(report, job["entry"])
-        loop = main_loop_mix(disassemble(cubin, cc, job["entry"]))
+        code = disassemble(cubin, cc, job["entry"])
+        loop = main_loop_mix(code)
         rows.append({"kernel": name, "arch": arch_name(cc), "max_registers": job["max_registers"] or "",
-                     **counts, **loop, "what": job["what"]})
+                     **counts, **loop, **slab_mix(code, job.get("trips")), "what": job["what"]})
     (where / "rows.json").write_text(json.dumps(rows, indent=1))
     return rows
 

@@ -69,7 +69,8 @@ def prepare(cc: tuple[int, int]) -> None:
 
 
 def inventory(cc: tuple[int, int]) -> dict:
-    """name -> (kernel, signature, what it is, max_registers or None, relocatable) for every kernel."""
+    """name -> (kernel, signature, what it is, max_registers or None, relocatable[, a blocked GEMM's
+    trip counts]) for every kernel."""
     from numba import boolean, float32
 
     from .kernels import gemm as g, persistent as p, persistent_plan as plan, pointwise as pw, pointwise_backward as pwb
@@ -101,6 +102,10 @@ def inventory(cc: tuple[int, int]) -> dict:
         "tanh_backward": (pwb._tanh_backward, (A2, A2, A2), "element-wise"),
     }
     found = {name: (kernel, signature, what, None, False) for name, (kernel, signature, what) in jobs.items()}
+    for name in list(found):
+        if name.startswith("blocked_gemm"):  # the blocking's trip counts: compile_matrix_sass.slab_mix
+            b = S if name in ("blocked_gemm_t", "blocked_gemm_ta_tb") else L
+            found[name] += ({"k": b.bk * b.tm * b.tn, "loads": (-(-b.bm * b.bk // b.threads), -(-b.bn * b.bk // b.threads))},)
     hidden, batches, chip = PERSISTENT
     for batch in batches:
         pl = plan.plan(hidden, batch, chip=chip, single_block=False, target_threads=plan.GPU_TARGET_THREADS)
@@ -114,13 +119,14 @@ def compile_all(cc: tuple[int, int], out: Path) -> None:
     from numba import cuda
 
     manifest = {}
-    for name, (kernel, signature, what, max_registers, relocatable) in inventory(cc).items():
+    for name, (kernel, signature, what, max_registers, relocatable, *trips) in inventory(cc).items():
         ptx, _ = cuda.compile_ptx(kernel.py_func, signature, cc=cc)
         if f".target {arch_name(cc)}" not in ptx:
             raise RuntimeError(f"{name}: PTX is not for {arch_name(cc)}")
         (out / f"{name}.ptx").write_text(ptx)
         entry = re.search(r"\.entry\s+(\S+)\s*\(", ptx).group(1)
-        manifest[name] = {"what": what, "entry": entry, "max_registers": max_registers, "relocatable": relocatable}
+        manifest[name] = {"what": what, "entry": entry, "max_registers": max_registers, "relocatable": relocatable,
+                          "trips": trips[0] if trips else None}
     (out / "manifest.json").write_text(json.dumps(manifest, indent=1))
 
 

@@ -8,6 +8,13 @@ FFMAs (no loop inside them does), the one with the most: the k loop of a GEMM, t
 loop of the persistent kernel, or its time loop where the compiler unrolled the dot product
 whole. The counts are of the loop's code as it stands (an inner loop's body counts once). A
 kernel without a backward branch (the element-wise ones) has no loop: its loop columns are 0.
+
+The *slab* of a blocked GEMM is one trip of the loop over K that holds the block barriers: the
+main loop itself where the compiler unrolled the k loop, or the loop around it. Its counts
+expand the loops inside it by their trip counts, which the compile job knows from the blocking
+(``slab_mix``): the k loop bk x tm x tn / (its FFMAs) times, the cooperative loads of A and of B
+ceil(bm x bk / threads) and ceil(bn x bk / threads) times. That is what one warp issues per
+slab, and FFMA / instructions of it is what the timeline model's issue efficiency uses.
 """
 
 from __future__ import annotations
@@ -31,6 +38,7 @@ GLOBAL_LOADS = frozenset({"LDG", "LD"})
 LOCAL = frozenset({"LDL", "STL"})
 LOOP_COLUMNS = ("loop_instructions", "loop_ffma", "loop_shared_loads", "loop_global_loads", "loop_local",
                 "loop_integer", "loop_barriers")
+SLAB_COLUMNS = ("slab_instructions", "slab_ffma")
 
 
 class Instruction(NamedTuple):
@@ -129,3 +137,40 @@ def main_loop_mix(code: list[Instruction] | None) -> dict[str, int | str]:
                default=None)
     loop = spans[best] if best else {column: 0 for column in LOOP_COLUMNS}
     return {"instructions": sum(base(i.opcode) != "NOP" for i in code), **loop}
+
+
+def _inside(inner, outer) -> bool:
+    return inner != outer and outer[0] <= inner[0] and inner[1] <= outer[1]
+
+
+def slab_mix(code: list[Instruction] | None, trips: dict | None) -> dict[str, int | str]:
+    """``slab_instructions`` and ``slab_ffma`` of a blocked GEMM (see the module docstring), given
+    ``trips`` = {"k": k loop trips x its FFMAs, i.e. bk x tm x tn; "loads": (A's trips, B's)};
+    empty strings without a disassembly or trip counts, or where no slab loop is found."""
+    empty = {column: "" for column in SLAB_COLUMNS}
+    if code is None or not trips:
+        return empty
+    spans = loops(code)
+    counts = {span: mix([i for i in code if span[0] <= i.address <= span[1]]) for span in spans}
+    with_ffma = [span for span in spans if counts[span]["loop_ffma"]]
+    innermost = [span for span in with_ffma if not any(_inside(other, span) for other in with_ffma)]
+    if not innermost:
+        return empty
+    main = max(innermost, key=lambda span: (counts[span]["loop_ffma"], counts[span]["loop_instructions"], span))
+    holders = [span for span in spans if (span == main or _inside(main, span)) and counts[span]["loop_barriers"]]
+    if not holders:
+        return empty
+    slab = min(holders, key=lambda span: span[1] - span[0])  # the innermost loop around the k loop with barriers
+    children = [span for span in spans if _inside(span, slab) and not any(_inside(span, o) and _inside(o, slab) for o in spans)]
+    instructions, ffma = counts[slab]["loop_instructions"], counts[slab]["loop_ffma"]
+    loads = iter(trips["loads"])
+    for child in sorted(children):
+        if counts[child]["loop_ffma"]:
+            repeat = trips["k"] / counts[child]["loop_ffma"]
+        elif counts[child]["loop_global_loads"]:
+            repeat = next(loads, 1)
+        else:
+            repeat = 1
+        instructions += (repeat - 1) * counts[child]["loop_instructions"]  # counted once already
+        ffma += (repeat - 1) * counts[child]["loop_ffma"]
+    return {"slab_instructions": round(instructions), "slab_ffma": round(ffma)}

@@ -88,6 +88,21 @@ def test_register_blocking_shows_in_the_main_loop(rows):
             assert (row["loop_ffma"], row["loop_shared_loads"], row["loop_global_loads"]) == (*blocking, 0), row
 
 
+def test_a_gemm_slab_counts_its_inner_loops_by_their_trips(rows):
+    """A slab of K does bk x tm x tn FFMAs per thread, whatever loop structure the compiler made:
+    8 x 4 x 4 for the 64 x 64 patch, 8 x 2 x 2 for the 32 x 32 one; and its instructions include
+    the cooperative loads the main loop leaves out (the timeline model's issue efficiency)."""
+    for row in rows:
+        if not row["kernel"].startswith("blocked_gemm"):
+            assert row["slab_instructions"] == "" and row["slab_ffma"] == "", row
+        elif row["arch"] != "sm_52":
+            small = "32x32" in row["what"]
+            assert row["slab_ffma"] == (32 if small else 128), row
+            assert row["slab_instructions"] >= row["loop_instructions"], row
+            if not small:  # the k loop is an inner loop there: the slab holds 8 of it and the loads
+                assert row["slab_instructions"] > 8 * row["loop_instructions"], row
+
+
 def test_the_check_says_whether_the_table_is_current(rows, tmp_path, capsys):
     current = tmp_path / "current.csv"
     current.write_text(cm.render(rows))

@@ -65,13 +65,13 @@ def _toy(blocks: int, k: int = 128) -> Profile:
 
 
 def test_waves_and_tail_by_hand():
-    # The M40: 24 SMs, 7 TFLOP/s. blocked_gemm's loop (sm_75 mix, used for sm_52): 16 FFMA of 39
-    # instructions, 32 FP32 lanes per partition: efficiency 16/39. 30 blocks of 64 x 64 x 128 x 2
-    # FLOP each: one block alone takes that / (7e12/24 x 16/39) s; 24 SMs take the first 24 blocks, 6 take
+    # The M40: 24 SMs, 7 TFLOP/s. blocked_gemm's slab of K (sm_75 mix, used for sm_52): 128 FFMA of
+    # 1,011 instructions, 32 FP32 lanes per partition: efficiency 128/1011. 30 blocks of 64 x 64 x 128 x 2
+    # FLOP each: one block alone takes that / (7e12/24 x 128/1011) s; 24 SMs take the first 24 blocks, 6 take
     # a second: 2 blocks' time, and 18 SMs idle for one block's time (the tail).
     row = gpu_row("M40")
     mix = {(r["kernel"], r["arch"]): r for r in read_table()}[("blocked_gemm", "sm_75")]
-    efficiency = min(1.0, int(mix["loop_ffma"]) / int(mix["loop_instructions"]) * 32 / 32)  # 16/39 today
+    efficiency = min(1.0, int(mix["slab_ffma"]) / int(mix["slab_instructions"]) * 32 / 32)  # 128/1011 today
     block_s = 64 * 64 * 128 * 2 / (row["fp32_tflops"] * 1e12 / row["sms"] * efficiency)
     latency_s = constant("launch_latency_us") * 1e-6
     e = estimate(_toy(30), "M40", host=0)

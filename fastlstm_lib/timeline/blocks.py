@@ -10,15 +10,15 @@ Per launch (all its blocks alike, so computed once per launch, not per block):
   Each of an SM's 4 partitions issues one warp instruction per clock; a warp's FFMA occupies that
   partition's FP32 pipe for 32 / L clocks (L: FP32 lanes per partition, data/model_constants.csv).
   If the loop has F FFMAs among I instructions and every instruction issues with no stall, the
-  FP32 pipe is busy a fraction  e = min(1, (F / I) x (32 / L))  of the time. sm_52 has no
-  disassembly in the table (no tool reads Maxwell SASS): it uses the sm_75 build's mix, the
-  nearest architecture with one; sm_70 (the V100) is not compiled at all and uses sm_75's
-  registers and mix. What this leaves out: the main loop is the innermost loop with FFMAs, so for
-  the 64 x 64 patch it is the k loop (16 FFMA of 39 instructions), without the cooperative loads
-  and index arithmetic around it once per slab (on sm_75 about 700 more instructions per 8-deep
-  slab: 128 FFMA of about 1,000); its estimate is optimistic by that much. Kernels with no main loop get ``no_loop_efficiency``. With
-  ``gemm="cublas"`` the GEMM kernels instead run at the per-SM rate of a published cuBLAS
-  measurement (``cublas.py``).
+  FP32 pipe is busy a fraction  e = min(1, (F / I) x (32 / L))  of the time. For a blocked GEMM,
+  F and I are those of a whole slab of K (``slab_ffma``, ``slab_instructions``: the k loop and the
+  cooperative loads times their trips, ``compile_matrix_sass.slab_mix``); for other kernels,
+  those of the main loop. sm_52 has no disassembly in the table (no tool reads Maxwell SASS): it
+  uses the sm_75 build's mix, the nearest architecture with one; sm_70 (the V100) is not compiled
+  at all and uses sm_75's registers and mix. Kernels with no main loop get ``no_loop_efficiency``.
+  With ``gemm="cublas"`` the GEMM kernels instead run at the per-SM rate of a published cuBLAS
+  measurement (``cublas.py``). No stalls: memory latency not hidden by other warps is not
+  modelled, nor is L2 bandwidth, so e is an upper bound.
 - **time of one block alone on an SM**: max(arithmetic, memory), where arithmetic =
   (launch FLOPs / blocks) / (e x fp32_tflops / sms) and memory = (launch DRAM bytes / blocks) /
   (DRAM bandwidth / sms): each SM draws its even share of DRAM bandwidth. DRAM bytes are those of
@@ -102,7 +102,10 @@ def _int(value, default=0) -> int:
 def issue_efficiency(name: str, arch: str) -> float:
     """e = min(1, FFMA / instructions x 32 / FP32 lanes per partition), see the module docstring."""
     mix = resource_row(name, NO_SASS_FALLBACK.get(arch, arch))
-    instructions, ffma = _int(mix["loop_instructions"]), _int(mix["loop_ffma"])
+    if _int(mix.get("slab_instructions")):  # a blocked GEMM: its whole slab of K
+        instructions, ffma = _int(mix["slab_instructions"]), _int(mix["slab_ffma"])
+    else:
+        instructions, ffma = _int(mix["loop_instructions"]), _int(mix["loop_ffma"])
     if instructions == 0 or ffma == 0:
         return constant("no_loop_efficiency")
     lanes = constant("fp32_lanes_per_partition", arch)
