@@ -119,28 +119,34 @@ def mix(code: list[Instruction]) -> dict[str, int]:
     }
 
 
+def _inside(inner, outer) -> bool:
+    return inner != outer and outer[0] <= inner[0] and inner[1] <= outer[1]
+
+
+def _spans(code: list[Instruction]) -> dict:
+    """{(first, last): mix} of every loop of ``code``."""
+    return {span: mix([i for i in code if span[0] <= i.address <= span[1]]) for span in loops(code)}
+
+
+def _main_loop(spans: dict):
+    """The main loop's span (see the module docstring), or None without a loop."""
+    # The innermost loops that do FFMAs (none inside them does); without FFMAs, the innermost loops.
+    with_ffma = {span for span, counts in spans.items() if counts["loop_ffma"]}
+    pool = with_ffma or set(spans)
+    candidates = [span for span in pool if not any(_inside(other, span) for other in pool)]
+    return max(candidates, key=lambda span: (spans[span]["loop_ffma"], spans[span]["loop_instructions"], span),
+               default=None)
+
+
 def main_loop_mix(code: list[Instruction] | None) -> dict[str, int | str]:
     """The kernel's instruction count and its main loop's mix (zeros without a loop, empty
     strings without a disassembly)."""
     if code is None:
         return {column: "" for column in ("instructions",) + LOOP_COLUMNS}
-    spans = {span: mix([i for i in code if span[0] <= i.address <= span[1]]) for span in loops(code)}
-
-    def inside(inner, outer):
-        return inner != outer and outer[0] <= inner[0] and inner[1] <= outer[1]
-
-    # The innermost loops that do FFMAs (none inside them does); without FFMAs, the innermost loops.
-    with_ffma = {span for span, counts in spans.items() if counts["loop_ffma"]}
-    pool = with_ffma or set(spans)
-    candidates = [span for span in pool if not any(inside(other, span) for other in pool)]
-    best = max(candidates, key=lambda span: (spans[span]["loop_ffma"], spans[span]["loop_instructions"], span),
-               default=None)
+    spans = _spans(code)
+    best = _main_loop(spans)
     loop = spans[best] if best else {column: 0 for column in LOOP_COLUMNS}
     return {"instructions": sum(base(i.opcode) != "NOP" for i in code), **loop}
-
-
-def _inside(inner, outer) -> bool:
-    return inner != outer and outer[0] <= inner[0] and inner[1] <= outer[1]
 
 
 def slab_mix(code: list[Instruction] | None, trips: dict | None) -> dict[str, int | str]:
@@ -150,13 +156,11 @@ def slab_mix(code: list[Instruction] | None, trips: dict | None) -> dict[str, in
     empty = {column: "" for column in SLAB_COLUMNS}
     if code is None or not trips:
         return empty
-    spans = loops(code)
-    counts = {span: mix([i for i in code if span[0] <= i.address <= span[1]]) for span in spans}
-    with_ffma = [span for span in spans if counts[span]["loop_ffma"]]
-    innermost = [span for span in with_ffma if not any(_inside(other, span) for other in with_ffma)]
-    if not innermost:
+    counts = _spans(code)
+    spans = list(counts)
+    main = _main_loop(counts)
+    if main is None or not counts[main]["loop_ffma"]:
         return empty
-    main = max(innermost, key=lambda span: (counts[span]["loop_ffma"], counts[span]["loop_instructions"], span))
     holders = [span for span in spans if (span == main or _inside(main, span)) and counts[span]["loop_barriers"]]
     if not holders:
         return empty

@@ -11,9 +11,8 @@ from ..config import LSTMConfig, flops
 from ..gpus import find_gpu
 from ..profile.bound import lower_bound
 from ..results import check_results
+from ..profile.ladder import GPUS as LADDER_GPUS, HOSTS
 from .api import estimate
-
-LADDER_GPUS = ("M40", "T4", "A100", "H100")
 
 
 def article_table(gemms=("ours", "cublas")) -> list[dict]:
@@ -60,7 +59,7 @@ def against_results(results, host="python") -> list[dict]:
     return {"rows": rows, "left_out": left_out}
 
 
-def ladder_estimates(gpus=LADDER_GPUS, hosts=("cpp", "python"), chip: str = "M40") -> list[dict]:
+def ladder_estimates(gpus=LADDER_GPUS, hosts=HOSTS, chip: str = "M40") -> list[dict]:
     """The article's steps at its size, recorded with ``chip``'s launch geometry (as
     ``ladder.ladder_bounds`` records them), estimated on each GPU with each host: one row per
     step, keys ``"{gpu} {host} ms"`` and, per GPU and host, the arithmetic floor

@@ -10,33 +10,37 @@ GPU sat idle, and how much of that in waves' tails.
 
 from __future__ import annotations
 
+from ..article import ARTICLE_GPU
 from ..checks import check_str
 from ..config import LSTMConfig
-from ..gpus import find_gpu
+from ..gpus import gpu as gpu_row
 from ..profile.bound import checked_host, lower_bound
+from ..profile.ladder import HOSTS, checked_ladder_arguments
 from .api import estimate
 
 GPUS = ("T4", "H100")
-HOSTS = ("cpp", "python")
 #: What each part of the chain breakdown is, in words.
 PARTS = {"host_ms": "waiting for the host", "concurrency_ms": "waiting for the resident-grid limit",
          "latency_ms": "launch latencies", "sm_wait_ms": "waiting for busy SMs",
          "arithmetic_ms": "arithmetic", "memory_ms": "DRAM traffic"}
 
 
-def _checked_list(name: str, values, check) -> tuple:
-    """A non-empty tuple or list, each item passed through ``check``: TypeError / ValueError naming it."""
-    if isinstance(values, str) or not isinstance(values, (tuple, list)) or not values:
-        raise TypeError(f"{name} must be a non-empty tuple or list, got {type(values).__name__} {values!r}")
-    for value in values:
-        check(value)
-    return tuple(values)
-
-
 def _check_gpu(gpu) -> None:
-    check_str("gpu", gpu, example="T4")
-    if find_gpu(gpu) is None:
-        raise ValueError(f"gpu must be a GPU of data/gpus.csv (e.g. 'T4'), got {gpu!r}")
+    try:
+        gpu_row(check_str("gpu", gpu, example="T4"))
+    except ValueError as error:
+        raise ValueError(f"gpu: {error}") from error
+
+
+def _pair(step, against) -> tuple[str, str]:
+    """(the step before, the step): ``against``, or the ladder's previous step."""
+    from ..steps import get, previous
+
+    after = get(check_str("step", step, example="streams")).name
+    before = get(against).name if against is not None else getattr(previous(after), "name", None)
+    if before is None:
+        raise ValueError(f"step {after!r} is the first of the ladder: give against= a step to compare it with")
+    return before, after
 
 
 def _pass(step: str, gpu: str, host, cfg: LSTMConfig):
@@ -53,14 +57,8 @@ def step_change(step: str, gpus=GPUS, hosts=HOSTS, against: str | None = None) -
     minus after: they add up to before_ms - after_ms), busy (the share of SM-time busy), idle_sm_ms
     and tails_sm_ms, launches (each a pair: before, after); or, where a step cannot run on that
     GPU, "cannot": why."""
-    from ..steps import get, previous
-
-    after = get(check_str("step", step, example="streams")).name
-    gpus = _checked_list("gpus", gpus, _check_gpu)
-    hosts = _checked_list("hosts", hosts, checked_host)
-    before = get(against).name if against is not None else getattr(previous(after), "name", None)
-    if before is None:
-        raise ValueError(f"step {after!r} is the first of the ladder: give against= a step to compare it with")
+    before, after = _pair(step, against)
+    gpus, hosts, _, _ = checked_ladder_arguments(gpus, hosts, [after], None, ARTICLE_GPU)
     cfg = LSTMConfig.article()
     rows = []
     for gpu in gpus:
@@ -114,15 +112,11 @@ def plot_step_change(step: str, gpu: str = "T4", host="cpp", against: str | None
     Returns the Figure."""
     import matplotlib.pyplot as plt
 
-    from ..steps import get, previous
     from .chart import BY, plot_timeline
 
-    after = get(check_str("step", step, example="streams")).name
+    before, after = _pair(step, against)
     _check_gpu(gpu)
     checked_host(host)
-    before = get(against).name if against is not None else getattr(previous(after), "name", None)
-    if before is None:
-        raise ValueError(f"step {after!r} is the first of the ladder: give against= a step to compare it with")
     cfg = LSTMConfig.article()
     if by not in BY:
         raise (TypeError if not isinstance(by, str) else ValueError)(f"by must be one of {BY}, got {by!r}")
