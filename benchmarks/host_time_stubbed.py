@@ -2,14 +2,17 @@
 
 Issue 19, item 6: through numba-cuda's real dispatch path on the fake GPU (fastlstm_lib.fakegpu),
 the CPU time that Python and numba-cuda spend issuing one article-sized pass of each step, the
-fake driver's own time taken out, per pass and per launch. MEASURED ON THIS HOST with the driver
+fake driver's own time taken out, per pass and per launch. Issue 23, item 1: three ways, in the
+same run: as the runner issues a pass (its first pass replayed, fastlstm_lib/replay.py), running
+the step's own code every pass, and numba-cuda's own floor (the same kernels launched bare with
+the same arguments). MEASURED ON THIS HOST with the driver
 stubbed: a real driver adds its own few microseconds per launch, and the GPU's work overlaps
-with the issuing. The median per launch over the steps is the "measured" row of
+with the issuing. The median per launch over the steps, replayed, is the "measured" row of
 data/host_launch_costs.csv, which the lower bounds can use beside the published estimates
 (``fl.lower_bound(profile, gpu, host="measured")``). Run from the repository root, Linux, with
 nothing else running:
 
-    python benchmarks/host_time_stubbed.py [--gpu H100] [--out data/results/host-stubbed-DATE.json]
+    python benchmarks/host_time_stubbed.py [--gpu H100] [--out data/host_stubbed/DATE-H100.json]
 """
 
 import argparse
@@ -17,7 +20,7 @@ import json
 import statistics
 import sys
 
-from fastlstm_lib.fakegpu.__main__ import host_times
+from fastlstm_lib.fakegpu.__main__ import host_table, host_times
 
 
 def main() -> int:
@@ -28,12 +31,17 @@ def main() -> int:
     report = host_times(args.gpu)
     rows = {name: row for name, row in report["steps"].items() if "skipped" not in row}
     print(report["what"])
-    print(f"{'step':<18}{'launches':>9}{'ms per pass':>13}{'us per launch':>15}")
-    for name, row in rows.items():
-        print(f"{name:<18}{row['launches']:>9}{row['per_pass_ms']:>13.1f}{row['per_launch_us']:>15.1f}")
-    median = statistics.median(row["per_launch_us"] for row in rows.values())
-    report["median_us_per_launch"] = median
-    print(f"median over the steps: {median:.0f} us per launch (the 'measured' row of data/host_launch_costs.csv)")
+    print(host_table(report["steps"]))
+    for key, what in (("per_launch_us", "as the runner issues a pass (replayed; the 'measured' row of "
+                                        "data/host_launch_costs.csv)"),
+                      ("own_code_per_launch_us", "running the step's own code every pass"),
+                      ("floor_per_launch_us", "numba-cuda's floor: the same launches and events, bare")):
+        report[f"median_{key}"] = statistics.median(row[key] for row in rows.values())
+        print(f"median over the steps: {report[f'median_{key}']:.0f} us per launch {what}")
+    report["median_vs_floor"] = statistics.median(row["vs_floor"] for row in rows.values())
+    report["max_vs_floor"] = max(row["vs_floor"] for row in rows.values())
+    print(f"replayed / floor: median {report['median_vs_floor']:.2f}, worst {report['max_vs_floor']:.2f} "
+          "(issue 23's goal: at most 1.3)")
     if args.out:
         with open(args.out, "w") as out:
             json.dump(report, out, indent=1)

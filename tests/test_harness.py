@@ -44,6 +44,7 @@ class WrongAfterTiming(Baseline):
     """Right the first time, wrong from the third run on (state leaking between runs)."""
 
     name = "wrong_after_timing"
+    replayable = False  # its Python changes from pass to pass: a replay would repeat the first
 
     def setup(self, params, cfg, **options):
         self.calls = 0
@@ -77,6 +78,31 @@ def test_bench_refuses_a_wrong_step(step, when):
 def test_bench_refuses_a_step_that_goes_wrong_while_timed():
     with pytest.raises(fl.WrongResultError, match="wrong after timing"):
         fl.bench(WrongAfterTiming(), MINI, warmup=1, repeats=1)
+
+
+class ForgetsToResetC(Baseline):
+    """Never clears c after the first run: the next runs start from the last one's cell state.
+    Every pass queues the same launches, so the runner replays the first; the harness must still
+    see the replayed passes go wrong."""
+
+    name = "forgets_to_reset_c"
+
+    def setup(self, params, cfg, **options):
+        state = super().setup(params, cfg, **options)
+        pw.fill(state.c, 0.0)
+        return state
+
+    def run_layer(self, state, weights, xs, hs):
+        h_prev = state.h_zero
+        for t in range(xs.shape[0]):
+            self.gate_products(state, weights, xs[t], h_prev)
+            self.cell_update(state, weights, state.x_gates, state.h_gates, hs[t])
+            h_prev = hs[t]
+
+
+def test_bench_refuses_a_replayed_pass_that_goes_wrong():
+    with pytest.raises(fl.WrongResultError, match="wrong after timing"):
+        fl.bench(ForgetsToResetC(), MINI, warmup=1, repeats=1)
 
 
 def test_results_round_trip(tmp_path):

@@ -80,6 +80,7 @@ def traced_run(step: LSTMStep, x, params, options: dict, launches: int) -> Run:
         run.trace = trace
         try:
             runner = step.runner(fresh(x), fresh(params), **fresh(options))
+            runner.replay_passes = False  # every run is the learner's own code, traced
         except Exception as error:
             run.error = error
             return run

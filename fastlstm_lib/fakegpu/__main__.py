@@ -3,7 +3,9 @@
 Starts a fresh Python with ``FASTLSTM_FAKE_GPU`` set (the fake must be loaded before Numba is),
 which issues one forward pass of every step at the article's size through numba-cuda's real
 dispatch path and reports, per step, the CPU time Python and numba-cuda spent issuing it, the
-fake driver's own time taken out (``tour.host_times``): per pass and per launch. MEASURED ON
+fake driver's own time taken out (``tour.host_times``): per pass and per launch, as the runner
+issues it (its first pass replayed, ``fastlstm_lib/replay.py``), running the step's own code, and
+numba-cuda's floor (the same kernels launched bare with the same arguments). MEASURED ON
 THIS HOST, with the driver stubbed: a real driver adds its own few microseconds per launch.
 ``tour`` runs the whole fake-GPU tour instead.
 """
@@ -28,6 +30,18 @@ def run_in_fake_gpu(gpu: str, *args: str) -> dict:
     if done.returncode != 0:
         raise RuntimeError(f"the fake {gpu} run failed:\n{done.stderr[-3000:]}")
     return json.loads(done.stdout)
+
+
+def host_table(steps: dict) -> str:
+    """The host-times report as a table: per launch replayed, running the step's code, and numba-cuda's floor."""
+    lines = [f"{'step':<18}{'launches':>9}{'ms per pass':>13}{'us per launch':>15}{'own code':>10}"
+             f"{'floor':>8}{'vs floor':>10}"]
+    for name, row in steps.items():
+        lines.append(f"{name:<18}" + (f"skipped: {row['skipped']}" if "skipped" in row else
+                                      f"{row['launches']:>9}{row['per_pass_ms']:>13.1f}{row['per_launch_us']:>15.1f}"
+                                      f"{row['own_code_per_launch_us']:>10.1f}{row['floor_per_launch_us']:>8.1f}"
+                                      f"{row['vs_floor']:>10.2f}"))
+    return "\n".join(lines)
 
 
 def host_times(gpu: str = "H100") -> dict:
@@ -74,10 +88,7 @@ def main(argv=None) -> int:
         return 2
     if args.command == "host-times":
         print(f"{report['what']}\npresenting a fake {args.gpu}; host {report['host']}, Python {report['python']}")
-        print(f"{'step':<18}{'launches':>9}{'ms per pass':>13}{'us per launch':>15}")
-        for name, row in report["steps"].items():
-            print(f"{name:<18}" + (f"skipped: {row['skipped']}" if "skipped" in row else
-                                   f"{row['launches']:>9}{row['per_pass_ms']:>13.1f}{row['per_launch_us']:>15.1f}"))
+        print(host_table(report["steps"]))
     else:
         print(json.dumps(report, indent=1))
     if args.out:

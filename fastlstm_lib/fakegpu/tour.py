@@ -119,10 +119,19 @@ def run(parts=("forward", "backward", "harness", "keras")) -> dict:
             "driver_seconds": round(fake.driver_seconds, 2)}
 
 
-def host_times(cfg=None, passes: int = 3) -> dict:
+def host_times(cfg=None, passes: int = 5) -> dict:
     """Per step, the CPU time Python and numba-cuda spend issuing one forward pass, the fake
     driver's own time (measured by its C stubs, ctypes crossing included) taken out:
-    {step: {"launches", "per_pass_ms", "per_launch_us"}}.
+    {step: {"launches", "per_pass_ms", "per_launch_us", "own_code_per_launch_us",
+    "floor_per_launch_us", "vs_floor"}}.
+
+    - ``per_pass_ms``, ``per_launch_us``: as the runner issues a pass, its first pass replayed
+      (``fastlstm_lib/replay.py``);
+    - ``own_code_per_launch_us``: running the step's own ``run`` code every pass, as before replay;
+    - ``floor_per_launch_us``: numba-cuda's own floor: the same kernels launched bare
+      (``kernel[grid, block, stream, shared](*args)``) with the same arguments and the same event
+      records and waits, written out, in the same run; ``vs_floor`` = per_launch_us / floor.
+      Every figure is per kernel launch, event operations included in the pass's time.
 
     Measured on this machine with the driver stubbed (``fastlstm_lib.fakegpu``): what a host
     of this speed adds to every pass before a GPU does any work. The median of ``passes``.
@@ -136,23 +145,44 @@ def host_times(cfg=None, passes: int = 3) -> dict:
     cfg = fl.LSTMConfig.article() if cfg is None else cfg
     x, params = fl.random_input(cfg, seed=1), fl.init_params(cfg, seed=0)
     fake, out = state(), {}
+
+    def cpu_seconds(call) -> tuple[float, int]:
+        """(CPU seconds of one call, the driver's own time out; launches it made)."""
+        before_launches, before_driver = len(fake.launches()), shim.driver_cpu_seconds()
+        started = time.thread_time()
+        call()
+        spent = time.thread_time() - started - (shim.driver_cpu_seconds() - before_driver)
+        return spent, len(fake.launches()) - before_launches
+
     for name in fl.steps.names():
         try:
             runner = fl.steps.get(name).runner(x, params)
         except ValueError as error:  # the step does not fit this GPU
             out[name] = {"skipped": str(error)}
             continue
-        runner.launch()  # compiled and prepared before timing
-        costs, launches = [], 0
-        for _ in range(passes):
-            before_launches, before_driver = len(fake.launches()), shim.driver_cpu_seconds()
-            started = time.thread_time()
-            runner.launch()
-            costs.append(time.thread_time() - started - (shim.driver_cpu_seconds() - before_driver))
-            launches = len(fake.launches()) - before_launches
-        median = statistics.median(costs)
-        out[name] = {"launches": launches, "per_pass_ms": round(median * 1e3, 2),
-                     "per_launch_us": round(median * 1e6 / max(launches, 1), 1)}
+        runner.launch()  # compiled, prepared and recorded before timing
+
+        def bare(ops=runner.replay.ops):  # numba-cuda's own calls, written out: no replay loop of ours
+            for kind, target, how, args in ops:
+                if kind == "launch":
+                    target[how](*args)
+                else:
+                    getattr(target, kind)(how)
+
+        ways = {"replayed": runner.launch, "floor": bare,
+                "own_code": lambda: runner.step.run(runner.state, runner.x, runner.out)}
+        costs: dict = {way: [] for way in ways}
+        launches = 0
+        for _ in range(passes):  # interleaved, so that a slower moment of a shared host hits all three
+            for way, call in ways.items():
+                spent, launches = cpu_seconds(call)
+                costs[way].append(spent)
+        us = {way: statistics.median(values) * 1e6 for way, values in costs.items()}
+        per = max(launches, 1)
+        out[name] = {"launches": launches, "per_pass_ms": round(us["replayed"] * 1e-3, 2),
+                     "per_launch_us": round(us["replayed"] / per, 1),
+                     "own_code_per_launch_us": round(us["own_code"] / per, 1),
+                     "floor_per_launch_us": round(us["floor"] / per, 1), "vs_floor": round(us["replayed"] / us["floor"], 2)}
     return out
 
 

@@ -1,0 +1,94 @@
+"""A runner's later passes replay its first (fastlstm_lib/replay.py): same launches, same results,
+no Python of ours between them: nothing sliced or allocated inside a replayed pass."""
+
+import contextlib
+
+import numpy as np
+import pytest
+from numba import cuda
+
+import fastlstm_lib as fl
+from fastlstm_lib import replay
+from fastlstm_lib.steps.step04_streams import Streams
+from conftest import ODD, problem
+
+#: Steps with every kind of pass: one stream, two streams and events, the wavefront's chunks, the
+#: persistent kernel's cooperative launch (one block on the simulator).
+STEPS = ("baseline", "streams", "wavefront", "persistent")
+
+
+@contextlib.contextmanager
+def counting_device_arrays():
+    """Counts device arrays made (allocations and views alike: every view is a new array object)."""
+    cls = type(cuda.device_array(1, dtype="float32"))
+    original, made = cls.__init__, []
+
+    def init(self, *args, **kwargs):
+        made.append(1)
+        original(self, *args, **kwargs)
+
+    cls.__init__ = init
+    try:
+        yield made
+    finally:
+        cls.__init__ = original
+
+
+@pytest.mark.parametrize("name", STEPS)
+def test_a_replayed_pass_matches_the_reference_and_makes_no_array(name, odd_problem):
+    x, params, ref = odd_problem
+    runner = fl.steps.get(name).runner(x, params)
+    with fl.count_launches() as first, counting_device_arrays() as made_first:
+        runner.launch()
+    assert isinstance(runner.replay, replay.Replay) and runner.replay.launches == sum(first.values())
+    assert fl.relative_error(runner.result(), ref) <= fl.RTOL
+    for _ in range(2):
+        runner.poison()  # NaN: anything a replay fails to write shows
+        with fl.count_launches() as again, counting_device_arrays() as made_again:
+            runner.launch()
+        assert again == first  # the same kernels, as many times, and fl.count_launches sees them
+        assert made_again == [], f"a replayed pass made {len(made_again)} device arrays (views or allocations)"
+        result = runner.result()
+        assert np.isfinite(result).all() and fl.relative_error(result, ref) <= fl.RTOL
+    if name != "persistent":
+        assert len(made_first) > 0  # the step's own code makes views at every step (hs[t], ...)
+
+
+class CopiesInsideTheRun(Streams):
+    """Uploads a buffer inside the pass: a replay would skip the copy, so the pass is not replayed."""
+
+    name = "copies_inside_the_run"
+    runs = 0
+
+    def run(self, state, x, out):
+        CopiesInsideTheRun.runs += 1
+        state.c.copy_to_device(np.zeros(state.c.shape, np.float32))
+        super().run(state, x, out)
+
+
+def test_a_pass_that_copies_is_run_every_time_not_replayed():
+    x, params = problem(ODD)
+    runner = CopiesInsideTheRun().runner(x, params)
+    for _ in range(3):
+        runner.launch()
+    assert runner.replay is None and runner.replay_passes is False
+    assert CopiesInsideTheRun.runs == 3
+    assert fl.relative_error(runner.result(), fl.reference_forward(x, params)) <= fl.RTOL
+
+
+def test_a_step_can_refuse_replay_and_the_grader_never_replays():
+    x, params = problem(ODD)
+
+    class Changing(Streams):
+        name = "changing"
+        replayable = False
+
+    runner = Changing().runner(x, params)
+    runner.launch()
+    runner.launch()
+    assert runner.replay is None
+    import inspect
+
+    from fastlstm_lib.exercises import step_runs
+
+    assert "runner.replay_passes = False" in inspect.getsource(step_runs)
