@@ -18,6 +18,7 @@ from typing import NamedTuple
 from .checks import check_bool, check_int, check_int_list, check_number
 from .config import LSTMConfig
 from .copies import fresh, frozen
+from .graphs import checked_graph
 from .params import init_params, random_input
 from .progress import progress_bar
 from .reference import RTOL, reference_forward, where_nonfinite
@@ -128,6 +129,7 @@ def checked_run(step, cfg: LSTMConfig | None, seed: int, rtol: float | None, opt
     check it once against its reference (``step.reference``, within ``step.rtol`` unless ``rtol``
     is given). On the simulator a size that would take more than a few minutes is refused first."""
     step, cfg, seed, rtol = resolve(step, cfg, seed, rtol)
+    checked_graph(options.get("graph", False))  # before any work: graphs need a GPU
     refuse_slow_simulation(step, cfg, passes)
     extra = step.extra_inputs(cfg, seed)  # made once: the reference's and the runner's (its own copy)
     ref = expected(step, cfg, seed, extra)

@@ -21,6 +21,7 @@ import textwrap
 
 import pytest
 
+import fastlstm_lib as fl
 from fake_gpu_runs import GPUS, result
 
 from conftest import needs_fake_gpu
@@ -35,7 +36,7 @@ EXPECTED_SKIPS = {
            "profile persistent article": "does not fit"},  # 99 KiB per block: 13 units need 107 KB
     "M40": {name: "cannot launch a cooperative grid" for name in
             ("forward persistent odd", "forward persistent article", "bench persistent article",
-             "profile persistent article", "persistent_limits")},
+             "profile persistent article", "persistent_limits", "graph persistent odd")},
 }
 
 
@@ -59,6 +60,10 @@ def test_every_path_runs_on_the_fake_gpu(gpu):
         else:
             assert outcome == "ok", (name, outcome)
     assert report["launches"] > 30_000  # the article-sized passes really went through the launch path
+    # Every step and a backward pass captured into a CUDA Graph and launched, the capture rules kept
+    # (the fake refuses what a driver refuses during a capture: see fakegpu/graphs.py).
+    steps = len(fl.steps.names()) - (gpu == "M40")
+    assert report["graphs"]["captured"] == steps + 1 and report["graphs"]["launched"] >= 3 * (steps + 1)
     doctor = report["items"]["doctor report"]  # the doctor's fresh Python asked the same fake driver
     assert "GPU: " in doctor and "a test kernel compiled" in doctor, doctor
     if gpu == "M40":
@@ -80,12 +85,8 @@ def test_the_m40_never_launches_a_cooperative_grid():
     assert all(not k["cooperative"] for k in report["kernels"].values())
 
 
-REFUSALS = textwrap.dedent('''
-    import numpy as np
-    import fastlstm_lib as fl
-    from fastlstm_lib import fakegpu
-    from fastlstm_lib.kernels import persistent as kp, persistent_plan as pp
-    from numba import cuda, float32
+#: What a refused driver call answered, by its CUresult's name (both snippets below use it).
+REFUSED = textwrap.dedent('''
     import re
 
     def refused(call):  # cuda.core raises CUDAError("CUDA_ERROR_...: ...") for a refused launch
@@ -95,6 +96,16 @@ REFUSALS = textwrap.dedent('''
             found = re.search(r"CUDA_ERROR_[A-Z_]+", str(error))
             return found.group(0) if found else repr(error)[:300]
         return "launched"
+''')
+
+REFUSALS = REFUSED + textwrap.dedent('''
+    import numpy as np
+    import fastlstm_lib as fl
+    from fastlstm_lib import fakegpu
+    from fastlstm_lib.kernels import persistent as kp, persistent_plan as pp
+    from numba import cuda, float32
+    import re
+
 
     @cuda.jit
     def dynamic(out):
@@ -167,3 +178,60 @@ def test_the_fake_reads_a_cubin_as_ptxas_reports_it(tmp_path):
     assert (found["probe"].registers, found["probe"].static_shared_bytes, found["probe"].grid_sync) == \
         (registers, shared, False)
     assert shared == 1000
+
+
+CAPTURE_RULES = REFUSED + textwrap.dedent('''
+    import re
+    import numpy as np
+    import fastlstm_lib as fl
+    from numba import cuda
+    from numba.cuda.cudadrv.driver import binding, driver
+    from fastlstm_lib import graphs
+
+
+    @cuda.jit
+    def touch(out):
+        out[0] = 1.0
+
+    out = cuda.device_array(1, np.float32)
+    mode = binding.CUstreamCaptureMode.CU_STREAM_CAPTURE_MODE_GLOBAL
+
+    def captured(body):
+        origin = graphs._capture_stream()
+        driver.cuStreamBeginCapture(origin.handle, mode)
+        try:
+            return refused(lambda: body(origin))
+        finally:
+            try:
+                driver.cuStreamEndCapture(origin.handle)
+            except Exception:
+                pass
+
+    print("legacy", captured(lambda origin: touch[1, 1, 0](out)))
+    print("sync", captured(lambda origin: origin.synchronize()))
+    outside = cuda.event(timing=False)
+    outside.record(0)
+    print("isolation", captured(lambda origin: outside.wait(origin)))
+
+    def unjoined(origin):
+        other, fork = graphs._capture_stream(), cuda.event(timing=False)
+        fork.record(origin)
+        fork.wait(other)
+        touch[1, 1, other](out)
+        driver.cuStreamEndCapture(origin.handle)
+    print("unjoined", captured(unjoined))
+    print("legacy_begin", refused(lambda: driver.cuStreamBeginCapture(cuda.default_stream().handle, mode)))
+''')
+
+
+def test_the_fake_keeps_the_capture_rules_a_driver_keeps():
+    """During a stream capture a driver refuses the legacy stream, synchronising, waiting on an event
+    from outside the capture and ending with a stream not joined back; so does the fake."""
+    env = {**os.environ, "FASTLSTM_FAKE_GPU": "T4"}
+    env.pop("NUMBA_ENABLE_CUDASIM", None)
+    done = subprocess.run([sys.executable, "-c", CAPTURE_RULES], capture_output=True, text=True, timeout=600, env=env)
+    assert done.returncode == 0, done.stderr[-3000:]
+    lines = dict(line.split(" ", 1) for line in done.stdout.strip().splitlines())
+    assert lines == {"legacy": "CUDA_ERROR_STREAM_CAPTURE_IMPLICIT", "sync": "CUDA_ERROR_STREAM_CAPTURE_UNSUPPORTED",
+                     "isolation": "CUDA_ERROR_STREAM_CAPTURE_ISOLATION", "unjoined": "CUDA_ERROR_STREAM_CAPTURE_UNJOINED",
+                     "legacy_begin": "CUDA_ERROR_STREAM_CAPTURE_UNSUPPORTED"}, lines

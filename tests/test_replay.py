@@ -92,3 +92,32 @@ def test_a_step_can_refuse_replay_and_the_grader_never_replays():
     from fastlstm_lib.exercises import step_runs
 
     assert "runner.replay_passes = False" in inspect.getsource(step_runs)
+
+
+def test_set_input_feeds_a_new_input_to_the_replayed_pass():
+    x, params = problem(ODD)
+    runner = fl.steps.get("wavefront").runner(x, params)
+    runner.launch()
+    x2 = fl.random_input(ODD, seed=7)
+    runner.set_input(x2)
+    runner.poison()
+    runner.launch()  # a replay: it reads the bound x, which now holds x2
+    assert fl.relative_error(runner.result(), fl.reference_forward(x2, params)) <= fl.RTOL
+    with pytest.raises(ValueError, match=r"x must be a float array of shape \(3, 5, 7\)"):
+        runner.set_input(x2[:, :4])
+    with pytest.raises(TypeError, match="x must be a NumPy array"):
+        runner.set_input(x2.tolist())
+
+
+def test_graphs_need_a_gpu_and_say_so_before_any_work(monkeypatch):
+    from fastlstm_lib import harness
+
+    x, params = problem(ODD)
+    monkeypatch.setattr(harness, "expected", lambda *a, **k: pytest.fail("the reference was computed first"))
+    with pytest.raises(ValueError, match="graph=True needs a GPU"):
+        fl.bench("streams", ODD, graph=True)
+    with pytest.raises(ValueError, match="graph=True needs a GPU"):
+        fl.steps.get("streams").runner(x, params, graph=True)
+    with pytest.raises(TypeError, match="graph must be True or False, got 'yes'"):
+        fl.steps.get("streams").runner(x, params, graph="yes")
+    assert fl.steps.get("streams").runner(x, params, graph=False).graph is None

@@ -57,7 +57,7 @@ def activate(name: str) -> _state.State:
         if _state.STATE.device.short_name != row["name"]:
             raise RuntimeError(f"this process already presents a fake {_state.STATE.device.short_name}")
         return _state.STATE
-    from . import api, launch, shim, streams, toolchain  # noqa: F401  (they register the entry points)
+    from . import api, graphs, launch, shim, streams, toolchain  # noqa: F401  (they register the entry points)
     from .device import FakeDevice
     from .registry import resolve
 

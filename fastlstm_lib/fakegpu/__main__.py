@@ -33,14 +33,15 @@ def run_in_fake_gpu(gpu: str, *args: str) -> dict:
 
 
 def host_table(steps: dict) -> str:
-    """The host-times report as a table: per launch replayed, running the step's code, and numba-cuda's floor."""
+    """The host-times report as a table: per launch replayed, running the step's code, and numba-cuda's
+    floor; per pass as one CUDA Graph."""
     lines = [f"{'step':<18}{'launches':>9}{'ms per pass':>13}{'us per launch':>15}{'own code':>10}"
-             f"{'floor':>8}{'vs floor':>10}"]
+             f"{'floor':>8}{'vs floor':>10}{'graph ms per pass':>19}"]
     for name, row in steps.items():
         lines.append(f"{name:<18}" + (f"skipped: {row['skipped']}" if "skipped" in row else
                                       f"{row['launches']:>9}{row['per_pass_ms']:>13.1f}{row['per_launch_us']:>15.1f}"
                                       f"{row['own_code_per_launch_us']:>10.1f}{row['floor_per_launch_us']:>8.1f}"
-                                      f"{row['vs_floor']:>10.2f}"))
+                                      f"{row['vs_floor']:>10.2f}{row['graph_per_pass_ms']:>19.3f}"))
     return "\n".join(lines)
 
 

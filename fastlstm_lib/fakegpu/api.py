@@ -154,6 +154,9 @@ def priority_range(state, least, greatest):
 
 @entry("cuCtxSynchronize")
 def context_synchronize(state):
+    from .graphs import refuse_sync
+
+    refuse_sync(state)
     state.log("synchronize")
 
 
@@ -229,7 +232,17 @@ def pointer_attribute(state, out, attribute, pointer):
     ctypes.cast(out, P(kind))[0] = value
 
 
+def _not_in_capture(state, stream) -> None:
+    """A copy or memset during a capture: on the default stream a driver refuses it; on a capturing
+    stream it would become a graph node, which the fake does not model (the library never does it)."""
+    from .graphs import capture_of
+
+    if capture_of(state, stream) is not None:
+        raise DriverError("CUDA_ERROR_NOT_SUPPORTED", "copies inside a stream capture are not modelled by the fake")
+
+
 def _copy(state, api, destination, source, size, stream=None):
+    _not_in_capture(state, stream)
     ctypes.memmove(destination, source, size)
     state.clock_ms += FAKE_OPERATION_MS
     state.log("copy", kind=api, bytes=size, stream=stream)
@@ -245,6 +258,7 @@ for _name, _types in (("HtoD", (c_ulonglong, c_void_p)), ("DtoH", (c_void_p, c_u
 
 @entry("cuMemsetD8", c_ulonglong, c_ubyte, c_size_t)
 def memset(state, pointer, value, count, stream=None):
+    _not_in_capture(state, stream)
     ctypes.memset(pointer, value, count)
     state.clock_ms += FAKE_OPERATION_MS
     state.log("memset", bytes=count, stream=stream)

@@ -192,16 +192,20 @@ class LaunchConfig(ctypes.Structure):
 
 def launch(state, function, grid, block, shared, stream, cooperative, api):
     from .device import LaunchRefused
+    from .graphs import captured_launch
 
     kernel = _kernel(state, function)
     try:
         state.device.check_launch(kernel, grid, block, shared, cooperative)
     except LaunchRefused as refused:
         raise DriverError(refused.code, f"{kernel.short_name}: {refused.why}") from None
+    details = dict(kernel=kernel.short_name, grid=grid, block=block, dynamic_shared=shared,
+                   static_shared=kernel.static_shared_bytes, registers=kernel.registers, cooperative=cooperative,
+                   stream=stream, api=api)
+    if captured_launch(state, stream, details):  # a node of a graph being captured: it does not run now
+        return
     state.clock_ms += FAKE_OPERATION_MS
-    state.log("launch", kernel=kernel.short_name, grid=grid, block=block, dynamic_shared=shared,
-              static_shared=kernel.static_shared_bytes, registers=kernel.registers, cooperative=cooperative,
-              stream=stream, api=api)
+    state.log("launch", **details)
 
 
 @entry("cuLaunchKernelEx", P(LaunchConfig), c_void_p, c_void_p, c_void_p)

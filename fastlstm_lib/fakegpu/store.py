@@ -71,6 +71,9 @@ class State:
     streams: set = dataclasses.field(default_factory=set)
     events: dict = dataclasses.field(default_factory=dict)  # handle -> virtual ms when recorded
     links: dict = dataclasses.field(default_factory=dict)
+    captures: dict = dataclasses.field(default_factory=dict)  # origin stream -> graphs.Capture under way
+    graphs: dict = dataclasses.field(default_factory=dict)  # graph handle -> its nodes
+    execs: dict = dataclasses.field(default_factory=dict)  # instantiated graph handle -> its nodes
     clock_ms: float = 0.0
     driver_seconds: float = 0.0
     errors: list = dataclasses.field(default_factory=list)  # exceptions raised inside the fake

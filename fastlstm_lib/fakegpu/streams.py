@@ -11,6 +11,7 @@ import ctypes
 from ctypes import c_float, c_int, c_uint, c_void_p
 
 from .api import CONTEXT
+from .graphs import captured_record, captured_wait, refuse_sync
 from .registry import P, DriverError, entry, put
 
 
@@ -32,6 +33,7 @@ def stream_destroy(state, stream):
 
 @entry("cuStreamSynchronize", c_void_p, aliases=("cuStreamQuery",))
 def stream_synchronize(state, stream):
+    refuse_sync(state, stream)
     state.log("stream_synchronize", stream=stream)
 
 
@@ -52,6 +54,8 @@ def stream_priority(state, stream, out):
 
 @entry("cuStreamWaitEvent", c_void_p, c_void_p, c_uint)
 def stream_wait(state, stream, event, flags):
+    if captured_wait(state, stream, event):
+        return
     state.log("stream_wait_event", stream=stream, event=event)
 
 
@@ -83,6 +87,8 @@ def event_destroy(state, event):
 
 @entry("cuEventRecord", c_void_p, c_void_p)
 def event_record(state, event, stream, flags=0):
+    if captured_record(state, event, stream):
+        return
     state.events[event] = state.clock_ms
     state.log("event_record", event=event, stream=stream)
 

@@ -69,6 +69,11 @@ def run(parts=("forward", "backward", "harness", "keras")) -> dict:
         for name in fl.steps.names():
             _item(results, f"profile {name} article", lambda: fl.profile(name, article))
         _item(results, "clocks odd", lambda: fl.host_and_device_times("fused_pointwise", odd, warmup=0, repeats=2))
+        for name in fl.steps.names():  # captured into a CUDA Graph, launched whole (fastlstm_lib/graphs.py)
+            _item(results, f"graph {name} odd", lambda: fl.bench(name, odd, graph=True, warmup=1, repeats=2))
+        backward_last = fl.backward.names()[-1]
+        _item(results, "graph backward odd", lambda: fl.bench(fl.backward.get(backward_last), odd, graph=True,
+                                                             warmup=1, repeats=2))
 
         def clocks_command():
             from ..__main__ import main
@@ -116,6 +121,8 @@ def run(parts=("forward", "backward", "harness", "keras")) -> dict:
     opt_ins = [c.details for c in fake.calls if c.api == "set_attribute"]
     return {"gpu": active(), "items": results, "kernels": kernels, "opt_ins": opt_ins, "refused": fake.refused, "errors": fake.errors,
             "unmodelled_attributes": sorted(fake.device.unmodelled), "launches": len(fake.launches()),
+            "graphs": {"captured": sum(c.api == "end_capture" for c in fake.calls),
+                       "launched": sum(c.api == "graph_launch" for c in fake.calls)},
             "driver_seconds": round(fake.driver_seconds, 2)}
 
 
@@ -123,7 +130,7 @@ def host_times(cfg=None, passes: int = 5) -> dict:
     """Per step, the CPU time Python and numba-cuda spend issuing one forward pass, the fake
     driver's own time (measured by its C stubs, ctypes crossing included) taken out:
     {step: {"launches", "per_pass_ms", "per_launch_us", "own_code_per_launch_us",
-    "floor_per_launch_us", "vs_floor"}}.
+    "floor_per_launch_us", "vs_floor", "graph_per_pass_ms"}}.
 
     - ``per_pass_ms``, ``per_launch_us``: as the runner issues a pass, its first pass replayed
       (``fastlstm_lib/replay.py``);
@@ -131,11 +138,14 @@ def host_times(cfg=None, passes: int = 5) -> dict:
     - ``floor_per_launch_us``: numba-cuda's own floor: the same kernels launched bare
       (``kernel[grid, block, stream, shared](*args)``) with the same arguments and the same event
       records and waits, written out, in the same run; ``vs_floor`` = per_launch_us / floor.
-      Every figure is per kernel launch, event operations included in the pass's time.
+      Every figure is per kernel launch, event operations included in the pass's time;
+    - ``graph_per_pass_ms``: the whole pass captured into a CUDA Graph (``graph=True``), one
+      ``cuGraphLaunch`` per pass.
 
     Measured on this machine with the driver stubbed (``fastlstm_lib.fakegpu``): what a host
     of this speed adds to every pass before a GPU does any work. The median of ``passes``.
     """
+    import gc
     import statistics
 
     import fastlstm_lib as fl
@@ -146,13 +156,14 @@ def host_times(cfg=None, passes: int = 5) -> dict:
     x, params = fl.random_input(cfg, seed=1), fl.init_params(cfg, seed=0)
     fake, out = state(), {}
 
-    def cpu_seconds(call) -> tuple[float, int]:
-        """(CPU seconds of one call, the driver's own time out; launches it made)."""
+    def cpu_seconds(call, times: int = 1) -> tuple[float, int]:
+        """(CPU seconds per call of ``times`` calls back to back, the driver's own time out; launches per call)."""
         before_launches, before_driver = len(fake.launches()), shim.driver_cpu_seconds()
         started = time.thread_time()
-        call()
+        for _ in range(times):
+            call()
         spent = time.thread_time() - started - (shim.driver_cpu_seconds() - before_driver)
-        return spent, len(fake.launches()) - before_launches
+        return spent / times, (len(fake.launches()) - before_launches) // times
 
     for name in fl.steps.names():
         try:
@@ -169,20 +180,32 @@ def host_times(cfg=None, passes: int = 5) -> dict:
                 else:
                     getattr(target, kind)(how)
 
-        ways = {"replayed": runner.launch, "floor": bare,
-                "own_code": lambda: runner.step.run(runner.state, runner.x, runner.out)}
+        graphed = fl.steps.get(name).runner(x, params, graph=True)
+        graphed.launch()  # recorded, captured and instantiated before timing
+        # (call, passes back to back per sample): a graph's pass is one driver call, so it is timed
+        # over 20 passes in a row, as a training loop issues them.
+        ways = {"replayed": (runner.launch, 1), "floor": (bare, 1),
+                "own_code": (lambda: runner.step.run(runner.state, runner.x, runner.out), 1),
+                "graph": (graphed.launch, 20)}
         costs: dict = {way: [] for way in ways}
         launches = 0
-        for _ in range(passes):  # interleaved, so that a slower moment of a shared host hits all three
-            for way, call in ways.items():
-                spent, launches = cpu_seconds(call)
-                costs[way].append(spent)
+        gc.collect()
+        gc.disable()  # as timeit does: the fake's log of every call grows by millions of objects, and
+        try:  # a collection of them would land on whichever pass was running
+            for _ in range(passes):  # interleaved, so that a slower moment of a shared host hits all four
+                for way, (call, times) in ways.items():
+                    spent, made = cpu_seconds(call, times)
+                    costs[way].append(spent)
+                    launches = made if way == "replayed" else launches
+        finally:
+            gc.enable()
         us = {way: statistics.median(values) * 1e6 for way, values in costs.items()}
         per = max(launches, 1)
         out[name] = {"launches": launches, "per_pass_ms": round(us["replayed"] * 1e-3, 2),
                      "per_launch_us": round(us["replayed"] / per, 1),
                      "own_code_per_launch_us": round(us["own_code"] / per, 1),
-                     "floor_per_launch_us": round(us["floor"] / per, 1), "vs_floor": round(us["replayed"] / us["floor"], 2)}
+                     "floor_per_launch_us": round(us["floor"] / per, 1), "vs_floor": round(us["replayed"] / us["floor"], 2),
+                     "graph_per_pass_ms": round(us["graph"] * 1e-3, 3)}
     return out
 
 

@@ -34,6 +34,7 @@ from ..config import LSTMConfig, flops
 from ..device import device_info
 from ..params import validate_input
 from ..reference import RTOL, reference_forward, relative_error
+from ..graphs import PassGraph, checked_graph
 from ..replay import record
 from ..timing import issue_and_run_times, time_launches
 
@@ -75,7 +76,9 @@ class Runner:
 
     The first ``launch()`` runs the step's own code and records what it queues; later ones replay
     that record (``replay.py``): the same launches, without the Python that chose them, so the
-    host pays only numba-cuda's own cost per launch. ``replay_passes = False`` runs the step's
+    host pays only numba-cuda's own cost per launch. With ``graph=True`` (a GPU only) the record is
+    captured into a CUDA Graph right after the first pass, and every later pass is one graph
+    launch (``graphs.py``). ``set_input(x)`` puts a new input into the bound x between passes. ``replay_passes = False`` runs the step's
     code every time (the exercises' grader sets it, so a learner's code is what runs; a step whose
     passes differ from one another sets ``LSTMStep.replayable = False``).
     """
@@ -87,7 +90,7 @@ class Runner:
     #: Whether those times say anything about the hardware.
     times_meaningful = not simulator.SIMULATOR and not simulator.FAKE_GPU
 
-    def __init__(self, step: "LSTMStep", cfg: LSTMConfig, state: Any, x_device, out_device):
+    def __init__(self, step: "LSTMStep", cfg: LSTMConfig, state: Any, x_device, out_device, graph: bool = False):
         self.step = step
         self.cfg = cfg
         self.state = state
@@ -96,6 +99,8 @@ class Runner:
         self.replay = None  # the first pass, recorded (replay.Replay), once launched
         #: Replay the first pass's launches instead of running the step's code again (see above).
         self.replay_passes = step.replayable
+        self.use_graph = graph  # capture the recorded pass into a CUDA Graph (graphs.py)
+        self.graph = None
 
     def default_repeats(self) -> tuple[int, int]:
         """(warmup, repeats) when the caller does not say."""
@@ -105,13 +110,31 @@ class Runner:
         self.out.copy_to_device(np.full(self.out.shape, poison_value(), dtype=np.float32))
 
     def launch(self) -> None:
-        if self.replay is not None:
+        if self.graph is not None:
+            self.graph.launch()
+        elif self.replay is not None:
             self.replay()
         elif self.replay_passes:
             self.replay = record(lambda: self.step.run(self.state, self.x, self.out))
             self.replay_passes = self.replay is not None  # a pass that copies or waits runs its code every time
+            if self.use_graph:
+                if self.replay is None:
+                    raise RuntimeError(f"step {self.step.name!r}: graph=True, but its pass copies between host and "
+                                       "device or synchronises, which a CUDA Graph cannot capture")
+                self.graph = PassGraph(self.replay)
         else:
             self.step.run(self.state, self.x, self.out)
+
+    def set_input(self, x: np.ndarray) -> None:
+        """Copy a new input (batch, seq_len, input) into the bound x, for the next pass: what a
+        replayed pass or a graph reads, since both keep the arrays they were recorded with."""
+        expected = (self.cfg.batch, self.cfg.seq_len, self.cfg.input_size)
+        if not isinstance(x, np.ndarray):
+            raise TypeError(f"x must be a NumPy array of shape {expected}, got {type(x).__name__}")
+        if x.shape != expected or not np.issubdtype(x.dtype, np.floating):
+            raise ValueError(f"x must be a float array of shape {expected} (batch, seq_len, input), "
+                             f"got {x.dtype} {x.shape}")
+        self.x.copy_to_device(time_major(x.astype(np.float32, copy=False)))
 
     def time(self, warmup: int, repeats: int) -> list[float]:
         """Milliseconds per forward pass: CUDA events around each launch (after ``warmup``)."""
@@ -169,14 +192,19 @@ class LSTMStep:
 
     # ---- shared by every step ---------------------------------------------------------------
 
-    def runner(self, x: np.ndarray, params, **options) -> Runner:
-        """Validate, set up and upload; nothing is launched yet."""
+    def runner(self, x: np.ndarray, params, graph: bool = False, **options) -> Runner:
+        """Validate, set up and upload; nothing is launched yet. ``graph=True``: from the first
+        pass on, launch each pass as one CUDA Graph (a GPU only; see ``Runner``)."""
         x, params, cfg = validate_input(x, params)
+        if checked_graph(graph):
+            if not self.replayable:
+                raise ValueError(f"graph=True: step {self.name!r} is not replayable (its passes differ), "
+                                 "so one captured pass cannot stand for them")
         simulator.announce()
         state = self.setup(params, cfg, **options)
         x_device = cuda.to_device(time_major(x))
         out_device = poisoned((cfg.seq_len, cfg.batch, cfg.hidden))
-        return self.runner_class(self, cfg, state, x_device, out_device)
+        return self.runner_class(self, cfg, state, x_device, out_device, graph=graph)
 
     def forward(self, x: np.ndarray, params, **options) -> np.ndarray:
         """The last layer's h at every step, (batch, seq_len, hidden) float32."""

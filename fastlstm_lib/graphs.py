@@ -1,0 +1,139 @@
+"""CUDA Graphs: a runner's recorded pass (``replay.py``) captured into one graph, launched whole.
+
+Replaying a pass removed our Python between launches, but numba-cuda's own dispatch stays: about
+90 us per launch on this project's development machine, and the baseline's pass at the article's
+size makes 10,004 launches. A CUDA Graph takes the launching off the host. The pass is captured
+once (CUDA stream capture turns every launch and event of it into a node or an edge of a graph),
+instantiated once, and from then on launched with one call, ``cuGraphLaunch``, however many
+kernels it holds.
+
+Capture (``PassGraph(replay)``):
+- the recorded pass is issued once more onto capture streams, created non-blocking, since the
+  legacy default stream must not be touched while a capture is under way: the pass's
+  default-stream work goes to an origin stream, each other stream of the pass to one of its own;
+  those fork from the origin (an event recorded there, waited on by each) and join back into it
+  at the end (an event recorded on each, waited on by the origin); a wait on an event the pass
+  has not recorded yet (one that orders a pass after the previous one) is left out: graph
+  launches on one stream already run one after another;
+- nothing runs during the capture; ``cuStreamEndCapture`` returns the graph and
+  ``cuGraphInstantiate`` makes it launchable.
+
+Launch (``PassGraph.launch()``): one ``cuGraphLaunch`` on the default stream, so the pass is
+ordered with whatever the harness queues there (its timing events, the copies), like any pass.
+A graph reads and writes the same device arrays every time: a new input is copied into the
+runner's x first (``Runner.set_input``).
+
+The calls are the CUDA driver's, through numba-cuda's driver wrapper, which checks every result.
+The simulator has no graph API, so asking for a graph there is a ValueError that says so. The
+fake GPU (a test mode) enforces the capture rules a driver does (``fakegpu/graphs.py``).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import weakref
+
+from numba import cuda
+
+from . import simulator
+
+NEEDS_A_GPU = ("graph=True needs a GPU: CUDA Graphs are captured and launched by the CUDA driver, and Numba's "
+               "CUDA simulator (running here) has no graph API; leave graph out here")
+
+
+def check_available() -> None:
+    """A ValueError on the simulator, where there are no graphs."""
+    if simulator.SIMULATOR:
+        raise ValueError(NEEDS_A_GPU)
+
+
+def checked_graph(graph) -> bool:
+    """The ``graph`` option: True or False (a TypeError otherwise); True only where graphs exist."""
+    if not isinstance(graph, bool):
+        raise TypeError(f"graph must be True or False, got {graph!r}")
+    if graph:
+        check_available()
+    return graph
+
+
+def _driver():
+    from numba.cuda.cudadrv.driver import binding, driver
+
+    return driver, binding
+
+
+def _capture_stream():
+    """A new non-blocking stream (it never waits for the legacy default stream, nor it for it)."""
+    driver, binding = _driver()
+    handle = driver.cuStreamCreate(binding.CUstream_flags.CU_STREAM_NON_BLOCKING.value)
+    stream = cuda.external_stream(int(handle))
+    weakref.finalize(stream, driver.cuStreamDestroy, handle)
+    return stream
+
+
+def _launch_stream(configuration):
+    return configuration[2] if isinstance(configuration, tuple) and len(configuration) > 2 else 0
+
+
+class PassGraph:
+    """One recorded pass, captured and instantiated. ``launch()`` runs the whole pass."""
+
+    def __init__(self, replay):
+        check_available()
+        driver, binding = _driver()
+        streams: dict = {}
+
+        def mapped(stream):
+            key = id(stream) if stream else 0
+            if key not in streams:
+                streams[key] = _capture_stream()
+            return streams[key]
+
+        origin = mapped(0)
+        for kind, _, how, _ in replay.ops:  # every stream of the pass, before any work is captured
+            mapped(_launch_stream(how) if kind == "launch" else how)
+        others = [stream for key, stream in streams.items() if key != 0]
+        fork = cuda.event(timing=False)
+        joins = [cuda.event(timing=False) for _ in others]
+        recorded: set = set()  # events recorded so far in the capture
+        driver.cuStreamBeginCapture(origin.handle, binding.CUstreamCaptureMode.CU_STREAM_CAPTURE_MODE_GLOBAL)
+        try:
+            fork.record(origin)
+            for stream in others:
+                fork.wait(stream)
+            for kind, target, how, args in replay.ops:
+                if kind == "launch":
+                    configuration = tuple(how[:2]) + (mapped(_launch_stream(how)),) + tuple(how[3:])
+                    type(target).__getitem__(target, configuration)(*args)
+                elif kind == "record":
+                    target.record(mapped(how))
+                    recorded.add(id(target))
+                elif id(target) in recorded:
+                    target.wait(mapped(how))
+                # else: a wait on an event the previous pass recorded (the wavefront's lanes wait for
+                # the last pass to be done with their buffers). A capture may not depend on work
+                # outside it, and needs not: graph launches on one stream run one after another.
+            for stream, join in zip(others, joins):
+                join.record(stream)
+                join.wait(origin)
+        except BaseException:
+            with contextlib.suppress(Exception):  # leave no capture behind; the first error is the one to see
+                driver.cuStreamEndCapture(origin.handle)
+            raise
+        graph = driver.cuStreamEndCapture(origin.handle)
+        try:
+            self.handle = driver.cuGraphInstantiate(graph, 0)
+        finally:
+            driver.cuGraphDestroy(graph)  # the instantiated graph keeps what it needs
+        weakref.finalize(self, driver.cuGraphExecDestroy, self.handle)
+        self.launches = replay.launches
+        self.streams = len(streams)
+        self._launch = driver.cuGraphLaunch
+        self._stream = cuda.default_stream().handle  # looked up once: a pass is then one driver call
+
+    def launch(self) -> None:
+        """The whole pass, one driver call, queued on the default stream."""
+        self._launch(self.handle, self._stream)
+
+    def __repr__(self) -> str:
+        return f"<CUDA graph of {self.launches} launches on {self.streams} streams>"
