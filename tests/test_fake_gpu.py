@@ -196,8 +196,8 @@ CAPTURE_RULES = REFUSED + textwrap.dedent('''
     out = cuda.device_array(1, np.float32)
     mode = binding.CUstreamCaptureMode.CU_STREAM_CAPTURE_MODE_GLOBAL
 
-    def captured(body):
-        origin = graphs._capture_stream()
+    def captured(body, origin=None):
+        origin = origin or graphs._capture_stream()
         driver.cuStreamBeginCapture(origin.handle, mode)
         try:
             return refused(lambda: body(origin))
@@ -207,7 +207,8 @@ CAPTURE_RULES = REFUSED + textwrap.dedent('''
             except Exception:
                 pass
 
-    print("legacy", captured(lambda origin: touch[1, 1, 0](out)))
+    print("legacy", captured(lambda origin: touch[1, 1, 0](out), cuda.stream()))  # a blocking stream captured
+    print("legacy_beside_non_blocking", captured(lambda origin: touch[1, 1, 0](out)))
     print("sync", captured(lambda origin: origin.synchronize()))
     outside = cuda.event(timing=False)
     outside.record(0)
@@ -225,13 +226,14 @@ CAPTURE_RULES = REFUSED + textwrap.dedent('''
 
 
 def test_the_fake_keeps_the_capture_rules_a_driver_keeps():
-    """During a stream capture a driver refuses the legacy stream, synchronising, waiting on an event
-    from outside the capture and ending with a stream not joined back; so does the fake."""
+    """During a stream capture a driver refuses the legacy stream (when a blocking stream is captured),
+    synchronising, waiting on an event from outside the capture and ending with a stream not joined
+    back; so does the fake."""
     env = {**os.environ, "FASTLSTM_FAKE_GPU": "T4"}
     env.pop("NUMBA_ENABLE_CUDASIM", None)
     done = subprocess.run([sys.executable, "-c", CAPTURE_RULES], capture_output=True, text=True, timeout=600, env=env)
     assert done.returncode == 0, done.stderr[-3000:]
     lines = dict(line.split(" ", 1) for line in done.stdout.strip().splitlines())
-    assert lines == {"legacy": "CUDA_ERROR_STREAM_CAPTURE_IMPLICIT", "sync": "CUDA_ERROR_STREAM_CAPTURE_UNSUPPORTED",
+    assert lines == {"legacy": "CUDA_ERROR_STREAM_CAPTURE_IMPLICIT", "legacy_beside_non_blocking": "launched", "sync": "CUDA_ERROR_STREAM_CAPTURE_UNSUPPORTED",
                      "isolation": "CUDA_ERROR_STREAM_CAPTURE_ISOLATION", "unjoined": "CUDA_ERROR_STREAM_CAPTURE_UNJOINED",
                      "legacy_begin": "CUDA_ERROR_STREAM_CAPTURE_UNSUPPORTED"}, lines

@@ -233,8 +233,9 @@ def pointer_attribute(state, out, attribute, pointer):
 
 
 def _not_in_capture(state, stream) -> None:
-    """A copy or memset during a capture: on the default stream a driver refuses it; on a capturing
-    stream it would become a graph node, which the fake does not model (the library never does it)."""
+    """A copy or memset during a capture: on the default stream, refused as a launch there is
+    (``graphs.capture_of``); on a capturing stream it would become a graph node, which the fake
+    does not model (the library never does it)."""
     from .graphs import capture_of
 
     if capture_of(state, stream) is not None:

@@ -7,8 +7,9 @@ graph: launches (checked against the device's limits as they are queued, as a dr
 when the graph is instantiated), event records and waits. A stream that waits on an event recorded
 in the capture joins it. What a driver refuses, the fake refuses too:
 
-- any use of the legacy default stream while a capture is under way (it would make the capturing
-  streams wait implicitly: CUDA_ERROR_STREAM_CAPTURE_IMPLICIT);
+- any use of the legacy default stream while a blocking stream (created without
+  CU_STREAM_NON_BLOCKING) is being captured: it would make that stream wait for it implicitly
+  (CUDA_ERROR_STREAM_CAPTURE_IMPLICIT);
 - synchronising with a capturing stream, or the whole context (CUDA_ERROR_STREAM_CAPTURE_UNSUPPORTED);
 - a capturing stream waiting on an event recorded outside the capture
   (CUDA_ERROR_STREAM_CAPTURE_ISOLATION);
@@ -50,8 +51,11 @@ def capture_of(state, stream):
     if not captures:
         return None
     if stream in DEFAULT_STREAMS:
-        raise DriverError("CUDA_ERROR_STREAM_CAPTURE_IMPLICIT",
-                          "the legacy default stream was used while a stream is being captured")
+        blocking = [s for c in captures.values() for s in (c.origin, *c.members) if s not in state.non_blocking]
+        if blocking:
+            raise DriverError("CUDA_ERROR_STREAM_CAPTURE_IMPLICIT", "the legacy default stream was used while a "
+                              "blocking stream (one that waits for it) is being captured")
+        return None  # non-blocking capturing streams do not wait for it: the work is not captured
     for capture in captures.values():
         if stream == capture.origin or stream in capture.members:
             return capture

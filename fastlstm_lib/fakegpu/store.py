@@ -69,6 +69,7 @@ class State:
     kernels: dict = dataclasses.field(default_factory=dict)  # handle -> Kernel
     libraries: dict = dataclasses.field(default_factory=dict)  # handle -> {name: kernel handle}
     streams: set = dataclasses.field(default_factory=set)
+    non_blocking: set = dataclasses.field(default_factory=set)  # streams created CU_STREAM_NON_BLOCKING
     events: dict = dataclasses.field(default_factory=dict)  # handle -> virtual ms when recorded
     links: dict = dataclasses.field(default_factory=dict)
     captures: dict = dataclasses.field(default_factory=dict)  # origin stream -> graphs.Capture under way

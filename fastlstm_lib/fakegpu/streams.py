@@ -19,6 +19,8 @@ from .registry import P, DriverError, entry, put
 def stream_create(state, out, flags, priority=0):
     handle = state.handle()
     state.streams.add(handle)
+    if flags & 1:  # CU_STREAM_NON_BLOCKING: never waits for the legacy default stream, nor it for it
+        state.non_blocking.add(handle)
     put(out, handle)
     state.log("stream_create", stream=handle)
 
@@ -44,7 +46,7 @@ def stream_context(state, stream, out):
 
 @entry("cuStreamGetFlags", c_void_p, P(c_uint))
 def stream_flags(state, stream, out):
-    put(out, 0)
+    put(out, int(stream in state.non_blocking))
 
 
 @entry("cuStreamGetPriority", c_void_p, P(c_int))
