@@ -71,6 +71,11 @@ def _capture_stream():
     return stream
 
 
+def _is_default(stream) -> bool:
+    """0, None, or a Stream object of the default stream (legacy or per-thread)."""
+    return not stream or int(getattr(stream, "handle", 0) or 0) in (0, 1, 2)
+
+
 def _launch_stream(configuration):
     return configuration[2] if isinstance(configuration, tuple) and len(configuration) > 2 else 0
 
@@ -84,7 +89,7 @@ class PassGraph:
         streams: dict = {}
 
         def mapped(stream):
-            key = id(stream) if stream else 0
+            key = 0 if _is_default(stream) else id(stream)
             if key not in streams:
                 streams[key] = _capture_stream()
             return streams[key]

@@ -32,9 +32,9 @@ from numba import cuda
 from .. import simulator
 from ..config import LSTMConfig, flops
 from ..device import device_info
+from ..graphs import PassGraph, checked_graph
 from ..params import validate_input
 from ..reference import RTOL, reference_forward, relative_error
-from ..graphs import PassGraph, checked_graph
 from ..replay import record
 from ..timing import issue_and_run_times, time_launches
 
@@ -76,11 +76,12 @@ class Runner:
 
     The first ``launch()`` runs the step's own code and records what it queues; later ones replay
     that record (``replay.py``): the same launches, without the Python that chose them, so the
-    host pays only numba-cuda's own cost per launch. With ``graph=True`` (a GPU only) the record is
-    captured into a CUDA Graph right after the first pass, and every later pass is one graph
-    launch (``graphs.py``). ``set_input(x)`` puts a new input into the bound x between passes. ``replay_passes = False`` runs the step's
-    code every time (the exercises' grader sets it, so a learner's code is what runs; a step whose
-    passes differ from one another sets ``LSTMStep.replayable = False``).
+    host pays only numba-cuda's own cost per launch. ``replay_passes = False`` runs the step's code
+    every time (the exercises' grader sets it, so a learner's code is what runs; a step whose
+    passes differ from one another sets ``LSTMStep.replayable = False``). With ``graph=True`` (a
+    GPU only) the record is captured into a CUDA Graph right after the first pass, and every later
+    pass is one graph launch (``graphs.py``). ``set_input(x)`` puts a new input into the bound x
+    between passes.
     """
 
     #: How ``time()`` measures, recorded with every result.
