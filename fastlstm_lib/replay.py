@@ -26,11 +26,9 @@ place) replays correctly.
 
 from __future__ import annotations
 
-import contextlib
-
 from numba import cuda
 
-from .launches import kernel_class
+from .launches import kernel_class, patched
 
 #: Host-device operations that make a pass unreplayable: (where, attribute name).
 _HOST_DEVICE = ("to_device", "synchronize")
@@ -58,25 +56,11 @@ class Replay:
 
 
 def _event_class():
-    from .steps.resources import ordering_event
-
-    return type(ordering_event())
+    return type(cuda.event())  # the driver's Event, or the simulator's
 
 
 def _array_class():
     return type(cuda.device_array(1, dtype="float32"))
-
-
-@contextlib.contextmanager
-def _patched(patches):
-    originals = [(target, name, getattr(target, name)) for target, name, _ in patches]
-    try:
-        for target, name, value in patches:
-            setattr(target, name, value)
-        yield
-    finally:
-        for target, name, original in originals:
-            setattr(target, name, original)
 
 
 def record(run) -> Replay | None:
@@ -117,6 +101,6 @@ def record(run) -> Replay | None:
                (events, "wait", recording_wait)]
     patches += [(cuda, name, refusing(cuda, name)) for name in _HOST_DEVICE]
     patches += [(arrays, name, refusing(arrays, name)) for name in _ARRAY_COPIES]
-    with _patched(patches):
+    with patched(patches):
         run()
     return None if refused else Replay(ops)

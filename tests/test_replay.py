@@ -9,6 +9,7 @@ from numba import cuda
 
 import fastlstm_lib as fl
 from fastlstm_lib import replay
+from fastlstm_lib.launches import patched
 from fastlstm_lib.steps.step04_streams import Streams
 from conftest import ODD, problem
 
@@ -27,11 +28,8 @@ def counting_device_arrays():
         made.append(1)
         original(self, *args, **kwargs)
 
-    cls.__init__ = init
-    try:
+    with patched([(cls, "__init__", init)]):
         yield made
-    finally:
-        cls.__init__ = original
 
 
 @pytest.mark.parametrize("name", STEPS)

@@ -41,13 +41,9 @@ class Capture:
     events: dict = dataclasses.field(default_factory=dict)  # event -> (stream, node index) recorded in it
 
 
-def _captures(state) -> dict:
-    return state.captures
-
-
 def capture_of(state, stream):
     """The capture ``stream`` belongs to, or None. Refuses the default stream during any capture."""
-    captures = _captures(state)
+    captures = state.captures
     if not captures:
         return None
     if stream in DEFAULT_STREAMS:
@@ -83,7 +79,7 @@ def captured_record(state, event, stream) -> bool:
 
 
 def captured_wait(state, stream, event) -> bool:
-    captures = _captures(state)
+    captures = state.captures
     capture = capture_of(state, stream)
     owner = next((c for c in captures.values() if event in c.events), None)
     if capture is None and owner is None:
@@ -105,14 +101,14 @@ def captured_wait(state, stream, event) -> bool:
 
 def refuse_sync(state, stream=None) -> None:
     """Synchronising with a capturing stream (or the context, ``stream`` None) during a capture."""
-    captures = _captures(state)
+    captures = state.captures
     if captures and (stream is None or any(stream == c.origin or stream in c.members for c in captures.values())):
         raise DriverError("CUDA_ERROR_STREAM_CAPTURE_UNSUPPORTED", "synchronize while a stream is being captured")
 
 
 @entry("cuStreamBeginCapture", c_void_p, c_int, aliases=("cuStreamBeginCapture_v2", "cuStreamBeginCapture_ptsz"))
 def begin_capture(state, stream, mode):
-    captures = _captures(state)
+    captures = state.captures
     if stream in DEFAULT_STREAMS:
         raise DriverError("CUDA_ERROR_STREAM_CAPTURE_UNSUPPORTED", "capture cannot begin on the legacy default stream")
     if capture_of(state, stream) is not None:
@@ -123,7 +119,7 @@ def begin_capture(state, stream, mode):
 
 @entry("cuStreamEndCapture", c_void_p, P(c_void_p))
 def end_capture(state, stream, out):
-    captures = _captures(state)
+    captures = state.captures
     capture = capture_of(state, stream)
     if capture is None:
         raise DriverError("CUDA_ERROR_ILLEGAL_STATE", "the stream is not being captured")
@@ -143,7 +139,7 @@ def end_capture(state, stream, out):
 
 @entry("cuStreamIsCapturing", c_void_p, P(c_int))
 def is_capturing(state, stream, out):
-    put(out, int(capture_of(state, stream) is not None) if stream not in DEFAULT_STREAMS else int(bool(_captures(state))))
+    put(out, int(capture_of(state, stream) is not None) if stream not in DEFAULT_STREAMS else int(bool(state.captures)))
 
 
 @entry("cuGraphInstantiateWithFlags", P(c_void_p), c_void_p, c_ulonglong,

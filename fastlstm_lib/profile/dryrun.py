@@ -24,7 +24,7 @@ import dataclasses
 import numpy as np
 from numba import cuda
 
-from ..launches import kernel_class
+from ..launches import kernel_class, patched
 
 
 @dataclasses.dataclass(frozen=True)
@@ -123,17 +123,6 @@ class DryEvent:
         return f"<dry-run event {self.number}>"
 
 
-@contextlib.contextmanager
-def patched(target, name: str, value):
-    """``target.name = value`` for the duration of the block."""
-    original = getattr(target, name)
-    setattr(target, name, value)
-    try:
-        yield original
-    finally:
-        setattr(target, name, original)
-
-
 def normalized_configuration(configuration) -> tuple:
     """(grid, block, stream, shared bytes) of a ``kernel[...]`` configuration, grid and block as 3-tuples."""
     from numba.cuda.errors import normalize_kernel_dimensions
@@ -182,9 +171,7 @@ def dry_run(chip=None):
                (persistent, "prepared", lambda *args, **kwargs: None)]
     if chip is not None:
         patches += gpu_geometry(chip)
-    with contextlib.ExitStack() as stack:
-        for target, name, value in patches:
-            stack.enter_context(patched(target, name, value))
+    with patched(patches):
         yield recording
 
 
