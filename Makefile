@@ -37,7 +37,7 @@ test: $(STAMP)
 # not compared, nothing computed: see fastlstm_lib/fakegpu). CI runs it for Colab's T4 after
 # `make test`; FAKE_GPU=H100 (or A100, L4, M40) for another. About a minute per notebook.
 FAKE_GPU ?= T4
-GPU_NOTEBOOKS := $(wildcard notebooks/0[2-9]_*.ipynb notebooks/1[01]_*.ipynb notebooks/4[12]_*.ipynb)
+GPU_NOTEBOOKS := $(wildcard notebooks/0[2-9]_*.ipynb notebooks/1[012]_*.ipynb notebooks/4[12]_*.ipynb)
 test-fake-gpu-notebooks: $(STAMP)
 	$(BIN)/python -m fastlstm_lib.fakegpu notebooks --gpu $(FAKE_GPU) $(GPU_NOTEBOOKS)
 

@@ -27,13 +27,18 @@ import sys
 import tempfile
 from pathlib import Path
 
-from .compile_matrix_sass import LOOP_COLUMNS, disassemble, main_loop_mix, slab_mix
+from .compile_matrix_sass import LOOP_COLUMNS, disassembly, main_loop_mix, main_loop_text, parse_nvdisasm, slab_mix
 from .compile_matrix_toolkits import ARCHS, arch_name, assemble, resources, toolkit_of, version_line, versions
 
 ROOT = Path(__file__).resolve().parents[1]
 TABLE = ROOT / "data" / "kernel_resources.csv"
 CACHE = ROOT / ".cache" / "compile_matrix"
 COMMAND = "python -m fastlstm_lib.compile_matrix --out data/kernel_resources.csv"
+#: The main loops kept as SASS text, for notebook 12: the checked GEMM, its exact-tile twin and
+#: the 128 x 128 patch, on a T4's and an H100's architecture.
+LISTINGS = ROOT / "data" / "kernel_sass"
+LISTED = {("blocked_gemm", "sm_75"), ("blocked_gemm", "sm_90"), ("blocked_gemm_exact", "sm_75"),
+          ("blocked_gemm_exact", "sm_90"), ("blocked_gemm_wide", "sm_75"), ("blocked_gemm_wide", "sm_90")}
 #: Files whose content decides the table (besides the compilers): the kernels, the chip data the
 #: persistent kernel is planned with, and the matrix's own modules.
 SOURCES = ("fastlstm_lib/kernels/*.py", "fastlstm_lib/gpus.py", "data/gpus.csv", "fastlstm_lib/compile_matrix*.py")
@@ -86,10 +91,13 @@ def build_arch(cc: tuple[int, int], where: Path) -> list[dict]:
                           max_registers=job["max_registers"])
         (where / f"{name}.ptxas.txt").write_text(report)
         counts = resources(report, job["entry"])
-        code = disassemble(cubin, cc, job["entry"])
+        listing = disassembly(cubin, cc)
+        code = None if listing is None else parse_nvdisasm(listing, job["entry"])
         loop = main_loop_mix(code)
         rows.append({"kernel": name, "arch": arch_name(cc), "max_registers": job["max_registers"] or "",
                      **counts, **loop, **slab_mix(code, job.get("trips")), "what": job["what"]})
+        if (name, arch_name(cc)) in LISTED:
+            rows[-1]["sass"] = main_loop_text(listing, job["entry"])
     (where / "rows.json").write_text(json.dumps(rows, indent=1))
     return rows
 
@@ -144,10 +152,21 @@ def render(rows: list[dict]) -> str:
               f"# Regenerate: {COMMAND}  (checked by tests/test_compile_matrix.py)"]
     header += [f"#   {column}: {meaning}" for column, meaning in COLUMNS.items()]
     out = io.StringIO()
-    writer = csv.DictWriter(out, fieldnames=list(COLUMNS), lineterminator="\n")
+    writer = csv.DictWriter(out, fieldnames=list(COLUMNS), lineterminator="\n", extrasaction="ignore")
     writer.writeheader()
     writer.writerows(rows)
     return "\n".join(header) + "\n" + out.getvalue()
+
+
+def listings(rows: list[dict], where: Path = LISTINGS) -> dict[Path, str]:
+    """The SASS files to commit: ``where``/KERNEL.ARCH.sass, the main loop of each ``LISTED`` row."""
+    found = {}
+    for row in rows:
+        if "sass" in row:
+            header = (f"# {row['kernel']} ({row['what']}) on {row['arch']}: its main loop, {row['loop_instructions']}"
+                      f" instructions. {version_line()}. Regenerate: {COMMAND}\n")
+            found[Path(where) / f"{row['kernel']}.{row['arch']}.sass"] = header + row["sass"]
+    return found
 
 
 def read_table(path: Path = TABLE) -> list[dict]:
@@ -164,17 +183,23 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--cache", type=Path, default=CACHE, help="where compiled kernels are kept")
     parser.add_argument("--workers", type=int, default=None, help="parallel compilations (default: CPU count)")
     args = parser.parse_args(argv)
-    text = render(build(args.cache, args.workers))
+    rows = build(args.cache, args.workers)
+    text = render(rows)
+    sass = listings(rows, args.out.parent / LISTINGS.name)
     if args.check:
         current = args.out.read_text() if args.out.exists() else ""
-        if current != text:
+        stale = [path for path, listing in sass.items() if not path.exists() or path.read_text() != listing]
+        if current != text or stale:
             print(f"{args.out} is stale: regenerate it with `{COMMAND}`", file=sys.stderr)
             return 1
         print(f"{args.out} is current")
         return 0
     args.out.parent.mkdir(parents=True, exist_ok=True)
     args.out.write_text(text)
-    print(f"wrote {args.out} ({len(text.splitlines())} lines)")
+    for path, listing in sass.items():
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text(listing)
+    print(f"wrote {args.out} ({len(text.splitlines())} lines) and {len(sass)} SASS listings")
     return 0
 
 

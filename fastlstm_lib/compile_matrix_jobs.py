@@ -77,7 +77,8 @@ def inventory(cc: tuple[int, int]) -> dict:
 
     A2, A1, C3, C2, C1 = float32[:, :], float32[:], float32[:, :, ::1], float32[:, ::1], float32[::1]
     gemm_args = (A2, A2, A2, boolean)
-    L, S = g.GPU_LARGE, g.GPU_SMALL
+    L, S, W = g.GPU_LARGE, g.GPU_SMALL, g.GPU_WIDE
+    pad = g.SHARED_PADDING
 
     def blocking(b):
         return f"{b.bm}x{b.bn}x{b.bk} tile, {b.tm}x{b.tn} per thread"
@@ -89,6 +90,10 @@ def inventory(cc: tuple[int, int]) -> dict:
         "blocked_gemm_t_strided": (g.blocked_gemm_kernel(L, True, True), gemm_args, blocking(L) + ", B^T strided"),
         "blocked_gemm_ta": (g.blocked_gemm_kernel(L, False, False, True), gemm_args, blocking(L) + ", A^T"),
         "blocked_gemm_ta_tb": (g.blocked_gemm_kernel(S, True, False, True), gemm_args, blocking(S) + ", A^T B^T"),
+        # gemm()'s choice where the tile divides the shape (kernels/gemm_exact.py)
+        "blocked_gemm_exact": (g.exact_gemm_kernel(L, False, False, pad), gemm_args, blocking(L) + ", exact"),
+        "blocked_gemm_t_exact": (g.exact_gemm_kernel(S, True, False, pad), gemm_args, blocking(S) + ", B^T, exact"),
+        "blocked_gemm_wide": (g.exact_gemm_kernel(W, False, False, pad), gemm_args, blocking(W) + ", exact"),
         "fill": (pw._fill, (A2, float32), "element-wise"),
         "add": (pw._add, (A2, A2, A2), "element-wise"),
         "add_bias": (pw._add_bias, (A2, A1, A2), "element-wise"),
@@ -104,7 +109,8 @@ def inventory(cc: tuple[int, int]) -> dict:
     found = {name: (kernel, signature, what, None, False) for name, (kernel, signature, what) in jobs.items()}
     for name in list(found):
         if name.startswith("blocked_gemm"):  # the blocking's trip counts: compile_matrix_sass.slab_mix
-            b = S if name in ("blocked_gemm_t", "blocked_gemm_ta_tb") else L
+            b = S if name in ("blocked_gemm_t", "blocked_gemm_ta_tb", "blocked_gemm_t_exact") else L
+            b = W if name == "blocked_gemm_wide" else b
             found[name] += ({"k": b.bk * b.tm * b.tn, "loads": (-(-b.bm * b.bk // b.threads), -(-b.bn * b.bk // b.threads))},)
     hidden, batches, chip = PERSISTENT
     for batch in batches:

@@ -88,15 +88,40 @@ def parse_nvdisasm(listing: str, entry: str) -> list[Instruction]:
     return [Instruction(address, opcode, labels.get(target) if target else None) for address, opcode, target in raw]
 
 
-def disassemble(cubin: Path, cc: tuple[int, int], entry: str) -> list[Instruction] | None:
-    """The instructions of kernel ``entry`` in ``cubin``, built for ``cc``; None for sm_52, which
-    no disassembler on PyPI reads (nvdisasm 13 dropped it, CUDA 12's is not a wheel)."""
+def disassembly(cubin: Path, cc: tuple[int, int]) -> str | None:
+    """``nvdisasm -c``'s listing of ``cubin``, built for ``cc``; None for sm_52, which no
+    disassembler on PyPI reads (nvdisasm 13 dropped it, CUDA 12's is not a wheel)."""
     if toolkit_of(cc) == "12":
         return None
     done = subprocess.run([str(tool("13", "nvdisasm")), "-c", str(cubin)], capture_output=True, text=True, timeout=120)
     if done.returncode != 0:
         raise RuntimeError(f"nvdisasm failed on {cubin.name}: {done.stderr[-2000:]}")
-    return parse_nvdisasm(done.stdout, entry)
+    return done.stdout
+
+
+def disassemble(cubin: Path, cc: tuple[int, int], entry: str) -> list[Instruction] | None:
+    """The instructions of kernel ``entry`` in ``cubin``, built for ``cc``; None for sm_52."""
+    listing = disassembly(cubin, cc)
+    return None if listing is None else parse_nvdisasm(listing, entry)
+
+
+def main_loop_text(listing: str, entry: str) -> str:
+    """The main loop of ``entry`` as nvdisasm wrote it, one instruction a line ("/*0a70*/ FFMA R8,
+    R26, R20, R8 ;"), NOPs left out: what notebook 12 shows. Empty without a loop."""
+    code = parse_nvdisasm(listing, entry)
+    span = _main_loop(_spans(code))
+    if span is None:
+        return ""
+    lines, inside = [], False
+    for line in listing.splitlines():
+        words = line.split()
+        if words and words[0] == ".section":
+            inside = words[1].split(",")[0] == f".text.{entry}"
+            continue
+        found = _LINE.match(line) if inside else None
+        if found and span[0] <= int(found.group(1), 16) <= span[1] and base(found.group(2)) != "NOP":
+            lines.append(" ".join(line.split(";", 1)[0].split()) + " ;")
+    return "\n".join(lines) + "\n"
 
 
 def loops(code: list[Instruction]) -> list[tuple[int, int]]:

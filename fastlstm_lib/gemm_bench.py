@@ -21,7 +21,7 @@ from . import simulator
 from .checks import check_int
 from .config import LSTMConfig
 from .device import device_info
-from .kernels.gemm import gemm
+from .kernels.gemm import choose_blocking, exact, gemm
 from .timing import issue_and_run_times
 
 
@@ -69,13 +69,19 @@ def bench_gemm_vs_cublas(shapes: dict | None = None, *, warmup: int = 10, repeat
     for label, (m, n, k) in (shapes or article_gemm_shapes()).items():
         a = rng.standard_normal((m, k)).astype(np.float32)
         b = rng.standard_normal((k, n)).astype(np.float32)
-        a_d, b_d, c_d = cuda.to_device(a), cuda.to_device(b), cuda.device_array((m, n), np.float32)
+        a_d, b_d = cuda.to_device(a), cuda.to_device(b)
+        c_d = cuda.to_device(np.full((m, n), np.nan, np.float32))  # poisoned: every element must be written
         a_t, b_t = torch.from_numpy(a).cuda(), torch.from_numpy(b).cuda()
         expected = (a_t @ b_t).cpu().numpy()
+
+        def checked(when: str) -> float:
+            error = float(np.max(np.abs(c_d.copy_to_host() - expected)) / np.max(np.abs(expected)))
+            if not error <= 1e-5:  # NaN fails too
+                raise RuntimeError(f"our GEMM is wrong on {label} {(m, n, k)} {when}: relative error {error:.2g}")
+            return error
+
         gemm(a_d, b_d, c_d)
-        error = float(np.max(np.abs(c_d.copy_to_host() - expected)) / np.max(np.abs(expected)))
-        if not error <= 1e-5:
-            raise RuntimeError(f"our GEMM is wrong on {label} {(m, n, k)}: relative error {error:.2g}")
+        error = checked("before timing")
         c_t = torch.empty((m, n), dtype=torch.float32, device="cuda")
         ours = per_launch_times(lambda: gemm(a_d, b_d, c_d), warmup, repeats)
         # torch queues on its current stream: the legacy default stream, which Numba's events are
@@ -84,13 +90,17 @@ def bench_gemm_vs_cublas(shapes: dict | None = None, *, warmup: int = 10, repeat
             raise RuntimeError("torch's current stream is not the legacy default stream: CUDA events recorded "
                                "by Numba would not time its matmul")
         cublas = per_launch_times(lambda: torch.matmul(a_t, b_t, out=c_t), warmup, repeats)
+        error = max(error, checked("after timing"))
+        blocking = choose_blocking(m, n, k)
         flop = 2 * m * n * k
         rows.append({"shape": label, "m": m, "n": n, "k": k, "ours_ms": ours["device_ms"],
                      "cublas_ms": cublas["device_ms"], "ours_issue_ms": ours["issue_ms"],
                      "cublas_issue_ms": cublas["issue_ms"], "ours_host_bound": ours["host_bound"],
                      "cublas_host_bound": cublas["host_bound"],
                      "ours_gflops": flop / ours["device_ms"] / 1e6, "cublas_gflops": flop / cublas["device_ms"] / 1e6,
-                     "fraction_of_cublas": cublas["device_ms"] / ours["device_ms"], "relative_error": error})
+                     "fraction_of_cublas": cublas["device_ms"] / ours["device_ms"], "relative_error": error,
+                     "blocking": f"{blocking.bm}x{blocking.bn}x{blocking.bk}, {blocking.tm}x{blocking.tn} per thread",
+                     "exact_tile": exact(blocking, m, n, k)})
     return [dict(row, device=device_info(), tf32=False) for row in rows]
 
 

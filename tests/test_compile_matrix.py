@@ -30,7 +30,7 @@ ARCH_NAMES = [arch_name(cc) for cc in ARCHS]
 #: sm_90, before its indices went unsigned and its load loops counted rounds; now none.
 PERSISTENT_SPILL_BOUND = {"sm_52": 0, "sm_75": 0, "sm_80": 0, "sm_89": 0, "sm_90": 0}
 KERNELS = {"tiled_gemm", "blocked_gemm", "blocked_gemm_t", "blocked_gemm_t_strided", "blocked_gemm_ta",
-           "blocked_gemm_ta_tb", "fill", "add", "add_bias", "mul", "sigmoid", "tanh", "lstm_cell", "lstm_cell_train",
+           "blocked_gemm_ta_tb", "blocked_gemm_exact", "blocked_gemm_t_exact", "blocked_gemm_wide", "fill", "add", "add_bias", "mul", "sigmoid", "tanh", "lstm_cell", "lstm_cell_train",
            "lstm_cell_backward", "sigmoid_backward", "tanh_backward", "persistent_b1", "persistent_b4", "persistent_b64"}
 
 
@@ -41,6 +41,10 @@ def rows():
 
 def test_the_table_is_current(rows):
     assert cm.TABLE.read_text() == cm.render(rows), f"data/kernel_resources.csv is stale: run `{cm.COMMAND}`"
+    listings = cm.listings(rows)
+    assert {(path.stem.split(".")[0], path.stem.split(".")[1]) for path in listings} == cm.LISTED
+    for path, text in listings.items():
+        assert path.read_text() == text, f"{path} is stale: run `{cm.COMMAND}`"
 
 
 def test_every_kernel_is_built_for_every_architecture(rows):
@@ -90,17 +94,37 @@ def test_register_blocking_shows_in_the_main_loop(rows):
 
 def test_a_gemm_slab_counts_its_inner_loops_by_their_trips(rows):
     """A slab of K does bk x tm x tn FFMAs per thread, whatever loop structure the compiler made:
-    8 x 4 x 4 for the 64 x 64 patch, 8 x 2 x 2 for the 32 x 32 one; and its instructions include
-    the cooperative loads the main loop leaves out (the timeline model's issue efficiency)."""
+    8 x 4 x 4 for the 64 x 64 patch, 8 x 2 x 2 for the 32 x 32 one, 8 x 8 x 8 for the 128 x 128
+    one; and its instructions include the cooperative loads the main loop leaves out (the timeline
+    model's issue efficiency). The exact-tile kernels unroll everything: the slab is the loop."""
     for row in rows:
         if not row["kernel"].startswith("blocked_gemm"):
             assert row["slab_instructions"] == "" and row["slab_ffma"] == "", row
         elif row["arch"] != "sm_52":
-            small = "32x32" in row["what"]
-            assert row["slab_ffma"] == (32 if small else 128), row
-            assert row["slab_instructions"] >= row["loop_instructions"], row
-            if not small:  # the k loop is an inner loop there: the slab holds 8 of it and the loads
-                assert row["slab_instructions"] > 8 * row["loop_instructions"], row
+            per_thread = 64 if "8x8" in row["what"] else 4 if "2x2" in row["what"] else 16
+            assert row["slab_ffma"] == 8 * per_thread, row
+            if "exact" in row["what"]:
+                assert row["slab_instructions"] == row["loop_instructions"], row
+            else:  # the k loop is an inner loop there: the slab holds 8 of it and the loads
+                assert row["slab_instructions"] >= row["loop_instructions"], row
+                if per_thread == 16:
+                    assert row["slab_instructions"] > 8 * row["loop_instructions"], row
+
+
+def test_the_exact_tile_kernels_spend_their_slab_on_ffma(rows):
+    """Issue 23's goal for the GEMM that gemm() launches at the article's size (the 128 x 128
+    exact-tile patch): FFMA at least 70% of a slab's instructions on sm_75 and sm_90, at most 0.25
+    shared-memory loads per FFMA, no spills; and each exact variant beats its checked twin."""
+    table = {(row["kernel"], row["arch"]): row for row in rows}
+    for arch in ("sm_75", "sm_90"):
+        wide = table[("blocked_gemm_wide", arch)]
+        assert wide["slab_ffma"] / wide["slab_instructions"] >= 0.70, wide
+        assert wide["loop_shared_loads"] / wide["loop_ffma"] <= 0.25, wide
+        assert (wide["spill_stores"], wide["spill_loads"]) == (0, 0), wide
+        for checked, exact in (("blocked_gemm", "blocked_gemm_exact"), ("blocked_gemm_t", "blocked_gemm_t_exact")):
+            share = {name: table[(name, arch)]["slab_ffma"] / table[(name, arch)]["slab_instructions"]
+                     for name in (checked, exact)}
+            assert share[exact] > 2 * share[checked], share
 
 
 def test_the_check_says_whether_the_table_is_current(rows, tmp_path, capsys):
@@ -108,8 +132,15 @@ def test_the_check_says_whether_the_table_is_current(rows, tmp_path, capsys):
     current.write_text(cm.render(rows))
     stale = tmp_path / "stale.csv"
     stale.write_text(cm.render(rows).replace("sm_90", "sm_91"))
+    listings = cm.listings(rows, tmp_path / "kernel_sass")
+    for path, text in listings.items():
+        path.parent.mkdir(exist_ok=True)
+        path.write_text(text)
     assert cm.main(["--check", "--out", str(current)]) == 0
     assert cm.main(["--check", "--out", str(stale)]) == 1
+    first = next(iter(listings))
+    first.write_text("stale\n")  # a current table with a stale listing is stale too
+    assert cm.main(["--check", "--out", str(current)]) == 1
     assert cm.COMMAND in capsys.readouterr().err
 
 

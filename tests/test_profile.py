@@ -185,8 +185,8 @@ def test_chip_gives_a_gpus_geometry():
     assert fl.profile("fused_pointwise", chip="M40").launches[2].grid == (2048 // 64, 1, 1)  # 32 blocks fill 24 SMs
     assert p.launches[3].kernel == "_lstm_cell" and p.launches[3].block == (256, 1, 1)
     # The dry run patched nothing for good: this machine's choice is its own again.
-    assert gemm_module.choose_blocking(64, 2048) == (gemm_module.SIMULATOR_BLOCKING if fl.is_simulator()
-                                                     else gemm_module.gpu_blocking(64, 2048, fl.device_info()["multiprocessors"]))
+    assert gemm_module.choose_blocking(64, 2048, 512) == (gemm_module.SIMULATOR_BLOCKING if fl.is_simulator()
+                                                     else gemm_module.gpu_blocking(64, 2048, 512, fl.device_info()["multiprocessors"]))
 
 
 @pytest.mark.parametrize("step, cfg, options, error", [

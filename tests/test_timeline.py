@@ -65,13 +65,14 @@ def _toy(blocks: int, k: int = 128) -> Profile:
 
 
 def test_waves_and_tail_by_hand():
-    # The M40: 24 SMs, 7 TFLOP/s. blocked_gemm's slab of K (sm_75 mix, used for sm_52): 128 FFMA of
-    # 1,011 instructions, 32 FP32 lanes per partition: efficiency 128/1011. 30 blocks of 64 x 64 x 128 x 2
+    # The M40: 24 SMs, 7 TFLOP/s. The shape is whole 64 x 64 x 8 tiles, so gemm() launches the
+    # exact-tile kernel; its slab of K (sm_75 mix, used for sm_52): 128 FFMA of 229 instructions,
+    # 32 FP32 lanes per partition: efficiency 128/229. 30 blocks of 64 x 64 x 128 x 2
     # FLOP each: one block alone takes that / (7e12/24 x 128/1011) s; 24 SMs take the first 24 blocks, 6 take
     # a second: 2 blocks' time, and 18 SMs idle for one block's time (the tail).
     row = gpu_row("M40")
-    mix = {(r["kernel"], r["arch"]): r for r in read_table()}[("blocked_gemm", "sm_75")]
-    efficiency = min(1.0, int(mix["slab_ffma"]) / int(mix["slab_instructions"]) * 32 / 32)  # 128/1011 today
+    mix = {(r["kernel"], r["arch"]): r for r in read_table()}[("blocked_gemm_exact", "sm_75")]
+    efficiency = min(1.0, int(mix["slab_ffma"]) / int(mix["slab_instructions"]) * 32 / 32)  # 128/229 today
     block_s = 64 * 64 * 128 * 2 / (row["fp32_tflops"] * 1e12 / row["sms"] * efficiency)
     latency_s = constant("launch_latency_us") * 1e-6
     e = estimate(_toy(30), "M40", host=0)
@@ -88,7 +89,7 @@ def test_waves_and_tail_by_hand():
     busy = 2 * 30 * block_s * 1e3
     assert e.sm_time["arithmetic_sm_ms"] == pytest.approx(busy)
     assert e.sm_time["idle_sm_ms"] == pytest.approx(24 * e.total_ms - busy)
-    # 30 blocks fit at once when an SM holds 2 or more (90 registers x 256 threads today: 2 per SM)
+    # 30 blocks fit at once when an SM holds 2 or more (56 registers x 256 threads today: 4 per SM)
     assert first["waves"] == -(-30 // (first["blocks_per_sm"] * 24))
     d = e.to_dict()
     assert len(d["timeline"]) == 2 and d["total_ms"] == e.total_ms
@@ -158,7 +159,7 @@ def test_cublas_reproduces_its_published_measurements():
         published = cublas.nearest(gpu, big_n, big_m, big_k)
         assert published[:3] == (big_m, big_n, big_k)
         sms = gpu_row(gpu)["sms"]
-        blocking = gpu_blocking(big_n, big_m, sms)
+        blocking = gpu_blocking(big_n, big_m, big_k, sms)
         launch = _gemm_launch(0, big_n, big_m, big_k, bm=blocking.bm)
         e = estimate(_profile(launch, chip=gpu), gpu, host=0, gemm="cublas")
         assert e.total_ms == pytest.approx(published[3] + latency_ms, rel=1e-9), gpu
@@ -172,13 +173,19 @@ def test_cublas_needs_a_published_measurement():
     assert (2048, 64, 2048, 0.3) in rows and all(ms > 0 for *_, ms in rows)
 
 
-def test_the_launch_grid_picks_the_compiled_variant():
-    # 64 x 64 patches: the blocked_gemm row; 32 x 32 patches: the blocked_gemm_t row (2 x 2 per thread)
-    assert table_name(_gemm_launch(0, 64, 2048, 512), 64) == "blocked_gemm"
-    assert table_name(_gemm_launch(0, 64, 512, 512, bm=32), 64) == "blocked_gemm_t"
-    large = estimate(_profile(_gemm_launch(0, 64, 2048, 512)), "T4", host=0).timeline[0]
-    small = estimate(_profile(_gemm_launch(0, 64, 512, 512, bm=32)), "T4", host=0).timeline[0]
-    assert small["efficiency"] < large["efficiency"]
+def test_the_launch_grid_and_shape_pick_the_compiled_variant():
+    # The grid says the blocking; the shape whether gemm() launched the exact-tile variant.
+    assert table_name(_gemm_launch(0, 63, 2048, 512), 64) == "blocked_gemm"  # 64 x 64 patches, an edge
+    assert table_name(_gemm_launch(0, 64, 2048, 512), 64) == "blocked_gemm_exact"
+    assert table_name(_gemm_launch(0, 64, 500, 512, bm=32), 64) == "blocked_gemm_t"  # 32 x 32, 2 x 2 per thread
+    assert table_name(_gemm_launch(0, 64, 512, 512, bm=32), 64) == "blocked_gemm_t_exact"
+    assert table_name(_gemm_launch(0, 6400, 2048, 512, bm=128), 64) == "blocked_gemm_wide"  # 8 x 8 per thread
+
+    def efficiency(*shape, bm=64):  # on an H100: 32 FP32 lanes per partition, e = the FFMA share
+        return estimate(_profile(_gemm_launch(0, *shape, bm=bm), chip="H100"), "H100", host=0).timeline[0]["efficiency"]
+
+    assert efficiency(64, 500, 512, bm=32) < efficiency(63, 2048, 512) < efficiency(64, 2048, 512)
+    assert efficiency(64, 2048, 512) < efficiency(6400, 2048, 512, bm=128)
 
 
 def test_against_committed_results_on_a_synthetic_file(tmp_path):

@@ -16,7 +16,8 @@ the thread's outputs strided across the tile so that a warp reads consecutive sh
 words and stores consecutive columns of C).
 
 Both load elements beyond the edge of A, B or C as zeros and never store them: odd sizes are
-safe. Arrays may be strided views (one gate's columns of a stacked matrix, one time step of a
+safe. Where the tile divides M, N and K, ``gemm()`` launches ``kernels/gemm_exact.py``'s variant of
+``blocked_gemm`` instead: the same threads and tiles, without the checks, its loops unrolled. Arrays may be strided views (one gate's columns of a stacked matrix, one time step of a
 sequence).
 
 ``transpose_b``: B is stored (N, K) and read as its transpose, like BLAS's 'T' flag. The kernel
@@ -45,6 +46,7 @@ from numba import cuda, float32
 
 from .. import simulator
 from ..device import multiprocessors
+from .gemm_exact import divides, exact_gemm_kernel
 
 #: Tile edge of ``tiled_gemm``: 16 x 16 = 256 threads on a GPU; 4 x 4 on the simulator, where
 #: every simulated thread costs ~0.15 ms per launch.
@@ -72,6 +74,9 @@ SHARED_PADDING = 4
 #: when 64 x 64 patches would leave SMs idle (the LSTM's recurrent GEMM is only batch rows tall).
 GPU_LARGE = Blocking(bm=64, bn=64, bk=8, tm=4, tn=4)
 GPU_SMALL = Blocking(bm=32, bn=32, bk=8, tm=2, tn=2)
+#: Where M, N and K are multiples of 128, 128 and 8 and its blocks still fill every SM: 8 x 8
+#: outputs per thread, so each value loaded from shared memory feeds 8 FFMAs, not 4.
+GPU_WIDE = Blocking(bm=128, bn=128, bk=8, tm=8, tn=8)
 #: On the simulator: 16 threads, 4 outputs each: the same code paths, milliseconds per launch.
 SIMULATOR_BLOCKING = Blocking(bm=8, bn=8, bk=4, tm=2, tn=2)
 
@@ -208,16 +213,24 @@ def gemm_shape(a, b, c, transpose_b: bool, transpose_a: bool = False) -> tuple[i
     return m, n, k
 
 
-def gpu_blocking(m: int, n: int, sms: int) -> Blocking:
-    """What a GPU with ``sms`` SMs runs for an (m x n) C: GPU_LARGE patches, unless they would
-    give fewer blocks than it has SMs."""
+def gpu_blocking(m: int, n: int, k: int, sms: int) -> Blocking:
+    """What a GPU with ``sms`` SMs runs for an (m x n) C over k: GPU_WIDE patches where they divide
+    the shape and fill every SM, else GPU_LARGE ones, unless those would give fewer blocks than it
+    has SMs (then GPU_SMALL)."""
+    if divides(GPU_WIDE, m, n, k) and (m // GPU_WIDE.bm) * (n // GPU_WIDE.bn) >= sms:
+        return GPU_WIDE
     blocks = -(-m // GPU_LARGE.bm) * -(-n // GPU_LARGE.bn)
     return GPU_SMALL if blocks < sms else GPU_LARGE
 
 
-def choose_blocking(m: int, n: int) -> Blocking:
+def choose_blocking(m: int, n: int, k: int) -> Blocking:
     """The blocking ``gemm()`` launches here: this GPU's choice, or the simulator's small one."""
-    return SIMULATOR_BLOCKING if simulator.SIMULATOR else gpu_blocking(m, n, multiprocessors())
+    return SIMULATOR_BLOCKING if simulator.SIMULATOR else gpu_blocking(m, n, k, multiprocessors())
+
+
+def exact(blocking: Blocking, m: int, n: int, k: int) -> bool:
+    """Whether ``gemm()`` launches the exact-tile variant (``kernels/gemm_exact.py``) for this shape."""
+    return divides(blocking, m, n, k)
 
 
 def gemm(a, b, c, *, accumulate: bool = False, transpose_a: bool = False, transpose_b: bool = False,
@@ -226,13 +239,17 @@ def gemm(a, b, c, *, accumulate: bool = False, transpose_a: bool = False, transp
 
     A is (M, K), or (K, M) with ``transpose_a``; B is (K, N), or (N, K) with ``transpose_b``; C is
     (M, N). ``strided_b``: load a transposed B in the naive, uncoalesced order (notebook 06's
-    comparison; never faster).
+    comparison; never faster). Where ``blocking``'s tile divides the shape, the exact-tile variant
+    runs: the same result, fewer instructions.
     """
     simulator.announce()
-    m, n, _ = gemm_shape(a, b, c, transpose_b, transpose_a)
-    blocking = choose_blocking(m, n) if blocking is None else blocking
+    m, n, k = gemm_shape(a, b, c, transpose_b, transpose_a)
+    blocking = choose_blocking(m, n, k) if blocking is None else blocking
     grid = (-(-n // blocking.bn), -(-m // blocking.bm))
-    kernel = blocked_gemm_kernel(blocking, bool(transpose_b), bool(strided_b), bool(transpose_a))
+    if exact(blocking, m, n, k):
+        kernel = exact_gemm_kernel(blocking, bool(transpose_b), bool(transpose_a), SHARED_PADDING, bool(strided_b))
+    else:
+        kernel = blocked_gemm_kernel(blocking, bool(transpose_b), bool(strided_b), bool(transpose_a))
     kernel[grid, blocking.threads, stream](a, b, c, accumulate)
 
 

@@ -140,7 +140,7 @@ def gpu_geometry(chip) -> list[tuple]:
     """(module, name, value) patches giving a dry run the launch geometry of a GPU like ``chip``."""
     from ..kernels import gemm, geometry
 
-    return [(gemm, "choose_blocking", lambda m, n: gemm.gpu_blocking(m, n, chip.sms)),
+    return [(gemm, "choose_blocking", lambda m, n, k: gemm.gpu_blocking(m, n, k, chip.sms)),
             (geometry, "POINTWISE_THREADS", geometry.GPU_POINTWISE_THREADS)]
 
 

@@ -34,7 +34,7 @@ import functools
 
 from ..compile_matrix import read_table
 from ..gpus import Chip, occupancy
-from ..kernels.gemm import GPU_LARGE
+from ..kernels.gemm import GPU_LARGE, GPU_SMALL, GPU_WIDE, exact
 from ..profile.record import GEMM_KERNELS
 from . import cublas
 from .constants import constant
@@ -42,6 +42,10 @@ from .constants import constant
 NO_SASS_FALLBACK = {"sm_52": "sm_75", "sm_70": "sm_75"}  # no disassembly: the nearest architecture's loop mix
 #: Architectures of data/gpus.csv the compile matrix does not build (Volta): the nearest one's registers.
 NOT_COMPILED = {"sm_70": "sm_75"}
+#: The kernel_resources.csv row of each blocking ``gpu_blocking`` picks, checked or exact-tile.
+GEMM_ROWS = {(GPU_LARGE, False): "blocked_gemm", (GPU_LARGE, True): "blocked_gemm_exact",
+             (GPU_SMALL, False): "blocked_gemm_t", (GPU_SMALL, True): "blocked_gemm_t_exact",
+             (GPU_WIDE, True): "blocked_gemm_wide"}
 
 
 @dataclasses.dataclass(frozen=True)
@@ -73,16 +77,20 @@ def arch_of(row: dict) -> str:
 
 def table_name(launch, batch: int) -> str:
     """The kernel_resources.csv name of a recorded launch. ``blocked_gemm`` is compiled per
-    blocking, and the table has one of each: the 64 x 64 patch (``blocked_gemm``) and the 32 x 32
-    one (compiled with B^T, ``blocked_gemm_t``); a launch's grid says which it ran."""
+    blocking, checked and exact-tile (``GEMM_ROWS``): a launch's grid says which blocking it ran
+    (``gpu_blocking`` picks the 128 x 128 patch only where it divides the shape), and the shape
+    whether ``gemm()`` launched the exact-tile variant."""
     name = launch.kernel.lstrip("_")
     if name == "persistent_layer":
         return f"persistent_b{batch}"
     if name == "blocked_gemm":
-        m, n, _ = cublas.gemm_shape(launch)
-        large = GPU_LARGE
-        if tuple(launch.grid[:2]) != (-(-n // large.bn), -(-m // large.bm)):
-            return "blocked_gemm_t"
+        m, n, k = cublas.gemm_shape(launch)
+        grid = tuple(launch.grid[:2])
+        blocking = next((b for b in (GPU_LARGE, GPU_WIDE) if grid == (-(-n // b.bn), -(-m // b.bm))), GPU_SMALL)
+        key = (blocking, exact(blocking, m, n, k))
+        if key not in GEMM_ROWS:
+            raise ValueError(f"launch {launch.index}: no compiled row for a {blocking} GEMM of {m} x {n} x {k}")
+        return GEMM_ROWS[key]
     return name
 
 

@@ -64,7 +64,7 @@ def sm_rate(gpu: str, sms: int, m: int, n: int, k: int) -> tuple[float, tuple]:
     """(FLOP/s of one SM, the DeepBench row used) for cuBLAS on our (m, n, k) GEMM."""
     big_m, big_n, big_k, ms = nearest(gpu, m, n, k)
     ours_m, ours_n = big_n, big_m
-    blocking = gpu_blocking(ours_m, ours_n, sms)
+    blocking = gpu_blocking(ours_m, ours_n, big_k, sms)
     blocks = -(-ours_m // blocking.bm) * -(-ours_n // blocking.bn)
     flop = 2.0 * big_m * big_n * big_k
     return flop / blocks / (ms * 1e-3 / math.ceil(blocks / sms)), (big_m, big_n, big_k, ms)

@@ -1,6 +1,8 @@
 """One ladder step's change, ESTIMATED: the step before it and the step itself, at the article's
-size, on a T4 (Colab's GPU) and an H100, with a C++ and a Python host, beside their lower bounds
-(notebooks 03-09).
+size, on a T4 (Colab's GPU) and an H100, with a C++ and a Python host and with none (host 0: no
+host time at all, what a CUDA Graph approaches: a whole pass issued with one call, notebook 02),
+beside their lower bounds (notebooks 03-09). The third shows what the GPU itself gains once the
+host is out of the way: with a fast GEMM, a 2016-era C++ host already sets an H100's pace.
 
 The estimate's chain breakdown (``Estimate.breakdown``: host, concurrency, latency, SM wait,
 arithmetic, memory) adds up to its total, so the gain's milliseconds split exactly into what the
@@ -15,10 +17,12 @@ from ..checks import check_str
 from ..config import LSTMConfig
 from ..gpus import gpu as gpu_row
 from ..profile.bound import checked_host, lower_bound
-from ..profile.ladder import HOSTS, checked_ladder_arguments
+from ..profile.ladder import HOSTS as LADDER_HOSTS, checked_ladder_arguments
 from .api import estimate
 
 GPUS = ("T4", "H100")
+#: The hosts of a step's change: the ladder's two, and none (0 us per launch).
+HOSTS = LADDER_HOSTS + (0,)
 #: What each part of the chain breakdown is, in words.
 PARTS = {"host_ms": "waiting for the host", "concurrency_ms": "waiting for the resident-grid limit",
          "latency_ms": "launch latencies", "sm_wait_ms": "waiting for busy SMs",
@@ -89,19 +93,27 @@ def cause(row: dict) -> str:
     return ", ".join(f"{PARTS[part]} {-ms:+.1f} ms" for part, ms in parts if abs(ms) >= 0.05) or "no change"
 
 
+def host_label(host) -> str:
+    """A host as the tables name it: "cpp", "python", "none" (0 us per launch), or "12.5 us"."""
+    if isinstance(host, str):
+        return host
+    return "none" if host == 0 else f"{host:g} us"
+
+
 def step_change_text(rows: list[dict]) -> str:
     """``step_change``'s rows as a table: bound and estimate before -> after, gain, where it came from."""
     first = rows[0]
     lines = [f"{first['after']} against {first['before']}, at the article's size: ESTIMATED (fl.estimate), "
-             f"lower bound beside",
+             f"lower bound beside" + ("; host none: no host time, as with a CUDA Graph"
+                                      if any(row["host"] == 0 for row in rows) else ""),
              f"{'GPU':<6}{'host':<8}{'bound, ms':>17}{'estimate, ms':>19}{'gain':>7}  {'SMs busy':<14}"
              f"the chain's time, after - before"]
     for row in rows:
         if "cannot" in row:
-            lines.append(f"{row['gpu']:<6}{row['host']:<8}cannot run: {row['cannot'][:90]}")
+            lines.append(f"{row['gpu']:<6}{host_label(row['host']):<8}cannot run: {row['cannot'][:90]}")
             continue
         busy = f"{row['busy'][0]:.0%} -> {row['busy'][1]:.0%}"
-        lines.append(f"{row['gpu']:<6}{row['host']:<8}{row['bound_before_ms']:>7.1f} -> {row['bound_after_ms']:<7.1f}"
+        lines.append(f"{row['gpu']:<6}{host_label(row['host']):<8}{row['bound_before_ms']:>7.1f} -> {row['bound_after_ms']:<7.1f}"
                      f"{row['before_ms']:>9.1f} -> {row['after_ms']:<7.1f}{row['gain']:>6.2f}x  {busy:<14}{cause(row)}")
     return "\n".join(lines)
 
