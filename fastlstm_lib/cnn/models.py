@@ -29,9 +29,10 @@ _MODEL_HINT = " (e.g. from cnn10 or wide_resnet)"
 
 def cnn10(data_format: str = "channels_last", *, image_size: int = CIFAR_IMAGE_SIZE, width: int = 64,
           bn_momentum: float = 0.99, num_classes: int = NUM_CLASSES):
-    """The article's "10-layer CNN", as reconstructed here: 9 conv-BN-ReLU layers and 1 Dense.
+    """The channels_first post's "10-layer CNN", as reconstructed here: 9 conv-BN-ReLU layers and
+    1 Dense.
 
-    The article gives the depth and the kind of block (convolution, BatchNormalization, ReLU,
+    The post gives the depth and the kind of block (convolution, BatchNormalization, ReLU,
     global average pooling), not the layers; these are ours, with ``w = width``:
 
         stage 1: 3 x [Conv2D(w, 3x3, padding same, no bias) - BatchNormalization - ReLU]

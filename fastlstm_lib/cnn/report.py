@@ -76,8 +76,8 @@ def format_then_and_now(rows: list[dict]) -> str:
     for article in article_channels_first():
         gpus = f"{article['gpus']} GPU{'s' if article['gpus'] > 1 else ''}"
         lines.append(f"{article['model']}, {gpus}, {article['precision']}, no XLA")
-        lines.append(f"  article  [{ARTICLE_SETUP}]: channels_first {article['qualifier']} "
-                     f"{article['cf_faster_pct']:.0f}% faster (the article's words, not a measured time)")
+        lines.append(f"  the post [{ARTICLE_SETUP}]: channels_first {article['qualifier']} "
+                     f"{article['cf_faster_pct']:.0f}% faster (the post's words, not a measured time)")
         ours = [index for index, row in enumerate(rows) if _matches(article, row)]
         lines += ["  " + _measured_line(rows[index]) for index in ours]
         matched.update(ours)
@@ -85,7 +85,7 @@ def format_then_and_now(rows: list[dict]) -> str:
             lines.append("  measured: nothing" + (f" (needs {article['gpus']} GPUs)" if article["gpus"] > 1 else ""))
     others = [row for index, row in enumerate(rows) if index not in matched]
     if others:
-        lines.append("Measured variants the article has no counterpart for:")
+        lines.append("Measured variants the channels_first post has no counterpart for:")
         lines += ["  " + _measured_line(row) for row in others]
     return "\n".join(lines)
 
@@ -95,7 +95,7 @@ def _bars(rows: list[dict], published: bool):
     bars = []
     if published:
         for row in article_channels_first():
-            bars.append((f"{row['model']} · {row['gpus']} GPU · {row['precision']} · no XLA (the article)\n{ARTICLE_SETUP}",
+            bars.append((f"{row['model']} · {row['gpus']} GPU · {row['precision']} · no XLA (the channels_first post)\n{ARTICLE_SETUP}",
                          row["cf_faster_pct"], "tab:gray", f"{row['qualifier']} {row['cf_faster_pct']:.0f}%"))
     for row in rows:
         variant = f" · {row['variant']}" if row.get("variant") else ""
@@ -136,7 +136,7 @@ def speedup_chart(rows: list[dict], *, published: bool = True, ax=None):
     ax.set_xlim(-1.3 * span, 1.3 * span)
     ax.set_xlabel("% faster = (t_slower / t_faster - 1) x 100, median epochs\n"
                   "right of 0: channels_first faster · left of 0: channels_last faster")
-    ax.set_title("channels_first vs channels_last: the article (2019) and measured rows")
+    ax.set_title("channels_first vs channels_last: the channels_first post (2019) and measured rows")
     fig.tight_layout()
     return fig
 
