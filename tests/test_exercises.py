@@ -82,7 +82,7 @@ def test_an_untouched_stub_is_not_attempted_yet(name, stub, capsys):
     fl.check(name, stub)
     printed = capsys.readouterr().out
     assert printed.startswith(f"{name}: not attempted yet (the stub still raises NotImplementedError).")
-    assert "hint:" in printed
+    assert f'stuck? fl.exercises.hint("{name}", 1)' in printed and exercises.solution(name) not in printed
     fl.check(name, stub)
     assert capsys.readouterr().out == printed  # deterministic: nbval compares it
 
@@ -141,6 +141,33 @@ def test_the_simpler_persistent_kernel_the_notebook_asks_for_passes():
 def test_solutions_are_printable():
     assert "def gate_products" in exercises.solution("gate_products")
     assert "def _add_bias" in exercises.solution("add_bias")
+
+
+@pytest.mark.parametrize("name", exercises.names())
+def test_hints_come_in_three_levels_and_the_first_two_give_no_code_away(name, capsys):
+    nudge, idea, code = exercises.get(name).hints
+    assert all(len(text) > 40 for text in (nudge, idea, code))
+    assert nudge.rstrip().endswith("?")  # a nudge asks
+    solution_lines = {line.strip() for line in exercises.solution(name).splitlines()
+                      if len(line.strip()) > 15 and not line.strip().startswith(("#", '"', "def ", "class "))}
+    for level, text in ((1, nudge), (2, idea)):
+        assert not any(line in text for line in solution_lines), (name, level)
+    for level in (1, 2, 3):
+        exercises.hint(name, level)
+        printed = capsys.readouterr().out
+        assert printed.startswith(f"{name}, hint {level} of 3 ") and exercises.get(name).hints[level - 1] in printed
+    assert "print(fl.exercises.solution(" in printed  # after the last level: the solution, on request
+
+
+def test_hint_refuses_what_is_no_level():
+    with pytest.raises(ValueError, match="level must be 1 \\(a nudge\\), 2 \\(the idea\\) or 3 \\(the code\\), got 4"):
+        exercises.hint("add_bias", 4)
+    with pytest.raises(TypeError, match="level must be an int, 1, 2 or 3, got str '1'"):
+        exercises.hint("add_bias", "1")
+    with pytest.raises(TypeError, match="level must be an int"):
+        exercises.hint("add_bias", True)
+    with pytest.raises(ValueError, match="unknown exercise 'nope'"):
+        exercises.hint("nope", 1)
 
 
 def test_the_right_variant_is_the_reference():

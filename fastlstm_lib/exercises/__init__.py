@@ -6,7 +6,8 @@ right, and if not, where and which usual mistake it looks like.
     fl.check("gate_products")                    # the library's own solution: what a pass looks like (and says so)
     verdict = fl.exercises.grade("gate_products", MyCombinedGemms)   # the same, as an object
     fl.exercises.names()                         # every exercise, in notebook order
-    print(fl.exercises.solution("gate_products"))  # the solution's source
+    fl.exercises.hint("gate_products", 1)        # stuck? a nudge; 2: the idea; 3: the code
+    print(fl.exercises.solution("gate_products"))  # the solution's source, when the hints were not enough
     fl.exercises.catalog("gate_products")        # its typical mistakes and how each is recognised
 
 One module per exercise, ``exNN_<name>.py`` (NN = its notebook), defining ``EXERCISE``. Step
@@ -81,6 +82,24 @@ def check(name: str, candidate=SOLUTION) -> None:
     candidate it grades the library's own solution (what a pass looks like) and says so; a
     candidate of None is "not attempted", never "passed"."""
     print(grade(name, candidate).text)
+
+
+#: What each hint level gives, from the least to the most.
+HINT_LEVELS = {1: "a nudge", 2: "the idea", 3: "the code"}
+
+
+def hint(name: str, level: int = 1) -> None:
+    """Print hint ``level`` of exercise ``name``: 1 a nudge (what to think about), 2 the idea (what
+    the code must do, in words), 3 the code (the lines, nearly). Ask for them in order; the solution
+    (``solution(name)``) comes after all three."""
+    exercise = get(name)
+    if isinstance(level, bool) or not isinstance(level, int):
+        raise TypeError(f"level must be an int, 1, 2 or 3, got {type(level).__name__} {level!r}")
+    if level not in HINT_LEVELS:
+        raise ValueError(f"level must be 1 (a nudge), 2 (the idea) or 3 (the code), got {level}")
+    more = (f"more: fl.exercises.hint({name!r}, {level + 1})" if level < len(HINT_LEVELS) else
+            f"still stuck: print(fl.exercises.solution({name!r}))")
+    print(f"{name}, hint {level} of {len(HINT_LEVELS)} ({HINT_LEVELS[level]}):\n  {exercise.hints[level - 1]}\n  ({more})")
 
 
 def solution(name: str) -> str:

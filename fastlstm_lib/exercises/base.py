@@ -71,7 +71,7 @@ class Exercise:
     notebook: str = ""
     title: str = ""  # what the learner writes
     difficulty: str = ""  # "easy", "medium" or "hard"
-    hint: str = ""  # shown while the stub is untouched
+    hints: tuple = ()  # (a nudge, the idea, the code): fl.exercises.hint(name, level), one at a time
     catalog: tuple = ()
 
     def solution(self):  # pragma: no cover - abstract
@@ -145,7 +145,8 @@ class Exercise:
     def not_attempted(self, why: str = "the stub still raises NotImplementedError") -> Verdict:
         return Verdict(self.name, "not attempted",
                        f"{self.name}: not attempted yet ({why}).\n"
-                       f"  to do: {self.title}\n  hint:  {self.hint}")
+                       f"  to do: {self.title}\n"
+                       f"  stuck? fl.exercises.hint(\"{self.name}\", 1) gives a nudge, 2 the idea, 3 the code")
 
     def failed(self, title: str, where: str, advice: str, mistake: str) -> Verdict:
         return Verdict(self.name, "failed",

@@ -40,8 +40,15 @@ class AddBias(KernelExercise):
     notebook = "02"
     title = "the kernel add_bias(a, bias, out): out[r, c] = a[r, c] + bias[c], one thread per element of out"
     difficulty = "easy"
-    hint = ("i = cuda.grid(1) numbers the threads of the whole grid; the grid has more threads than out has "
-            "elements, so guard with `if i < out.size:`; then r, c = i // out.shape[1], i % out.shape[1].")
+    hints = (  # a nudge, the idea, the code (fl.exercises.hint(name, level))
+        ('One thread per element of out: how does a thread find which element is its own, and '
+         'what does a thread with no element do?'),
+        ('cuda.grid(1) numbers the threads of the whole grid. The grid has more threads than '
+         "out has elements, so the extra threads must do nothing. Turn the thread's number into "
+         'a row and a column of out; the bias depends on the column only.'),
+        ('i = cuda.grid(1); if i < out.size: r, c = i // out.shape[1], i % out.shape[1]; out[r, '
+         'c] = a[r, c] + bias[c]'),
+    )
     outputs = ("out",)
     axes = {"out": ("row", "column")}
     probes = (Probe(ODD, odd_inputs),)

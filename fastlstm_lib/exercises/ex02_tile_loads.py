@@ -67,9 +67,18 @@ class TileLoads(KernelExercise):
     title = ("in tiled_gemm, load one element of A and one of B into the shared tiles (zero past the edges of "
              "the matrices), and put the two cuda.syncthreads() where the block must wait")
     difficulty = "medium"
-    hint = ("thread (ty, tx) loads a[row, k0 + tx] and b[k0 + ty, col]; an element outside the matrix is "
-            "loaded as 0.0 so that it adds nothing; everyone must finish loading before anyone reads the "
-            "tiles, and finish reading before the next loads overwrite them.")
+    hints = (  # a nudge, the idea, the code (fl.exercises.hint(name, level))
+        ('Each thread of the block fills one element of each shared tile, per slab of K. What '
+         'must every thread wait for before it reads the tiles, and before the next slab '
+         'overwrites them?'),
+        ('Thread (ty, tx) loads the element of A in its row at column k0 + tx, and the element '
+         'of B in its column at row k0 + ty. An element past the edge of a matrix is loaded as '
+         '0.0, so that it adds nothing. A barrier after the loads (everyone has loaded before '
+         'anyone reads) and one after the k loop (everyone has read before the next loads).'),
+        ('a_tile[ty, tx] = a[row, k0 + tx] if row < m and k0 + tx < k_total else 0.0; the same '
+         'for b_tile[ty, tx] from b[k0 + ty, col] (k0 + ty < k_total, col < n); '
+         'cuda.syncthreads() after the two loads and again after the k loop.'),
+    )
     outputs = ("c",)
     axes = {"c": ("row", "column")}
     probes = (Probe(ODD, gemm_inputs(TILE + 1, 2 * TILE - 1, 2 * TILE + 1, seed=3)),

@@ -24,8 +24,16 @@ class GateProducts(StepExercise):
     title = ("gate_products(self, state, weights, x_t, h_prev) in a subclass of Baseline: x_t @ W into "
              "state.x_gates and h_prev @ U into state.h_gates, one GEMM each for all four gates")
     difficulty = "easy"
-    hint = ("gemm(a, b, c, transpose_b=..., stream=state.stream) computes c = a @ op(b). weights.kernel is W^T "
-            "(4H x in) and weights.recurrent is U^T (4H x H), one row per gate unit, stacked gate by gate.")
+    hints = (  # a nudge, the idea, the code (fl.exercises.hint(name, level))
+        ("The four gates' weights are stacked in one matrix: what does one GEMM with all of "
+         'them compute, and where does its result go?'),
+        ('x_t times W for all four gates at once is one GEMM of x_t with the whole stacked W, '
+         'giving B x 4H: state.x_gates. The same for h_prev and U into state.h_gates. The '
+         'weights are stored transposed (one row per gate unit), so the GEMM reads them with '
+         "its 'T' flag."),
+        ('gemm(x_t, weights.kernel, state.x_gates, transpose_b=True, stream=state.stream); '
+         'gemm(h_prev, weights.recurrent, state.h_gates, transpose_b=True, stream=state.stream)'),
+    )
     cfg = LSTMConfig(batch=3, seq_len=2, input_size=5, hidden=7, layers=1)
     compare_launches = True
 

@@ -31,11 +31,21 @@ class SideStream(StepExercise):
     title = ("run_layer(self, state, weights, xs, hs) in a subclass of Streams: each step's input GEMM on "
              "state.side into state.x_seq[t], an event that the main stream waits for before the cell update")
     difficulty = "medium"
-    hint = ("per step t: self.input_gemm(weights, xs[t], state.x_seq[t], state.side), then "
-            "state.input_done[t].record(...) on the stream that did it; the recurrent GEMM on state.stream; "
-            "then make state.stream wait for the event before self.cell_update(...). Before the loop: the side "
-            "stream must not read the layer's input before the main stream wrote it (state.layer_ready), and c "
-            "starts at 0.")
+    hints = (  # a nudge, the idea, the code (fl.exercises.hint(name, level))
+        ("Which of a step's two GEMMs does not depend on the previous step? That one can go on "
+         'the side stream; then what must the main stream wait for, and when?'),
+        ('Per step t: the input GEMM on the side stream into state.x_seq[t], then an event '
+         'recorded on the side stream after it; the recurrent GEMM on the main stream; the main '
+         'stream waits for that event before the cell update. Before the loop, the side stream '
+         'must wait until the main stream has finished the layer below (state.layer_ready), and '
+         'c starts at 0.'),
+        ('state.layer_ready.record(state.stream); state.layer_ready.wait(state.side); '
+         'pw.fill(state.c, 0.0, stream=state.stream); per t: self.input_gemm(weights, xs[t], '
+         'state.x_seq[t], state.side); state.input_done[t].record(state.side); '
+         'self.recurrent_gemm(state, weights, h_prev); state.input_done[t].wait(state.stream); '
+         'self.cell_update(state, weights, state.x_seq[t], state.h_gates, hs[t]); h_prev = '
+         'hs[t]'),
+    )
     cfg = LSTMConfig(batch=3, seq_len=2, input_size=5, hidden=7, layers=2)
 
 

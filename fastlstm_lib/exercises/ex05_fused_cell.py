@@ -74,9 +74,19 @@ class FusedCell(KernelExercise):
     title = ("the kernel lstm_cell(x_gates, h_gates, bias, c, h): one thread per (batch row, unit) does the "
              "bias, the four gates, c = f*c + i*g (in place) and h = o*tanh(c)")
     difficulty = "medium"
-    hint = ("i = cuda.grid(1); guard i < c.size; r, j = i // hidden, i % hidden with hidden = c.shape[1]; gate "
-            "g of unit j is column g*hidden + j of x_gates, h_gates and bias (gates i, f, c, o); sigmoidf is in "
-            "fastlstm_lib.kernels.pointwise, math.tanh works in kernels.")
+    hints = (  # a nudge, the idea, the code (fl.exercises.hint(name, level))
+        ('One thread per (batch row, unit): which four columns of the gate matrices belong to '
+         'one unit, and what does the thread keep and write?'),
+        ('Number the thread with cuda.grid(1) and guard against the extra threads. Its row and '
+         'unit come from dividing by the hidden size. Gate g of unit j is column g*hidden + j '
+         'of x_gates, h_gates and bias, in the order i, f, c, o. Sum the two products and the '
+         'bias per gate, apply sigmoid (i, f, o) or tanh (c), update c in place, and write h = '
+         'o*tanh(c).'),
+        ('i = cuda.grid(1); hidden = c.shape[1]; if i < c.size: r, j = i // hidden, i % hidden; '
+         'z_g = x_gates[r, g*hidden + j] + h_gates[r, g*hidden + j] + bias[g*hidden + j] for g '
+         '= 0..3; c[r, j] = sigmoidf(z_f) * c[r, j] + sigmoidf(z_i) * math.tanh(z_c); h[r, j] = '
+         'sigmoidf(z_o) * math.tanh(c[r, j])  (sigmoidf: fastlstm_lib.kernels.pointwise)'),
+    )
     outputs = ("c", "h")
     axes = {"c": ("batch row", "unit"), "h": ("batch row", "unit")}
     probes = (Probe(ODD, cell_inputs(zero_bias=False)), Probe(ZERO_BIAS, cell_inputs(zero_bias=True), "again"))

@@ -84,8 +84,16 @@ class Upload(StepExercise):
     title = ("upload_weights(self, layer) in a subclass of FusedPointwise: a SimpleNamespace(kernel=W, "
              "recurrent=U, bias=..., transposed=False) of device arrays, in the layout the GEMM takes without the 'T' flag")
     difficulty = "easy"
-    hint = ("layer.kernel (in x 4H) and layer.recurrent_kernel (H x 4H) are Keras' matrices, W and U "
-            "themselves, row-major: cuda.to_device(...) them as they are. The baseline's upload_weights transposed them.")
+    hints = (  # a nudge, the idea, the code (fl.exercises.hint(name, level))
+        ("The baseline transposed Keras' matrices on upload. Which layout does the GEMM read "
+         "without its 'T' flag?"),
+        ("Keras' kernel (in x 4H) and recurrent_kernel (H x 4H) are W and U themselves, "
+         'row-major: upload them as they are, and say transposed=False so the steps call the '
+         'GEMM without the flag.'),
+        ('SimpleNamespace(kernel=cuda.to_device(layer.kernel), '
+         'recurrent=cuda.to_device(layer.recurrent_kernel), bias=cuda.to_device(layer.bias), '
+         'transposed=False)'),
+    )
 
 
 EXERCISE = Upload()

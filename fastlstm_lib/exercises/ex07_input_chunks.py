@@ -42,10 +42,19 @@ class InputChunks(StepExercise):
     title = ("run_layer(self, state, weights, xs, hs) in a subclass of CombinedInputs: one input GEMM per chunk "
              "of steps on state.side, each followed by its event, then the recurrence chunk by chunk")
     difficulty = "medium"
-    hint = ("rows(a) views a (steps, B, F) block as the (steps*B, F) matrix a GEMM takes: "
-            "self.input_gemm(weights, rows(xs[t0:t1]), rows(state.x_seq[t0:t1]), state.side). Queue every chunk's "
-            "GEMM and event first; the main stream waits for a chunk's event before its steps. Keep h_prev and c "
-            "going from chunk to chunk; start like Streams.run_layer (layer_ready, c = 0).")
+    hints = (  # a nudge, the idea, the code (fl.exercises.hint(name, level))
+        ('Streams ran one input GEMM per step. What changes if one GEMM covers a whole chunk of '
+         "steps, and what must each chunk's recurrence wait for?"),
+        ("Queue every chunk's input GEMM on the side stream first, each followed by its own "
+         'event; then run the recurrence on the main stream chunk by chunk, waiting for a '
+         "chunk's event before its steps. rows() views a block of steps as the tall matrix a "
+         'GEMM takes. Start the layer like Streams does (layer_ready, c = 0) and keep h_prev '
+         'going across chunks.'),
+        ('for (t0, t1), done in zip(state.chunks, state.chunk_inputs_done): '
+         'self.input_gemm(weights, rows(xs[t0:t1]), rows(state.x_seq[t0:t1]), state.side); '
+         'done.record(state.side). Then for each chunk: done.wait(state.stream); for t in '
+         'range(t0, t1): recurrent GEMM, cell update, h_prev = hs[t].'),
+    )
     cfg = LSTMConfig(batch=3, seq_len=3, input_size=5, hidden=7, layers=2)
     options = {"chunk": 2}
     compare_launches = True

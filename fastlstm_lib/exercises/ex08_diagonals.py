@@ -64,9 +64,16 @@ class Diagonals(StepExercise):
              "layer, k, inputs[layer], outputs[layer]) for every (layer, chunk k), diagonal d = layer + k by "
              "diagonal")
     difficulty = "medium"
-    hint = ("there are layers + chunks - 1 diagonals; on diagonal d, the layers that have a chunk k = d - layer "
-            "with 0 <= k < chunks are max(0, d - chunks + 1) .. min(layers - 1, d). run_chunk already waits for the "
-            "layer below's event.")
+    hints = (  # a nudge, the idea, the code (fl.exercises.hint(name, level))
+        ('Chunk k of layer l needs chunk k of layer l - 1 and chunk k - 1 of layer l. Which '
+         '(layer, chunk) pairs can run at the same time?'),
+        ('The pairs with the same layer + k: a diagonal d. Walk the diagonals in order; on '
+         'each, call run_chunk for every layer that has a chunk k = d - layer with 0 <= k < '
+         "chunks. run_chunk already waits for the layer below's event."),
+        ('for d in range(layers + chunks - 1): for layer in range(max(0, d - chunks + 1), '
+         'min(layers - 1, d) + 1): self.run_chunk(state, layer, d - layer, inputs[layer], '
+         'outputs[layer])'),
+    )
     cfg = LSTMConfig(batch=3, seq_len=3, input_size=5, hidden=7, layers=2)
     options = {"chunk": 1}  # 3 chunks, 4 diagonals: layer 1 starts while layer 0 still has a chunk to do
 

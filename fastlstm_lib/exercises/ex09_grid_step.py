@@ -79,9 +79,19 @@ class GridStep(KernelExercise):
     title = ("the time loop's body in persistent_layer: the dot products with h_{t-1}, the gates, c and h_t of "
              "this thread's (batch row, unit), then the grid barrier")
     difficulty = "hard"
-    hint = ("h_{t-1} is hs[t - 1] (all of it, written by every block); at t = 0 there is no recurrent term. "
-            "Column g*HIDDEN + j of U is gate g of unit j. Keep c in a variable that lives across steps. Only "
-            "threads with j < HIDDEN write; every thread reaches grid.sync() at the end of each step.")
+    hints = (  # a nudge, the idea, the code (fl.exercises.hint(name, level))
+        ("Step t needs every block's h_{t-1}. What does a block do before it may read it, and "
+         'what is different at t = 0?'),
+        ('At t = 0 there is no recurrent term. Otherwise the four dot products of h_{t-1} (hs[t '
+         "- 1], written by every block) with this unit's four columns of U (u_s, already in "
+         'shared memory); add the input products and the bias, apply the gates, update c (a '
+         'variable that lives across steps) and write h_t if j < HIDDEN. Then every thread, '
+         'even those without a unit, waits at the grid barrier.'),
+        ('if t > 0: z_g += hs[t - 1, b, k] * u_s[g*UNITS + jj, k] over k in range(HIDDEN), for '
+         'g = 0..3; z_g += x_gates[t, b, g*HIDDEN + j] + bias[g*HIDDEN + j]; c = sigmoidf(z_f) '
+         '* c + sigmoidf(z_i) * math.tanh(z_c); if j < HIDDEN: hs[t, b, j] = sigmoidf(z_o) * '
+         'math.tanh(c); then grid.sync(), reached by every thread'),
+    )
     outputs = ("hs",)
     axes = {"hs": AXES}
     probes = (Probe(ODD, layer_inputs),)
