@@ -115,7 +115,8 @@ def inventory(cc: tuple[int, int]) -> dict:
     hidden, batches, chip = PERSISTENT
     for batch in batches:
         pl = plan.plan(hidden, batch, chip=chip, single_block=False, target_threads=plan.GPU_TARGET_THREADS)
-        what = f"hidden {hidden}, {pl.units} units x {pl.splits} splits, k_chunk {pl.k_chunk} ({chip} plan)"
+        what = (f"hidden {hidden}, {pl.units} units x {pl.rows} rows per thread x {pl.splits} splits, "
+                f"k_chunk {pl.k_chunk} ({chip} plan)")
         found[f"persistent_b{batch}"] = (pl.kernel(), (C3, C2, C1, C3), what, p.MAX_REGISTERS, True)
     return found
 

@@ -43,14 +43,15 @@ def test_persistent_is_two_launches_per_layer(odd_problem):
 def test_simulator_plans_a_single_block():
     if not fl.is_simulator():
         pytest.skip("simulator only")
-    p = persistent_plan.plan(13, 3)
-    assert (p.blocks, p.units, p.threads) == (1, 13, 39)
+    p = persistent_plan.plan(13, 3)  # one thread does all 3 rows of a unit; 2 threads share its k
+    assert (p.blocks, p.units, p.rows, p.splits, p.threads) == (1, 13, 3, 2, 26)
 
 
-@pytest.mark.parametrize("splits", [1, 4])
-def test_many_blocks_index_the_right_units(splits):
-    """Several blocks (the last one partial), h staged in k-chunks with a tail, and each pair's
-    dot products split between several threads.
+@pytest.mark.parametrize("splits, k_chunk, rows", [(1, 4, 1), (2, 8, 2), (1, 4, 3), (4, 16, 4)])
+def test_many_blocks_index_the_right_units(splits, k_chunk, rows):
+    """Several blocks (the last one partial), h staged in k-chunks with a tail, each pair's dot
+    products split between several threads, and a thread doing several batch rows (the last
+    group padded with zero rows where 3 is no multiple of ``rows``).
 
     The simulator runs blocks one after another, so a block can't wait there for the others' h.
     Instead every h_{t-1} is pre-filled with the reference's value, except the last step, which
@@ -64,7 +65,7 @@ def test_many_blocks_index_the_right_units(splits):
     x_gates = np.ascontiguousarray((x @ kernel).transpose(1, 0, 2))  # (T, B, 4H), bias added in-kernel
     hs = np.ascontiguousarray(ref.transpose(1, 0, 2)).astype(np.float32)
     hs[-1] = np.nan
-    grid = persistent_plan.Plan(hidden, batch, units=5, blocks=3, splits=splits, k_chunk=4)
+    grid = persistent_plan.Plan(hidden, batch, units=5, blocks=3, splits=splits, k_chunk=k_chunk, rows=rows)
     hs_device = cuda.to_device(hs)
     persistent.launch(grid, cuda.to_device(x_gates), cuda.to_device(recurrent), cuda.to_device(bias), hs_device)
     assert fl.relative_error(hs_device.copy_to_host().transpose(1, 0, 2), ref) <= 1e-5
@@ -76,7 +77,7 @@ def test_split_dot_products_in_one_block():
     kernel, recurrent, bias = params[0]
     x_gates = np.ascontiguousarray((x @ kernel).transpose(1, 0, 2))
     hs = cuda.to_device(np.full((3, 2, 7), np.nan, np.float32))
-    grid = persistent_plan.Plan(7, 2, units=7, blocks=1, splits=2, k_chunk=7)
+    grid = persistent_plan.Plan(7, 2, units=7, blocks=1, splits=2, k_chunk=8, rows=2)
     persistent.launch(grid, cuda.to_device(x_gates), cuda.to_device(recurrent), cuda.to_device(bias), hs)
     ref = fl.reference_forward(x, params)
     assert fl.relative_error(hs.copy_to_host().transpose(1, 0, 2), ref) <= 1e-5
@@ -90,16 +91,16 @@ def one_block_per_sm(name):
     return dataclasses.replace(chip(name), max_blocks_per_sm=1)
 
 
-@pytest.mark.parametrize("batch, units, splits, k_chunk", [
-    (1, 4, 32, 512),  # 4 pairs per block: 32 threads share each pair's dot products; all of h fits
-    (4, 4, 16, 512),
-    (16, 4, 4, 512),  # dynamic shared memory: all of h fits where 48 KiB of static memory held 128
-    (64, 4, 1, 512),  # 256 pairs fill the block by themselves
+@pytest.mark.parametrize("batch, units, rows, splits, k_chunk", [
+    (1, 4, 1, 32, 512),  # 4 (row, unit) pairs per block: 32 threads share each one's dot products; all of h fits
+    (4, 4, 4, 32, 512),  # one thread does the 4 rows of a unit: each weight it loads feeds 4 FMAs
+    (16, 4, 4, 16, 512),  # dynamic shared memory: all of h fits where 48 KiB of static memory held 128
+    (64, 4, 4, 4, 512),
 ])
-def test_plan_at_hidden_512_one_block_per_sm(batch, units, splits, k_chunk):
+def test_plan_at_hidden_512_one_block_per_sm(batch, units, rows, splits, k_chunk):
     p = persistent_plan.plan(512, batch, chip=one_block_per_sm("H100"), target_threads=256)
-    assert (p.units, p.blocks, p.splits, p.k_chunk) == (units, 512 // units, splits, k_chunk)
-    assert p.threads == batch * units * splits <= 1024
+    assert (p.units, p.blocks, p.rows, p.splits, p.k_chunk) == (units, 512 // units, rows, splits, k_chunk)
+    assert p.threads == -(-batch // rows) * units * splits <= 1024
     assert p.shared_bytes <= chip("H100").shared_bytes_per_block
 
 
@@ -118,15 +119,24 @@ def test_hidden_1024_batch_4_fits_an_h100_but_not_an_m40():
         persistent_plan.plan(1024, 4, chip="M40", target_threads=256)
 
 
-def test_batch_256_needs_more_registers_than_an_sm_has():
-    # 4 units x 256 rows = 1024 threads x 128 registers > 65536: not even one block is resident.
+def test_batch_1024_needs_more_registers_than_an_sm_has():
+    # 4 units x 256 row groups = 1024 threads x 128 registers > 65536: not even one block is resident.
+    # (Batch 256, 4 rows per thread, fits: 256 threads.)
     with pytest.raises(persistent_plan.PersistentLimitError, match=r"limited by registers"):
-        persistent_plan.plan(512, 256, chip=one_block_per_sm("H100"), target_threads=256)
+        persistent_plan.plan(512, 1024, chip=one_block_per_sm("H100"), target_threads=256)
+    assert persistent_plan.plan(512, 256, chip=one_block_per_sm("H100"), target_threads=256).threads == 256
+
+
+def test_a_plan_whose_chunk_splits_k_unevenly_is_refused():
+    with pytest.raises(ValueError, match=r"k_chunk must be a multiple of 4 x splits = 16"):
+        persistent_plan.Plan(13, 3, units=5, blocks=3, splits=4, k_chunk=4)
+    with pytest.raises(ValueError, match=r"rows must be a positive int, got 0"):
+        persistent_plan.Plan(13, 3, units=5, blocks=3, splits=1, k_chunk=4, rows=0)
 
 
 def test_plan_names_the_thread_limit():
-    with pytest.raises(persistent_plan.PersistentLimitError, match=r"512 x 3 = 1536 threads > 1024"):
-        persistent_plan.plan(512, 512, chip=one_block_per_sm("H100"))
+    with pytest.raises(persistent_plan.PersistentLimitError, match=r"512 row groups x 3 = 1536 threads > 1024"):
+        persistent_plan.plan(512, 2048, chip=one_block_per_sm("H100"))
 
 
 def test_plan_names_the_shared_memory_limit():
@@ -167,7 +177,7 @@ def test_a_gpu_whose_driver_refuses_cooperative_launch_is_named():
 def test_a_step_that_does_not_fit_fails_before_launching():
     if not fl.is_simulator():
         pytest.skip("the single-block limit is the simulator's")
-    cfg = fl.LSTMConfig(batch=40, seq_len=2, input_size=2, hidden=30, layers=1)  # 1200 threads in one block
+    cfg = fl.LSTMConfig(batch=160, seq_len=2, input_size=2, hidden=30, layers=1)  # 40 row groups x 30 units: 1200 threads
     x, params = problem(cfg)
     with fl.count_launches() as launches, pytest.raises(ValueError, match="does not fit"):
         fl.steps.get("persistent").forward(x, params)

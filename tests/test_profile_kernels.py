@@ -78,13 +78,13 @@ def test_elementwise_on_gate_views(kernel):
     assert formula == measured
 
 
-@pytest.mark.parametrize("units, blocks, splits, k_chunk", [(5, 3, 2, 4), (5, 3, 1, 13), (13, 1, 2, 4)])
-def test_persistent_kernel(units, blocks, splits, k_chunk):
+@pytest.mark.parametrize("units, blocks, splits, k_chunk, rows", [(5, 3, 2, 8, 2), (5, 3, 1, 16, 3), (13, 1, 2, 8, 1)])
+def test_persistent_kernel(units, blocks, splits, k_chunk, rows):
     """U is loaded once per launch, h_{t-1} by every block at every step but the first. With
     several blocks the simulator runs them one after another, so a block reads h that others have
     not written yet there: what is read before being written is compared for one block only."""
     hidden, batch, steps = 13, 3, 4
-    plan = persistent_plan.Plan(hidden, batch, units=units, blocks=blocks, splits=splits, k_chunk=k_chunk)
+    plan = persistent_plan.Plan(hidden, batch, units=units, blocks=blocks, splits=splits, k_chunk=k_chunk, rows=rows)
     x_gates, recurrent = device((steps, batch, 4 * hidden)), device((hidden, 4 * hidden), seed=1)
     bias, hs = device(4 * hidden, seed=2), device((steps, batch, hidden), seed=3)
     fields = FIELDS if blocks == 1 else FIELDS[:-1]

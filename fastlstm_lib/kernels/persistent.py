@@ -5,22 +5,30 @@ only its 4 * units columns of U (one per gate and unit), H x 4 x units floats. I
 shared memory ONCE, and keeps them there for the whole sequence: the weights stop travelling
 from memory (or L2) at every step.
 
-Inside a block, each (batch row, hidden unit) pair gets ``splits`` threads. Each thread adds its
-share of the 4 dot products h_{t-1} . U[:, gate column] (every splits-th k), the shares are summed
-through shared memory, and the pair's leader thread, the one with share 0, keeps the pair's cell
-state c in a register for the whole sequence. At batch 64 one thread per pair already fills a
-block (splits = 1); at batch 4 a block would otherwise have 16 threads, each doing 2048
-multiply-adds one after the other, per step.
+Inside a block, each thread owns one hidden unit and ``rows`` batch rows (up to ``MAX_ROWS``),
+and ``splits`` threads share that (row group, unit)'s dot products h_{t-1} . U[:, gate column],
+each adding every splits-th group of ``VECTOR`` k. Two things keep the inner loop doing
+arithmetic rather than loading: each weight loaded from shared memory feeds ``rows`` FMAs, one per
+batch row, and ``VECTOR`` neighbouring k of U (or of h) come in one 128-bit load (LDS.128), which
+the compiler makes of four float loads once the buffer is 16-byte aligned and every index a
+multiple of 4. Compiled for the H100 plans at hidden 512, the loop does 8 shared loads per 64 FFMAs
+from batch 4 on (data/kernel_resources.csv); one float load per FMA would be 1.25 per FFMA, as
+before this blocking. At batch 1 a thread has one row, and the vector loads alone give 5 per 16.
+``splits`` brings a block near 256 threads when the batch is small: at batch 4, a block of 4 units
+would otherwise have 4 threads, each doing 8192 multiply-adds one after the other, per step.
 
 Per step t:
-1. every thread adds its share of h_{t-1} . U; h_{t-1} is staged in shared memory, all of it
-   at once when it fits, else chunk by chunk;
-2. the leader sums the shares, adds the input pre-activations (one GEMM over all steps computed
-   them beforehand) and the bias, applies the gates, updates c and writes h_t to global memory;
-3. the whole grid waits at the barrier: step t+1 reads every block's h_t.
+1. every thread adds its share of h_{t-1} . U for its rows; h_{t-1} is staged in shared memory,
+   all of it at once when it fits, else chunk by chunk;
+2. with ``splits`` > 1 the partial sums go through shared memory, and the pair's threads add them
+   up between them (thread s the values s, s + splits, ...: no one thread adds all of them);
+3. for each row, one thread of the pair adds the input pre-activations (one GEMM over all steps
+   computed them beforehand) and the bias, applies the gates, updates c (kept in a register for the
+   whole sequence) and writes h_t to global memory;
+4. the whole grid waits at the barrier: step t+1 reads every block's h_t.
 
-Shared memory is one *dynamic* buffer (U's columns, staged h, the threads' shares, at offsets
-fixed by the plan). Dynamic shared memory may exceed the 48 KiB that static arrays are limited
+Shared memory is one *dynamic* buffer (U's columns, staged h, the partial sums, at offsets fixed
+by the plan). Dynamic shared memory may exceed the 48 KiB that static arrays are limited
 to, up to what the chip allows one block (227 KiB on an H100) once the kernel opts in: more
 units per block, fewer blocks.
 
@@ -33,156 +41,157 @@ one after another, so there the grid must be a single block.
 
 from __future__ import annotations
 
-import dataclasses
 import functools
 import math
 
 from numba import cuda, float32, uint64
 
 from .. import simulator
+from .persistent_layout import VECTOR, SharedLayout, check_layout
 from .pointwise import sigmoidf
 
 #: Static shared memory per block that every CUDA GPU allows; dynamic memory beyond it needs an opt-in.
 STATIC_SHARED_BYTES = 48 * 1024
 #: Registers per thread the kernel is compiled to fit (``max_registers``), so that the residency
 #: of a plan can be predicted for any chip: two 256-thread blocks share an SM's 65536 registers.
-#: Under this cap ptxas uses 70 to 102 registers for the H100 plans at hidden 512, from sm_52 to
-#: sm_90, and spills nothing (data/kernel_resources.csv, checked by tests/test_compile_matrix.py).
+#: Under this cap ptxas uses 86 to 124 registers for the H100 plans at hidden 512 (4 rows per thread
+#: keep 16 sums and 4 cell states), from sm_52 to sm_90, and spills nothing (data/kernel_resources.csv,
+#: checked by tests/test_compile_matrix.py).
 MAX_REGISTERS = 128
 
 
-@dataclasses.dataclass(frozen=True)
-class SharedLayout:
-    """Where each part lives in the block's dynamic shared buffer (offsets and strides in floats)."""
-
-    hidden: int
-    units: int
-    batch: int
-    k_chunk: int
-    splits: int
-
-    @property
-    def u_stride(self) -> int:  # +1: neighbouring rows in different banks
-        return self.hidden + 1
-
-    @property
-    def h_offset(self) -> int:
-        return 4 * self.units * self.u_stride
-
-    @property
-    def h_stride(self) -> int:
-        return self.k_chunk + 1
-
-    @property
-    def shares_offset(self) -> int:
-        return self.h_offset + self.batch * self.h_stride
-
-    @property
-    def floats(self) -> int:
-        shares = self.batch * self.units * self.splits * 4 if self.splits > 1 else 0
-        return self.shares_offset + shares
-
-    @property
-    def bytes(self) -> int:
-        return 4 * self.floats
+if simulator.SIMULATOR:
+    @cuda.jit(device=True)
+    def dynamic_shared():
+        """The block's dynamic shared buffer (the simulator's takes no alignment)."""
+        return cuda.shared.array(0, float32)
+else:
+    @cuda.jit(device=True, inline="always")
+    def dynamic_shared():
+        """The block's dynamic shared buffer, 16-byte aligned: what lets the compiler turn
+        ``VECTOR`` neighbouring float loads into one 128-bit load (LDS.128)."""
+        return cuda.shared.array(0, float32, alignment=16)
 
 
 @functools.lru_cache(maxsize=None)
-def persistent_layer_kernel(hidden: int, units: int, batch: int, k_chunk: int, splits: int):
+def persistent_layer_kernel(hidden: int, units: int, batch: int, k_chunk: int, splits: int, rows: int = 1):
     """The kernel for one plan: every size is a compile-time constant."""
-    layout = SharedLayout(hidden, units, batch, k_chunk, splits)
+    layout = SharedLayout(hidden, units, batch, k_chunk, splits, rows)
+    check_layout(layout)
     gate_cols = 4 * units
-    threads = batch * units * splits
+    threads = layout.threads
+    hidden_p, rows_p = layout.hidden_p, layout.rows_p
     u_stride, h_offset, h_stride, shares_offset = layout.u_stride, layout.h_offset, layout.h_stride, layout.shares_offset
+    gate_stride = units * u_stride  # from gate i's column of U to gate f's, of the same unit
+    step = VECTOR * splits  # a thread's stride through k
+    share_stride = layout.share_stride
+    quads = k_chunk // step  # VECTOR-wide groups of k per thread per chunk
     options = {} if simulator.SIMULATOR else {"max_registers": MAX_REGISTERS}
-    u_rounds = -(-hidden * gate_cols // threads)  # U elements each thread loads
-    h_rounds = -(-batch * k_chunk // threads)  # h elements each thread stages, per chunk
-    ragged = hidden % splits != 0 or k_chunk % splits != 0  # some threads add one k fewer
+    u_rounds = -(-hidden_p * gate_cols // threads)  # U elements each thread loads (zeros beyond hidden)
+    h_rounds = -(-rows_p * k_chunk // threads)  # h elements each thread stages, per chunk
+
+    @cuda.jit(device=True, inline="always")
+    def dot_quad(smem, h_at, u_at, acc):
+        # VECTOR k of this thread's dot products: each of the 4 gates' weights, loaded once, feeds
+        # `rows` FMAs, one per batch row. Neighbouring k are neighbours in shared memory, so the
+        # VECTOR loads of one column (or one row of h) become one 128-bit load.
+        for v in range(VECTOR):
+            u_i = smem[uint64(u_at + v)]
+            u_f = smem[uint64(u_at + gate_stride + v)]
+            u_c = smem[uint64(u_at + 2 * gate_stride + v)]
+            u_o = smem[uint64(u_at + 3 * gate_stride + v)]
+            for r in range(rows):
+                h = smem[uint64(h_at + r * h_stride + v)]
+                acc[0, r] += h * u_i
+                acc[1, r] += h * u_f
+                acc[2, r] += h * u_c
+                acc[3, r] += h * u_o
 
     @cuda.jit(**options)
     def persistent_layer(x_gates, recurrent, bias, hs):
         # x_gates (T, B, 4H): x_t @ W for every step; recurrent (H, 4H); bias (4H,); hs (T, B, H).
         # smem: [U's columns of this block, transposed (4*units x u_stride)]
-        #       [h staged (batch x h_stride)] [shares (threads x 4), only when splits > 1]
+        #       [h staged (rows_p x h_stride)], and if splits > 1 the partial sums (pairs x 4 x rows x
+        #       share_stride): in staged h's place where they fit (written after the step's last read of h)
         # Shared-memory indices are cast to uint64: for a signed one Numba adds a test and an add
         # (a[-1] is the last element), which in the dot products cost more instructions than the
-        # FFMAs, and whose hoisted operands held enough registers to spill. The loops that share
-        # out the loads count rounds (a constant) rather than range over (tid, total, threads),
-        # whose 64-bit trip-count bookkeeping did the same.
-        smem = cuda.shared.array(0, float32)
+        # FFMAs. The loops that share out the loads count rounds (a constant) rather than range
+        # over (tid, total, threads), whose 64-bit trip-count bookkeeping did the same.
+        smem = dynamic_shared()
         grid = cuda.cg.this_grid()
         tid = cuda.threadIdx.x
-        share = tid % splits  # this thread adds k = share, share + splits, ...
+        share = tid % splits  # this thread adds k-groups share, share + splits, ...
         pair = tid // splits
-        b = pair // units  # the pair's batch row...
+        group = pair // units  # the thread's batch rows: group * rows + r, r < rows...
         jj = pair % units  # ...and hidden unit, for the whole sequence
         first_unit = cuda.blockIdx.x * units
         j = first_unit + jj
-        leader = share == 0 and j < hidden  # the last block may own fewer than `units` units
-        h_row = h_offset + b * h_stride  # where the pair's h and its gate i column of U start in smem
-        u_row = jj * u_stride
-        mine = shares_offset + 4 * tid  # this thread's 4 shares
+        h_at = h_offset + group * rows * h_stride + share * VECTOR  # where its h and its gate i column start
+        u_at = jj * u_stride + share * VECTOR
+        shares_at = shares_offset + pair * 4 * rows * share_stride  # the pair's partial sums
+        acc = cuda.local.array((4, rows), float32)  # z of gates i, f, c, o for each of its rows
+        c = cuda.local.array(rows, float32)  # each row's cell state, for the whole sequence
 
         for i in range(u_rounds):  # once per launch, not per step
             e = tid + i * threads
             k, col = e // gate_cols, e % gate_cols
             unit = first_unit + col % units
-            if e < hidden * gate_cols:
-                value = recurrent[uint64(k), uint64((col // units) * hidden + unit)] if unit < hidden else float32(0.0)
+            if e < hidden_p * gate_cols:
+                value = recurrent[uint64(k), uint64((col // units) * hidden + unit)] if unit < hidden and k < hidden else float32(0.0)
                 smem[uint64(col * u_stride + k)] = value
+        for r in range(rows):
+            c[r] = float32(0.0)
         cuda.syncthreads()
 
-        c = float32(0.0)
         for t in range(hs.shape[0]):
-            z_i = float32(0.0)
-            z_f = float32(0.0)
-            z_c = float32(0.0)
-            z_o = float32(0.0)
+            for r in range(rows):
+                for g in range(4):
+                    acc[g, r] = float32(0.0)
             if t > 0:  # h_{-1} = 0: step 0 has no recurrent term
-                for k0 in range(0, hidden, k_chunk):
-                    for i in range(h_rounds):
+                for k0 in range(0, hidden_p, k_chunk):
+                    for i in range(h_rounds):  # stage h_{t-1}[:, k0:k0 + k_chunk], zeros beyond hidden and batch
                         e = tid + i * threads
                         r, kk = e // k_chunk, e % k_chunk
-                        if e < batch * k_chunk:
-                            staged = hs[t - 1, r, k0 + kk] if k0 + kk < hidden else float32(0.0)
+                        if e < rows_p * k_chunk:
+                            staged = hs[t - 1, r, k0 + kk] if k0 + kk < hidden and r < batch else float32(0.0)
                             smem[uint64(h_offset + r * h_stride + kk)] = staged
                     cuda.syncthreads()
-                    limit = min(k_chunk, hidden - k0)
-                    for k_split in range(0, limit, splits):
-                        kk = k_split + share
-                        if ragged and kk >= limit:
-                            break
-                        h = smem[uint64(h_row + kk)]
-                        at = u_row + k0 + kk
-                        z_i += h * smem[uint64(at)]
-                        z_f += h * smem[uint64(at + units * u_stride)]
-                        z_c += h * smem[uint64(at + 2 * units * u_stride)]
-                        z_o += h * smem[uint64(at + 3 * units * u_stride)]
+                    for q in range(quads):
+                        dot_quad(smem, h_at + q * step, u_at + k0 + q * step, acc)
                     cuda.syncthreads()  # h is refilled next
-            if splits > 1:  # a compile-time constant: this goes away with one thread per pair
-                smem[uint64(mine)] = z_i
-                smem[uint64(mine + 1)] = z_f
-                smem[uint64(mine + 2)] = z_c
-                smem[uint64(mine + 3)] = z_o
+            if splits > 1:  # compile-time constant: with one thread per (group, unit) the sums stay in registers
+                # The pair's threads write their 4 x rows partial sums, then share out the totals:
+                # thread `share` adds up values share, share + splits, ... (each over all splits
+                # threads), so no one thread adds all of them; a value's partials are contiguous.
+                for r in range(rows):
+                    for g in range(4):
+                        smem[uint64(shares_at + (g * rows + r) * share_stride + share)] = acc[g, r]
                 cuda.syncthreads()
-            if leader:
-                if splits > 1:
-                    z_i = float32(0.0)
-                    z_f = float32(0.0)
-                    z_c = float32(0.0)
-                    z_o = float32(0.0)
-                    for other in range(splits):  # the pair's threads: tid, tid + 1, ...
-                        at = mine + 4 * other
-                        z_i += smem[uint64(at)]
-                        z_f += smem[uint64(at + 1)]
-                        z_c += smem[uint64(at + 2)]
-                        z_o += smem[uint64(at + 3)]
-                z_i += x_gates[t, b, j] + bias[j]
-                z_f += x_gates[t, b, hidden + j] + bias[hidden + j]
-                z_c += x_gates[t, b, 2 * hidden + j] + bias[2 * hidden + j]
-                z_o += x_gates[t, b, 3 * hidden + j] + bias[3 * hidden + j]
-                c = sigmoidf(z_f) * c + sigmoidf(z_i) * math.tanh(z_c)
-                hs[t, b, j] = sigmoidf(z_o) * math.tanh(c)
+                for v0 in range(0, 4 * rows, splits):
+                    v = v0 + share
+                    if v < 4 * rows:
+                        total = float32(0.0)
+                        for other in range(splits):
+                            total += smem[uint64(shares_at + v * share_stride + other)]
+                        smem[uint64(shares_at + v * share_stride)] = total
+                cuda.syncthreads()
+            if j < hidden:
+                for r in range(rows):
+                    b = group * rows + r
+                    if b < batch and r % splits == share:  # row r's cell: thread r of the pair (mod splits)
+                        if splits > 1:
+                            z_i = smem[uint64(shares_at + r * share_stride)]
+                            z_f = smem[uint64(shares_at + (rows + r) * share_stride)]
+                            z_c = smem[uint64(shares_at + (2 * rows + r) * share_stride)]
+                            z_o = smem[uint64(shares_at + (3 * rows + r) * share_stride)]
+                        else:
+                            z_i, z_f, z_c, z_o = acc[0, r], acc[1, r], acc[2, r], acc[3, r]
+                        z_i += x_gates[t, b, j] + bias[j]
+                        z_f += x_gates[t, b, hidden + j] + bias[hidden + j]
+                        z_c += x_gates[t, b, 2 * hidden + j] + bias[2 * hidden + j]
+                        z_o += x_gates[t, b, 3 * hidden + j] + bias[3 * hidden + j]
+                        c[r] = sigmoidf(z_f) * c[r] + sigmoidf(z_i) * math.tanh(z_c)
+                        hs[t, b, j] = sigmoidf(z_o) * math.tanh(c[r])
             grid.sync()  # every block's h_t is in memory before any block reads it (and shares is free)
 
     return persistent_layer

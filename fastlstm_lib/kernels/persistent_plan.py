@@ -1,8 +1,9 @@
 """Planning the persistent kernel's grid (notebook 09): how many units per block, how many blocks.
 
-A grid barrier needs every block resident at once, so the plan must fit the chip: batch x units
-(x splits) threads per block, the block's slice of U and the staged h in its shared memory, and
-few enough blocks that, at the occupancy those use (blocks per SM), all of them are resident.
+A grid barrier needs every block resident at once, so the plan must fit the chip: row groups x
+units (x splits) threads per block (each thread does ``rows`` batch rows, up to ``MAX_ROWS``), the
+block's slice of U and the staged h in its shared memory, and few enough blocks that, at the
+occupancy those use (blocks per SM), all of them are resident.
 ``plan`` walks the number of units per block upwards and takes the first (most blocks) that
 fits: for the current GPU by the driver's occupancy calculator, for a named GPU (data/gpus.csv)
 by the data sheet's limits, on the simulator a single block. When nothing fits, the error names
@@ -17,7 +18,8 @@ import dataclasses
 from .. import simulator
 from ..checks import check_int, check_int_list, check_str
 from ..gpus import Chip, chip as chip_limits, occupancy
-from .persistent import MAX_REGISTERS, STATIC_SHARED_BYTES, SharedLayout, persistent_layer_kernel, prepared, launch_signature
+from .persistent import MAX_REGISTERS, STATIC_SHARED_BYTES, launch_signature, persistent_layer_kernel, prepared
+from .persistent_layout import MAX_ROWS, VECTOR, SharedLayout, check_layout
 
 MAX_THREADS = 1024
 #: Threads per block worth aiming for when splitting the dot products on a GPU, and on the
@@ -36,18 +38,22 @@ class Plan:
     batch: int
     units: int  # hidden units per block
     blocks: int
-    splits: int  # threads per (batch row, unit) pair, sharing its dot products
-    k_chunk: int  # elements of h staged in shared memory at a time
+    splits: int  # threads per (row group, unit), sharing its dot products
+    k_chunk: int  # elements of h staged in shared memory at a time (a multiple of VECTOR x splits)
     blocks_per_sm: int = 1  # how many of these blocks one SM holds at once (occupancy)
     chip: str = "simulator"
+    rows: int = 1  # batch rows per thread
+
+    def __post_init__(self):
+        check_layout(self.layout)
 
     @property
     def threads(self) -> int:  # per block
-        return self.batch * self.units * self.splits
+        return self.layout.threads
 
     @property
     def layout(self) -> SharedLayout:
-        return SharedLayout(self.hidden, self.units, self.batch, self.k_chunk, self.splits)
+        return SharedLayout(self.hidden, self.units, self.batch, self.k_chunk, self.splits, self.rows)
 
     @property
     def shared_bytes(self) -> int:  # dynamic shared memory per block
@@ -56,7 +62,7 @@ class Plan:
     @property
     def kernel_key(self) -> tuple:
         """The compile-time constants of this plan's kernel."""
-        return self.hidden, self.units, self.batch, self.k_chunk, self.splits
+        return self.hidden, self.units, self.batch, self.k_chunk, self.splits, self.rows
 
     def kernel(self):
         return persistent_layer_kernel(*self.kernel_key)
@@ -97,19 +103,28 @@ def require_grid_barrier(limits: Chip) -> None:
         reason=reason)
 
 
-def choose_splits(pairs: int, hidden: int, target_threads: int = TARGET_THREADS) -> int:
-    """Threads per pair: a power of two that brings the block near ``target_threads``."""
+def choose_rows(batch: int) -> int:
+    """Batch rows per thread: up to ``MAX_ROWS``, so that each weight read from shared memory
+    feeds that many FMAs (a batch that is no multiple of it gets zero rows in its last group)."""
+    return min(MAX_ROWS, batch)
+
+
+def choose_splits(groups: int, hidden: int, target_threads: int = TARGET_THREADS) -> int:
+    """Threads per (row group, unit): a power of two that brings the block near ``target_threads``,
+    each thread keeping at least one group of ``VECTOR`` k."""
     splits = 1
-    while splits * 2 <= MAX_SPLITS and pairs * splits * 2 <= target_threads and splits * 2 <= hidden:
+    while splits * 2 <= MAX_SPLITS and groups * splits * 2 <= target_threads and splits * 2 * VECTOR <= hidden:
         splits *= 2
     return splits
 
 
-def largest_k_chunk(hidden: int, units: int, batch: int, splits: int, limit_bytes: int) -> int | None:
-    """All of h if it fits beside the weights, else the largest power of two that does."""
-    candidates = [hidden] + [2 ** p for p in range(10, -1, -1) if 2 ** p < hidden]
+def largest_k_chunk(hidden: int, units: int, batch: int, splits: int, limit_bytes: int, rows: int = 1) -> int | None:
+    """All of h (rounded up to the threads' stride through k, ``VECTOR`` x ``splits``) if it fits
+    beside the weights, else the largest power of two that does and is a multiple of that stride."""
+    stride = VECTOR * splits
+    candidates = [-(-hidden // stride) * stride] + [2 ** p for p in range(12, -1, -1) if stride <= 2 ** p < hidden]
     for k_chunk in candidates:
-        if SharedLayout(hidden, units, batch, k_chunk, splits).bytes <= limit_bytes:
+        if SharedLayout(hidden, units, batch, k_chunk, splits, rows).bytes <= limit_bytes:
             return k_chunk
     return None
 
@@ -136,19 +151,26 @@ def plan(hidden: int, batch: int, *, chip: Chip | str | None = None, single_bloc
     shared_limit = limits.shared_bytes_per_block if limits else STATIC_SHARED_BYTES
     candidates = [hidden] if single_block else range(1, hidden + 1)
     reasons = []
+    rows = choose_rows(batch)
+    groups = -(-batch // rows)
     for units in candidates:
         blocks = -(-hidden // units)
-        pairs = batch * units
+        pairs = groups * units
         if pairs > MAX_THREADS:
-            reasons.append(f"{units} units per block need {batch} x {units} = {pairs} threads > {MAX_THREADS}")
+            reasons.append(f"{units} units per block need {groups} row groups x {units} = {pairs} threads > {MAX_THREADS}")
             break  # more units only need more threads
-        splits = choose_splits(pairs, hidden, target_threads)
-        k_chunk = largest_k_chunk(hidden, units, batch, splits, shared_limit)
+        # Fewer threads per pair need less room for partial sums: the most that fit.
+        split_options = [choose_splits(pairs, hidden, target_threads)]
+        while split_options[-1] > 1:
+            split_options.append(split_options[-1] // 2)
+        splits, k_chunk = next(((splits, k_chunk) for splits in split_options
+                                if (k_chunk := largest_k_chunk(hidden, units, batch, splits, shared_limit, rows))),
+                               (None, None))
         if k_chunk is None:
-            needed = SharedLayout(hidden, units, batch, 1, splits).bytes
+            needed = SharedLayout(hidden, units, batch, VECTOR, 1, rows).bytes
             reasons.append(f"{units} units per block need {needed} bytes of shared memory > {shared_limit}")
             break
-        candidate = Plan(hidden, batch, units, blocks, splits, k_chunk)
+        candidate = Plan(hidden, batch, units, blocks, splits, k_chunk, rows=rows)
         if limits is None:  # the simulator's single block
             return candidate
         per_sm, binding = occupancy(limits, candidate.threads, candidate.shared_bytes, MAX_REGISTERS)
@@ -189,7 +211,8 @@ def persistent_limits(hidden: int = 512, batches=(1, 4, 16, 64, 128, 256, 512), 
         try:
             p = plan(hidden, batch, chip=chip, single_block=False)
             fits[batch] = (f"fits: {p.blocks} blocks x {p.threads} threads ({p.units} units x {p.splits} threads "
-                           f"per batch row), {p.shared_bytes} B shared, {p.blocks_per_sm} blocks per SM")
+                           f"per {p.rows} batch row{'s' * (p.rows > 1)}), {p.shared_bytes} B shared, "
+                           f"{p.blocks_per_sm} blocks per SM")
         except PersistentLimitError as error:
             fits[batch] = f"does not fit: {error}"
     return fits
