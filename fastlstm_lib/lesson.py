@@ -8,6 +8,9 @@
 - ``bounds(step)``: every step so far at the article's size: bytes, the critical path, and the
   lower bound on an M40 and an H100 with a C++ host and with Python, beside the article's M40
   measurement; a chart. Deterministic: data sheets, counts and dependencies, no clock.
+- ``standing(step)``: the three above in one cell, as the ladder notebooks show them: the check's
+  verdicts, this step beside the one before (launches, critical path, bytes, bounds: a few lines),
+  and one chart of the ladder so far, which grows by one step per notebook.
 - ``measure(step)``: on a GPU, every step so far checked and timed at the article's size, with
   the committed results and the article in one chart; on the simulator nothing is timed (it would
   measure Python threads) and it says so.
@@ -116,6 +119,72 @@ def bounds(step: str, *, gpus=BOUND_GPUS, chart: bool = True) -> list[dict]:
         ladder_bounds_chart(rows, gpus=gpus, title=f"Up to {step}: lower bounds beside the article (ms per pass)")
         plt.show()
     return rows
+
+
+ARTICLE_LABEL = "the article's M40"
+
+
+def _change(before, now, fmt: str = "{:,}") -> str:
+    """ "old -> new", or "new" where there is no step before."""
+    return fmt.format(now) if before is None else f"{fmt.format(before)} -> {fmt.format(now)}"
+
+
+def _bound(row: dict, gpu: str, host: str) -> str:
+    ms = row.get(f"{gpu} {host} ms")
+    return "does not fit" if ms is None else f"{ms:.2f} ms ({row[f'{gpu} {host} binding']})"
+
+
+def standing(step: str, cfg: LSTMConfig = ODD, *, chip: str = CHIP, gpus=BOUND_GPUS, chart: bool = True) -> dict:
+    """Where ``step`` stands, in one call: ``check`` at ``cfg`` (the verdicts printed), then, at the
+    article's size and recorded without running, its launches, critical path, bytes and lower
+    bounds beside the step before (the change in a few lines), and one chart of every step so far
+    that grows by one step per notebook. ``chip``: the launch geometry of the check's recording and
+    of the launch counts (the bounds always use ``CHIP``'s, planning the persistent step per GPU). Deterministic: nbval compares all of it. Returns
+    {"errors": ``check``'s dict, "launches": ``launch_rows``, "bounds": ``ladder_bounds`` rows},
+    every step so far in both."""
+    from .profile.ladder import HOSTS, ladder_bounds
+
+    errors = check(step, cfg, chip=chip)
+    names = steps_so_far(step)
+    counted = launch_rows(names, chip=chip)
+    rows = ladder_bounds(gpus=gpus, steps=names, chip=CHIP)  # the persistent step is planned per GPU there
+    now, was = rows[-1], (rows[-2] if len(rows) > 1 else None)
+    old = (lambda key: None) if was is None else (lambda key: was[key])
+    print(f"\nAt the article's size, recorded by fl.profile without running"
+          + (f" ({was['step']} -> {step}):" if was else f" ({step}):"))
+    print(f"  {'launches per pass':<25}{_change(old('launches'), now['launches'])}"
+          f"  ({counted[-1]['gemm']:,} GEMMs, {counted[-1]['other']:,} element-wise)")
+    print(f"  {'critical path':<25}{_change(old('critical_launches'), now['critical_launches'])} launches")
+    megabytes = old("bytes_read") and old("bytes_read") / 1e6
+    print(f"  {'MB loaded':<25}{_change(megabytes, now['bytes_read'] / 1e6, '{:,.0f}')}")
+    for gpu in gpus:
+        for host in HOSTS:
+            label = f"bound, {gpu}, {'C++' if host == 'cpp' else 'Python'} host"
+            print(f"  {label:<25}" + (_bound(now, gpu, host) if was is None else
+                                          f"{_bound(was, gpu, host)} -> {_bound(now, gpu, host)}"))
+    if "article_ms" in now:
+        article = _change(was.get("article_ms") if was else None, now["article_ms"], "{:.1f}")
+        print(f"  {ARTICLE_LABEL:<25}{article} ms (measured)")
+    print("  binding: host = issuing launches, flop = all FLOPs at peak, chain = dependent launches, bytes = DRAM; "
+          "hosts: data/host_launch_costs.csv")
+    if chart:
+        import matplotlib.pyplot as plt
+
+        from .plots import launch_chart
+        from .profile.charts import ladder_bounds_chart
+
+        fig, (left, right) = plt.subplots(1, 2, figsize=(13, 1.8 + 0.55 * len(rows)), gridspec_kw={"width_ratios": [2, 3]})
+        launch_chart({row["step"]: row["kernels"] for row in counted}, LSTMConfig.article().layers * LSTMConfig.article().seq_len,
+                     ax=left)
+        ladder_bounds_chart(rows, gpus=gpus, ax=right, title="lower bounds, and the article's M40 measured")
+        left.set_xlabel("kernel launches per layer-step")
+        left.legend(loc="lower right", fontsize="small")
+        right.set_xlabel("milliseconds per forward pass at the article's size (log scale)")
+        right.legend(loc="upper center", bbox_to_anchor=(0.5, -0.12 - 0.3 / len(rows)), ncol=3, fontsize="small")
+        fig.suptitle(f"The ladder so far, up to {step}")
+        fig.tight_layout()
+        plt.show()
+    return {"errors": errors, "launches": counted, "bounds": rows}
 
 
 def measure(step: str, *, chart: bool = True) -> list[dict]:

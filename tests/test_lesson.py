@@ -37,3 +37,16 @@ def test_measure_says_why_it_times_nothing_on_the_simulator(capsys):
         return
     assert lesson.measure("baseline") == []
     assert "nothing is timed" in capsys.readouterr().out
+
+
+def test_standing_prints_the_change_and_returns_every_step_so_far(capsys, keras_available):
+    facts = lesson.standing("streams", chart=False)
+    out = capsys.readouterr().out
+    assert facts["errors"]["reference"] <= fl.RTOL and facts["errors"]["keras"] <= fl.RTOL
+    assert [row["step"] for row in facts["bounds"]] == [row["step"] for row in facts["launches"]] == [
+        "baseline", "combined_gemms", "streams"]
+    assert "(combined_gemms -> streams)" in out
+    assert "critical path            7,604 -> 7,204 launches" in out  # the side stream leaves the chain
+    assert "the article's M40        148.3 -> 108.0 ms (measured)" in out
+    first = lesson.standing("baseline", chart=False)
+    assert len(first["bounds"]) == 1 and "(baseline)" in capsys.readouterr().out
