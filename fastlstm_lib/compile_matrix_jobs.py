@@ -74,6 +74,7 @@ def inventory(cc: tuple[int, int]) -> dict:
     from numba import boolean, float32
 
     from .kernels import gemm as g, persistent as p, persistent_plan as plan, pointwise as pw, pointwise_backward as pwb
+    from .kernels import reduce
 
     A2, A1, C3, C2, C1 = float32[:, :], float32[:], float32[:, :, ::1], float32[:, ::1], float32[::1]
     gemm_args = (A2, A2, A2, boolean)
@@ -105,6 +106,8 @@ def inventory(cc: tuple[int, int]) -> dict:
         "lstm_cell_backward": (pwb._lstm_cell_backward, (A2,) * 7, "fused cell backward"),
         "sigmoid_backward": (pwb._sigmoid_backward, (A2, A2, A2), "element-wise"),
         "tanh_backward": (pwb._tanh_backward, (A2, A2, A2), "element-wise"),
+        "column_sum": (reduce.column_sum_kernel(reduce.GPU_ROW_THREADS), (A2, A1, boolean),
+                       f"{reduce.COLUMNS} columns x {reduce.GPU_ROW_THREADS} threads down them, a shared-memory tree"),
     }
     found = {name: (kernel, signature, what, None, False) for name, (kernel, signature, what) in jobs.items()}
     for name in list(found):

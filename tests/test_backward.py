@@ -60,7 +60,7 @@ def per_layer_launches(name, T, L, K):
         "bwd_op_by_op": L * (5 + 34 * T - 8),  # 5 fills; 14 element-wise + 20 GEMMs; step 0: no dh_rec, dU
         "bwd_fused_pointwise": L * (5 + 21 * T - 8),
         "bwd_combined_gemms": L * (5 + 6 * T - 2),
-        "bwd_combined_weights": L * (2 + 2 * T - 1 + 4),  # 2 fills; cell + dh_rec GEMM; dW, dU, db, dx
+        "bwd_combined_weights": L * (2 + 2 * T - 1 + 4),  # 2 fills; cell + dh_rec GEMM; dW, dU, db (a column sum), dx
         "bwd_wavefront": L * (2 + 2 * T - 1 + 3) + 1 + (L - 1) * K,  # dx per chunk above layer 0
     }[name]
     return forward + backward
@@ -75,6 +75,11 @@ def test_launch_counts(name, ladder_runs):
 def test_fused_steps_launch_one_cell_kernel_per_layer_step(ladder_runs):
     for name in LADDER[1:]:
         assert ladder_runs[name][1]["_lstm_cell_backward"] == SMALL.layers * SMALL.seq_len
+
+
+def test_db_is_a_column_sum_from_step_4_on(ladder_runs):
+    """Steps 1-3 sum dz's rows with a GEMM of a row of ones (per step); steps 4-5 with one column sum per layer."""
+    assert [ladder_runs[name][1]["column_sum"] for name in LADDER] == [0, 0, 0, SMALL.layers, SMALL.layers]
 
 
 def test_wavefront_with_three_layers_and_uneven_chunks():

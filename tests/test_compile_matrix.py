@@ -31,7 +31,8 @@ ARCH_NAMES = [arch_name(cc) for cc in ARCHS]
 PERSISTENT_SPILL_BOUND = {"sm_52": 0, "sm_75": 0, "sm_80": 0, "sm_89": 0, "sm_90": 0}
 KERNELS = {"tiled_gemm", "blocked_gemm", "blocked_gemm_t", "blocked_gemm_t_strided", "blocked_gemm_ta",
            "blocked_gemm_ta_tb", "blocked_gemm_exact", "blocked_gemm_t_exact", "blocked_gemm_wide", "fill", "add", "add_bias", "mul", "sigmoid", "tanh", "lstm_cell", "lstm_cell_train",
-           "lstm_cell_backward", "sigmoid_backward", "tanh_backward", "persistent_b1", "persistent_b4", "persistent_b64"}
+           "lstm_cell_backward", "sigmoid_backward", "tanh_backward", "column_sum", "persistent_b1", "persistent_b4",
+           "persistent_b64"}
 
 
 @pytest.fixture(scope="module")

@@ -34,6 +34,9 @@ CATALOG = {
                   "previous_run_not_awaited"],
     "grid_step": ["missing_grid_barrier", "no_first_step_case", "reads_current_step", "c_reset_each_step",
                   "gate_order", "bias_twice"],
+    "column_sum": ["rows_and_columns_swapped", "accumulate_always", "same_columns_every_block",
+                   "unguarded_column_edge", "missing_sync_before_tree", "every_thread_writes", "missing_sync_in_tree",
+                   "tree_drops_partial_sums", "stride_skips_rows", "stride_double_counts_rows", "accumulate_ignored"],
 }
 PLANTED = [(name, mistake) for name, mistakes in CATALOG.items() for mistake in mistakes]
 
@@ -41,7 +44,7 @@ PLANTED = [(name, mistake) for name, mistakes in CATALOG.items() for mistake in 
 def test_exercises_in_notebook_order():
     assert exercises.names() == list(CATALOG)
     assert [exercises.get(n).notebook for n in exercises.names()] == ["02", "02", "03", "04", "05", "06", "07", "08",
-                                                                       "09"]
+                                                                       "09", "41"]
     assert all(exercises.get(n).difficulty in ("easy", "medium", "hard") for n in exercises.names())
 
 

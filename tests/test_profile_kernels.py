@@ -8,7 +8,7 @@ import pytest
 from numba import cuda
 
 import fastlstm_lib as fl
-from fastlstm_lib.kernels import gemm, persistent, persistent_plan, pointwise as pw
+from fastlstm_lib.kernels import gemm, persistent, persistent_plan, pointwise as pw, reduce
 from fastlstm_lib.profile import charts, sectors
 from fastlstm_lib.profile.dryrun import dry_run
 from fastlstm_lib.profile.formulas import traffic
@@ -76,6 +76,33 @@ def test_elementwise_on_gate_views(kernel):
              "sigmoid": lambda: pw.sigmoid(x, out), "tanh": lambda: pw.tanh(x, out)}
     formula, measured, _ = formula_and_measurement(calls[kernel])
     assert formula == measured
+
+
+@pytest.mark.parametrize("accumulate", [False, True])
+def test_column_sum_on_a_strided_view_with_a_ragged_edge(accumulate):
+    """Each element of a loaded once, out stored once (and loaded once to accumulate); the
+    block's tree adds on every column of the last tile, the 27 past the edge included."""
+    rows, cols = 2 * reduce.ROW_THREADS + 3, reduce.COLUMNS + 5  # no multiple of either
+    a = device((rows + 2, cols + 7))[1:rows + 1, 4:cols + 4]  # rows of a wider matrix
+    out = device(2 * cols, seed=1)[cols:]
+    formula, measured, t = formula_and_measurement(lambda: reduce.column_sum(a, out, accumulate=accumulate))
+    assert formula == measured
+    assert t.loads["a"] == rows * cols and t.stores == {"out": cols}
+    assert t.flop == rows * cols + 2 * reduce.COLUMNS * (reduce.ROW_THREADS - 1) + (cols if accumulate else 0)
+
+
+def test_column_sum_loads_are_coalesced():
+    """At a GPU's geometry (32 columns x 8 threads down them), a warp reads 32 neighbouring floats
+    of one row: 4 sectors per warp-wide load, like the GEMM's operands."""
+    from fastlstm_lib.profile.instrument import run_instrumented
+
+    a = device((19, 2 * reduce.COLUMNS))  # 256-byte rows: every row starts a sector
+    out = cuda.device_array(2 * reduce.COLUMNS, dtype=np.float32)
+    kernel = reduce.column_sum_kernel(reduce.GPU_ROW_THREADS)
+    measured = run_instrumented(kernel, (2, (reduce.COLUMNS, reduce.GPU_ROW_THREADS)), (a, out, False), keep_log=True)
+    counts = sectors.sectors_per_warp_load(measured, "a")
+    assert len(counts) == 2 * 19 and set(counts) == {4}
+    assert np.allclose(out.copy_to_host(), a.copy_to_host().sum(axis=0), rtol=1e-5, atol=1e-5)
 
 
 @pytest.mark.parametrize("units, blocks, splits, k_chunk, rows", [(5, 3, 2, 8, 2), (5, 3, 1, 16, 3), (13, 1, 2, 8, 1)])

@@ -270,3 +270,22 @@ def test_step_change_parts_add_up_and_bad_steps_are_named():
         step_change("streams", gpus=("T5",))
     with pytest.raises(ValueError, match="host"):
         step_change("streams", hosts=("fortran",))
+
+
+def test_a_column_sum_launch_finds_its_row():
+    """Notebook 41's db kernel, recorded at an H100's geometry (32 columns x 8 threads down them),
+    is timed from its own row of data/kernel_resources.csv: no FFMA in its loop, one add per element."""
+    from numba import cuda
+
+    from fastlstm_lib.gpus import chip
+    from fastlstm_lib.kernels import reduce
+    from fastlstm_lib.profile.dryrun import dry_run
+    from fastlstm_lib.profile.record import _launch_record
+
+    dz, db = cuda.device_array((6400, 2048), dtype=np.float32), cuda.device_array(2048, dtype=np.float32)
+    with dry_run(chip("H100")) as recording:
+        reduce.column_sum(dz, db)
+    launch = _launch_record(0, recording.launches[0], {})
+    assert table_name(launch, 64) == "column_sum" and launch.block == (32, 8, 1) and launch.grid == (64, 1, 1)
+    row = estimate(_profile(launch, chip="H100"), "H100", host=0).timeline[0]
+    assert row["blocks"] == 64 and row["efficiency"] == pytest.approx(constant("no_loop_efficiency"))

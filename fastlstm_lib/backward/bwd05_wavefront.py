@@ -9,8 +9,8 @@ other corner. While the top layer works on chunk k-1, the one below works on chu
 Each layer runs on its own lane's stream (the forward's); per chunk: its dh_rec GEMMs and fused
 cells, one step at a time, then (above layer 0) the chunk's dx in one GEMM, and an event that
 the layer below waits for. After its last chunk a layer computes its weight gradients (step 4's
-three GEMMs, over every step), while the layers below are still busy; layer 0 also computes dx,
-in one GEMM.
+two GEMMs and column sum, over every step), while the layers below are still busy; layer 0 also
+computes dx, in one GEMM.
 
 What changes: ``setup`` (one event per chunk per lane, one when a lane is done) and
 ``run_backward`` (the diagonals), with ``backward_chunk``, one layer's share of a diagonal.

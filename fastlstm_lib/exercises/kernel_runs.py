@@ -29,11 +29,14 @@ PAD = 2
 @dataclasses.dataclass(frozen=True)
 class Probe:
     """``make()`` -> dict of host float32 arrays: the inputs, and the outputs' initial values
-    (NaN for pure outputs). ``stage``: graded with the first run or later."""
+    (NaN for pure outputs). ``stage``: graded with the first run or later. ``flags``: (name,
+    value) pairs handed to ``launch`` beside the arrays (a kernel's scalar argument, such as
+    ``accumulate``)."""
 
     name: str
     make: Callable[[], dict]
     stage: str = "first"
+    flags: tuple = ()
 
 
 def padded(array: np.ndarray):
@@ -63,7 +66,7 @@ class ProbeResult:
 
     def _launch(self, exercise, kernel, order) -> Outcome:
         buffers = {name: padded(array) for name, array in self.inputs.items()}
-        views = {name: view for name, (_, view) in buffers.items()}
+        views = {name: view for name, (_, view) in buffers.items()} | dict(self.probe.flags)
         try:
             if order is None:
                 exercise.launch(kernel, views)

@@ -10,8 +10,9 @@ Inside ``dry_run()`` a step's own ``setup`` and ``run`` code runs unchanged, but
   uploading: no kernel runs, so no value is needed (on the simulator an untouched NumPy buffer
   costs no memory);
 - the persistent kernel is not compiled (on a GPU its ``launch`` compiles it first);
-- with a ``chip`` (a ``gpus.Chip``), the GEMM blockings and the element-wise block size are a
-  GPU's, and the chip's SM count picks between the two GEMM blockings, as ``gemm()`` does on it.
+- with a ``chip`` (a ``gpus.Chip``), the GEMM blockings, the element-wise block size and the
+  column sum's threads per column are a GPU's, and the chip's SM count picks between the GEMM
+  blockings, as ``gemm()`` does on it.
 
 Streams get numbers: 0 is the default stream, the others count up in creation order.
 """
@@ -138,10 +139,11 @@ def normalized_configuration(configuration) -> tuple:
 
 def gpu_geometry(chip) -> list[tuple]:
     """(module, name, value) patches giving a dry run the launch geometry of a GPU like ``chip``."""
-    from ..kernels import gemm, geometry
+    from ..kernels import gemm, geometry, reduce
 
     return [(gemm, "choose_blocking", lambda m, n, k: gemm.gpu_blocking(m, n, k, chip.sms)),
-            (geometry, "POINTWISE_THREADS", geometry.GPU_POINTWISE_THREADS)]
+            (geometry, "POINTWISE_THREADS", geometry.GPU_POINTWISE_THREADS),
+            (reduce, "ROW_THREADS", reduce.GPU_ROW_THREADS)]
 
 
 @contextlib.contextmanager

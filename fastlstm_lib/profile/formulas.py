@@ -131,6 +131,24 @@ def lstm_cell_traffic(args, grid, block, constants) -> Traffic:
     return Traffic(CELL_FLOP * n, loads, {"c": n, "h": n}, reads, writes, reads)
 
 
+# ---- the column sum (notebook 41's db) -------------------------------------------------------------
+
+
+def column_sum_traffic(args, grid, block, constants) -> Traffic:
+    """Every element of ``a`` loaded once and added once, by the one thread of its column and rows;
+    then each block's tree: (threads per column - 1) adds for each of its 32 columns, those past
+    the last column included (they add zeros); out stored once (and loaded once to accumulate)."""
+    a, out, accumulate = args["a"], args["out"], bool(args["accumulate"])
+    rows, cols = a.shape
+    tree = grid[0] * block[0] * (block[1] - 1)
+    loads, reads = {"a": rows * cols}, [view_of(a)]
+    if accumulate:
+        loads["out"] = cols
+        reads.append(view_of(out))
+    flop = rows * cols + tree + (cols if accumulate else 0)
+    return Traffic(flop, loads, {"out": cols}, tuple(reads), (view_of(out),), tuple(reads))
+
+
 # ---- the persistent layer (notebook 09) ----------------------------------------------------------
 
 
@@ -167,6 +185,7 @@ FORMULAS = {
     "_tanh": tanh_traffic,
     "_lstm_cell": lstm_cell_traffic,
     "persistent_layer": persistent_traffic,
+    "column_sum": column_sum_traffic,
 }
 
 
