@@ -17,7 +17,7 @@ from .api import estimate
 
 def article_table(gemms=("ours", "cublas")) -> list[dict]:
     """Per published step: the article's M40 time, our estimates (C++ host) and the lower bound."""
-    from ..profile.record import profile
+    from ..profile.record import shared_profile as profile  # read-only here: no copy needed
 
     cfg = LSTMConfig.article()
     rows = []
@@ -38,7 +38,7 @@ def against_results(results, host="python") -> list[dict]:
     ``fl.committed_results()`` reads) on the GPU it ran on, issued by ``host``: one row each
     (step, gpu, measured_ms, estimate_ms, residual, bound_ms). Skipped steps, unknown GPUs and
     steps the profiler does not know (Keras) are left out, and listed under "left_out"."""
-    from ..profile.record import profile
+    from ..profile.record import shared_profile as profile  # read-only here: no copy needed
     from ..steps import names as ladder_names
 
     rows, left_out = [], []
@@ -65,7 +65,7 @@ def ladder_estimates(gpus=LADDER_GPUS, hosts=HOSTS, chip: str = "M40") -> list[d
     step, keys ``"{gpu} {host} ms"`` and, per GPU and host, the arithmetic floor
     ``"{gpu} {host} arithmetic floor ms"`` (the pass's arithmetic SM-time spread over all the
     GPU's SMs: no schedule beats it)."""
-    from ..profile.record import profile
+    from ..profile.record import shared_profile as profile  # read-only here: no copy needed
 
     cfg = LSTMConfig.article()
     rows = []

@@ -12,6 +12,8 @@ GPU sat idle, and how much of that in waves' tails.
 
 from __future__ import annotations
 
+import functools
+
 from ..article import ARTICLE_GPU
 from ..checks import check_str
 from ..config import LSTMConfig
@@ -47,8 +49,11 @@ def _pair(step, against) -> tuple[str, str]:
     return before, after
 
 
+@functools.lru_cache(maxsize=64)
 def _pass(step: str, gpu: str, host, cfg: LSTMConfig):
-    from ..profile.record import profile
+    """(profile, estimate, bound) of one pass, once per process: ``plot_step_change`` draws what
+    ``step_change`` estimated. Read-only: none of it leaves this module."""
+    from ..profile.record import shared_profile as profile  # read-only here: no copy needed
 
     p = profile(step, cfg, chip=gpu)
     return p, estimate(p, gpu, host=host), lower_bound(p, gpu, host=host).bound_ms
