@@ -3,7 +3,7 @@
 Importing it picks the device: a real GPU if the CUDA driver sees one, otherwise Numba's CUDA
 simulator (switched on here, before numba is imported, and announced in one line at the first
 Numba work). Only NumPy and Numba are imported; Keras, TensorFlow, matplotlib and tqdm load when
-first used. The CNN (notebook 20) and data-feeding (notebook 30) support live in the
+first used. The CNN (notebooks 20-21) and data-feeding (notebooks 30-31) support live in the
 subpackages ``fastlstm_lib.cnn`` and ``fastlstm_lib.feeding``, imported on their own. Training
 (notebooks 40-42): ``fl.reference_backward``, the backward ladder ``fl.backward`` and the Keras
 layer ``fl.keras_layer.FastLSTM`` (which imports Keras when first touched). The notebooks'

@@ -1,9 +1,9 @@
 """Keras and its backend: importing it quietly, and asking where it computes.
 
 The one place that knows about TensorFlow, torch and JAX as Keras backends: the LSTM's Keras
-steps (notebook 10), the CNN support (notebook 20) and the data-feeding support (notebook 30)
-all ask here which backend runs, which GPUs it sees, what versions are installed, how to wait
-for its work and how to switch TF32 off. ``import fastlstm_lib`` only calls
+steps (notebook 10), the CNN support (notebooks 20-21) and the data-feeding support (notebooks
+30-31) all ask here which backend runs, which GPUs it sees, what versions are installed, how to
+wait for its work and how to switch TF32 off. ``import fastlstm_lib`` only calls
 ``set_tensorflow_defaults`` (environment variables TensorFlow reads once, when it loads, so they
 must be set before anything imports it); Keras loads on the first call that needs it.
 """
@@ -82,7 +82,7 @@ def set_tensorflow_defaults() -> None:
     os.environ.setdefault("TF_FORCE_GPU_ALLOW_GROWTH", "true")
     # TensorFlow turns its oneDNN CPU kernels on by default only on CPUs with AVX512_VNNI,
     # AVX512_BF16, AVX_VNNI or AMX (tensorflow/core/util/port.cc, DefaultOneDnnPolicy). Without
-    # them its CPU Conv2D refuses channels_first (NCHW), which notebook 20 trains on a CPU: turn
+    # them its CPU Conv2D refuses channels_first (NCHW), which notebooks 20-21 run on a CPU: turn
     # them on everywhere, so every x86 laptop runs the same kernels. TF_ENABLE_ONEDNN_OPTS=0 still
     # turns them off.
     os.environ.setdefault("TF_ENABLE_ONEDNN_OPTS", "1")

@@ -38,7 +38,7 @@ def test_simulator_switches_on_by_itself_and_says_so_once():
     assert done.returncode == 0, done.stderr
     if fl.is_simulator() and not os.environ.get("FASTLSTM_SIMULATOR"):
         assert done.stdout.startswith("1\n")
-        # Said once, at the first Numba work, not at the import (notebooks 20 and 30 never see it),
+        # Said once, at the first Numba work, not at the import (notebooks 20-31 never see it),
         # on stdout: a notice, not an error (Jupyter draws stderr in red).
         assert "CUDA simulator" not in done.stderr
         before, after = done.stdout.split("imported", 1)

@@ -311,6 +311,23 @@ def test_speed_words(ratio, words):
     assert fd.speed_words(ratio) == words
 
 
+@pytest.mark.parametrize("busy, words", [(0.01, "1% of the CPUs -> idle enough"), (0.5, "50% of the CPUs -> NOT idle"),
+                                         (None, "cannot be read here")])
+def test_idle_check_words_what_other_processes_used(monkeypatch, busy, words):
+    asked = []
+    monkeypatch.setattr(fd.feeders, "cpu_busy_elsewhere", lambda seconds, since=None: asked.append((seconds, since)) or busy)
+    sentence = fd.idle_check("during the runs", since=(1, 2, 3))
+    assert sentence.startswith("during the runs") and words in sentence
+    assert asked == [(1.0, (1, 2, 3))]
+
+
+def test_idle_check_on_this_machine():
+    from fastlstm_lib.timing import cpu_snapshot
+
+    sentence = fd.idle_check("since the start", since=cpu_snapshot())
+    assert sentence.startswith("since the start") and ("of the CPUs ->" in sentence or "cannot be read" in sentence)
+
+
 def test_step_cost_line_recovers_a_line():
     rows = [{"batch_size": b, "step_ms": 2.0 + 0.01 * b} for b in (8, 64, 512)]
     line = fd.step_cost_line(rows)
@@ -563,6 +580,10 @@ def test_quote_source():
         (lambda: fd.threads_take_turns(0), ValueError, "loops must be an int >= 1"),
         (lambda: fd.gil_handoff_us(call=3), TypeError, "call must be a function"),
         (lambda: fd.speed_words(math.nan), ValueError, "ratio must be a finite number"),
+        (lambda: fd.idle_check(""), ValueError, "when must be a non-empty str"),
+        (lambda: fd.idle_check(1), TypeError, "when must be a non-empty str"),
+        (lambda: fd.idle_check("now", seconds=0), ValueError, "seconds must be a finite number of seconds > 0"),
+        (lambda: fd.idle_check("now", since=[1, 2, 3]), TypeError, "since must be None or a cpu_snapshot"),
         (lambda: fd.step_cost_line([{"batch_size": 8, "step_ms": 1.0}]), ValueError, "at least two"),
         (lambda: fd.run_isolated("os.system"), ValueError, "function must be one of"),
         (lambda: fd.run_isolated("compare_feeders", [1]), TypeError, "kwargs must be a dict"),

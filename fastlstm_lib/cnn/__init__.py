@@ -1,6 +1,6 @@
-"""channels_first vs channels_last CNN training (notebook 20): ``import fastlstm_lib.cnn as cnn``.
+"""channels_first vs channels_last CNN training (notebooks 20-21): ``import fastlstm_lib.cnn as cnn``.
 
-The modules, in the order the notebook uses them (each imports only the ones above it, and the
+The modules, in the order the notebooks use them (each imports only the ones above it, and the
 core: ``checks``, ``keras_backend``, ``timing``, ``progress``, ``results``):
 
 - ``formats``: the two layouts, CIFAR-10's shape, ``to_layout`` (uint8 NHWC -> float32 in a layout).

@@ -49,7 +49,7 @@ def cnn10(data_format: str = "channels_last", *, image_size: int = CIFAR_IMAGE_S
 
     ``bn_momentum``: how slowly BatchNormalization's moving mean and variance (used at test
     time) follow the batches; Keras' 0.99 leaves 0.99^n of their initial value after n steps,
-    so a run of a few dozen steps (notebook 20's CPU stand-in trains 48: 0.99^48 = 0.62) needs
+    so a run of a few dozen steps (notebook 21's CPU stand-in trains 48: 0.99^48 = 0.62) needs
     a smaller one (0.9) to be evaluated at all.
     """
     keras = import_keras()

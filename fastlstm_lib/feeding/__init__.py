@@ -1,4 +1,4 @@
-"""Feeding data to Keras: where the time goes between a dataset and a training step (notebook 30).
+"""Feeding data to Keras: where the time goes between a dataset and a training step (notebooks 30-31).
 
 ``import fastlstm_lib.feeding as feeding`` gives every name below; Keras, TensorFlow and
 matplotlib load only inside the functions that use them. The modules, by job:
@@ -12,7 +12,7 @@ matplotlib load only inside the functions that use them. The modules, by job:
   (no fit: the yardstick) and ``train_step_ms``.
 - ``gil``: the GIL made measurable (``threads_take_turns``, ``gil_handoff_us``, ``switch_interval``).
 - ``feeders``: feeders compared (``compare_feeders``, ``summarize_feeders``, ``enqueue_all``,
-  ``tf_data_pipeline``, ``speed_words``).
+  ``tf_data_pipeline``, ``speed_words``), and whether the machine was idle meanwhile (``idle_check``).
 - ``isolation``: child processes with a time limit (``run_isolated``, ``run_script``).
 - ``batch_size``: samples/s against batch size (``training_throughput``, ``step_cost_line``).
 - ``small_calls``: one-sample inference, each way (``single_sample_callers``, ``small_call_latency``).
@@ -30,7 +30,7 @@ from .timeline import (Timeline, epoch_phases, epoch_seconds, finish_order, phas
                        production_ms, timeline_problems)
 from .training import feed_and_train, small_model, train_in_a_loop, train_step_ms
 from .gil import PYTHON_SWITCH_INTERVAL_S, gil_handoff_us, switch_interval, threads_take_turns
-from .feeders import compare_feeders, enqueue_all, speed_words, summarize_feeders, tf_data_pipeline
+from .feeders import compare_feeders, enqueue_all, idle_check, speed_words, summarize_feeders, tf_data_pipeline
 from .isolation import ISOLATED, IsolatedRunTimeout, run_isolated, run_script
 from .batch_size import step_cost_line, training_throughput
 from .small_calls import single_sample_callers, small_call_latency
@@ -51,7 +51,7 @@ __all__ = [
     "slow_batches_class", "slow_dataset", "Timeline", "epoch_phases", "epoch_seconds", "finish_order",
     "phase_seconds", "plot_timeline", "production_ms", "timeline_problems", "feed_and_train", "small_model",
     "train_in_a_loop", "train_step_ms", "PYTHON_SWITCH_INTERVAL_S", "gil_handoff_us", "switch_interval",
-    "threads_take_turns", "compare_feeders", "enqueue_all", "speed_words", "summarize_feeders",
+    "threads_take_turns", "compare_feeders", "enqueue_all", "idle_check", "speed_words", "summarize_feeders",
     "tf_data_pipeline", "ISOLATED", "IsolatedRunTimeout", "run_isolated", "run_script", "step_cost_line",
     "training_throughput", "single_sample_callers", "small_call_latency", "tf_thread_probe", "thread_count",
     "thread_names", "time_matmuls", "format_profile", "function_share", "key_as_bytes", "key_as_text",

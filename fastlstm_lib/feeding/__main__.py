@@ -1,7 +1,7 @@
 """``python -m fastlstm_lib.feeding --out FILE``: batch size and small calls on the CPU and the GPU.
 
 Writes ``feeding.devices.measure_devices()`` as JSON (for data/results/feeding-DATE.json, which
-notebook 30 reads). ``KERAS_BACKEND=torch`` runs it without TensorFlow.
+notebook 31 reads). ``KERAS_BACKEND=torch`` runs it without TensorFlow.
 """
 
 from __future__ import annotations

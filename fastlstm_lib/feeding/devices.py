@@ -1,4 +1,4 @@
-"""The GPU side of notebook 30: batch size and small calls measured on every device Keras sees,
+"""The GPU side of notebook 31: batch size and small calls measured on every device Keras sees,
 written under ``data/results/`` by one command, and read back by the notebook.
 
 On a machine with a GPU (the torch backend needs no TensorFlow)::

@@ -7,15 +7,17 @@
   through ``run_isolated`` (a child process with a time limit).
 - ``summarize_feeders``: per run, the median epoch, its phases, the time to make one batch, and
   the speed against "1 worker" and against the plain loop; ``speed_words`` puts a ratio in words.
+- ``idle_check``: one sentence on how busy other processes kept the CPUs, next to the timings.
 """
 
 from __future__ import annotations
 
 import statistics
 
-from ..checks import check_bool, check_int, check_number, check_seconds
+from ..checks import check_bool, check_int, check_number, check_seconds, check_str
 from ..keras_backend import import_keras, tensorflow_reason
 from ..progress import progress_bar
+from ..timing import cpu_busy_elsewhere
 from .dataset import KINDS, calibrate_loops_per_ms, parse_feeder, slow_dataset
 from .gil import PYTHON_SWITCH_INTERVAL_S, switch_interval
 from .timeline import Timeline, epoch_phases, epoch_seconds, production_ms
@@ -195,3 +197,24 @@ def speed_words(ratio: float, *, margin: float = 0.1) -> str:
     if ratio < 1 / (1 + margin):
         return "slower"
     return "about as fast"
+
+
+#: Other processes may use at most this share of the CPUs for timings to count as this program's own.
+IDLE_ENOUGH = 0.05
+
+
+def idle_check(when: str, since: tuple | None = None, *, seconds: float = 1.0) -> str:
+    """One sentence, starting with ``when``: how much of the CPUs *other* processes used, over
+    ``seconds`` of waiting now, or since a ``timing.cpu_snapshot()`` (``since``), and whether
+    timings taken meanwhile are this program's own (under ``IDLE_ENOUGH``) or disturbed."""
+    when = check_str("when", when, example="for 1 s before the measurements")
+    seconds = check_seconds("seconds", seconds)
+    if since is not None and not (isinstance(since, tuple) and len(since) == 3):
+        raise TypeError(f"since must be None or a cpu_snapshot() (a tuple of 3 ints), got {since!r}")
+    busy = cpu_busy_elsewhere(seconds, since=since)
+    if busy is None:
+        return f"{when}: how busy other processes are cannot be read here (no /proc)"
+    verdict = ("idle enough: the timings are this notebook's own" if busy < IDLE_ENOUGH else
+               "NOT idle: other programs shared the cores, so the timings are disturbed; "
+               "re-run with nothing else running")
+    return f"{when}, other processes used {busy:.0%} of the CPUs -> {verdict}"

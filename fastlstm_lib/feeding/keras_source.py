@@ -1,6 +1,6 @@
 """Quoting installed libraries: lines of their source and paragraphs of their docstrings.
 
-Notebook 30 shows what Keras' enqueuer does, and what Keras' documentation says about
+Notebooks 30 and 31 show what Keras' enqueuer does, and what Keras' documentation says about
 ``predict()``, by quoting the installed Keras itself rather than paraphrasing it: the quote is
 then exactly what the reader has installed.
 """
