@@ -34,6 +34,9 @@ CATALOG = {
                   "previous_run_not_awaited"],
     "grid_step": ["missing_grid_barrier", "no_first_step_case", "reads_current_step", "c_reset_each_step",
                   "gate_order", "bias_twice"],
+    "rows_per_thread": ["unguarded_last_group", "one_row_per_thread", "rows_overlap", "thread_index_swapped",
+                        "sums_not_zeroed", "added_to_z", "k_stops_early", "last_k_only", "gate_columns_interleaved",
+                        "one_h_row_per_thread"],
     "column_sum": ["rows_and_columns_swapped", "accumulate_always", "same_columns_every_block",
                    "unguarded_column_edge", "missing_sync_before_tree", "every_thread_writes", "missing_sync_in_tree",
                    "tree_drops_partial_sums", "stride_skips_rows", "stride_double_counts_rows", "accumulate_ignored"],
@@ -44,7 +47,7 @@ PLANTED = [(name, mistake) for name, mistakes in CATALOG.items() for mistake in 
 def test_exercises_in_notebook_order():
     assert exercises.names() == list(CATALOG)
     assert [exercises.get(n).notebook for n in exercises.names()] == ["02", "02", "03", "04", "05", "06", "07", "08",
-                                                                       "09", "41"]
+                                                                       "09", "09", "41"]
     assert all(exercises.get(n).difficulty in ("easy", "medium", "hard") for n in exercises.names())
 
 
@@ -79,8 +82,15 @@ def add_bias_stub(a, bias, out):
     raise NotImplementedError("one thread per element")
 
 
+def gate_dots_stub(h, u, z):
+    """Notebook 09's stub of rows_per_thread."""
+    tid = cuda.threadIdx.x
+    raise NotImplementedError("the loop over k: each weight loaded once, ROWS FMAs")
+
+
 @pytest.mark.parametrize("name, stub", [("gate_products", GateProductsStub), ("add_bias", add_bias_stub),
-                                        ("add_bias", cuda.jit(add_bias_stub))])
+                                        ("add_bias", cuda.jit(add_bias_stub)),
+                                        ("rows_per_thread", cuda.jit(gate_dots_stub))])
 def test_an_untouched_stub_is_not_attempted_yet(name, stub, capsys):
     fl.check(name, stub)
     printed = capsys.readouterr().out
@@ -139,6 +149,45 @@ def test_the_simpler_persistent_kernel_the_notebook_asks_for_passes():
 
     verdict = exercises.grade("grid_step", persistent_layer)
     assert verdict.passed, verdict.text
+
+
+def test_rows_per_thread_judges_the_outputs_not_the_loads():
+    """One row per thread, written the usual way (b = tid // UNITS), is caught; weights reloaded inside
+    the row loop give the same numbers and pass (the hints and notebook 09 say so)."""
+    from fastlstm_lib.exercises.ex09_rows_per_thread import ROWS, UNITS
+    from numba import float32
+
+    @cuda.jit
+    def one_row(h, u, z):
+        tid = cuda.threadIdx.x
+        b, jj = tid // UNITS, tid % UNITS
+        if b < h.shape[0]:
+            for g in range(4):
+                acc = float32(0.0)
+                for k in range(h.shape[1]):
+                    acc += h[b, k] * u[k, g * UNITS + jj]
+                z[b, g * UNITS + jj] = acc
+
+    @cuda.jit
+    def reloads(h, u, z):
+        tid = cuda.threadIdx.x
+        group, jj = tid // UNITS, tid % UNITS
+        acc = cuda.local.array((4, ROWS), float32)
+        for r in range(ROWS):
+            for g in range(4):
+                acc[g, r] = float32(0.0)
+        for k in range(h.shape[1]):
+            for r in range(ROWS):
+                if group * ROWS + r < h.shape[0]:
+                    for g in range(4):
+                        acc[g, r] += h[group * ROWS + r, k] * u[k, g * UNITS + jj]
+        for r in range(ROWS):
+            if group * ROWS + r < h.shape[0]:
+                for g in range(4):
+                    z[group * ROWS + r, g * UNITS + jj] = acc[g, r]
+
+    assert exercises.grade("rows_per_thread", one_row).mistake == "one_row_per_thread"
+    assert exercises.grade("rows_per_thread", reloads).passed
 
 
 def test_solutions_are_printable():
