@@ -30,8 +30,9 @@ setup: $(STAMP)
 lab: $(STAMP)
 	$(BIN)/python -m jupyter lab $(ALLOW_ROOT) $(LAB_ARGS) notebooks/
 
+# Two workers (pytest-xdist), each notebook and test file whole in one of them (--dist loadfile).
 test: $(STAMP)
-	$(BIN)/python -m pytest
+	$(BIN)/python -m pytest -n 2 --dist loadfile
 
 # The GPU-only cells of the GPU notebooks, executed on the fake GPU (Linux; no GPU needed; outputs
 # not compared, nothing computed: see fastlstm_lib/fakegpu). CI runs it for Colab's T4 after

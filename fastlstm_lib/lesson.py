@@ -11,6 +11,9 @@
 - ``standing(step)``: the three above in one cell, as the ladder notebooks show them: the check's
   verdicts, this step beside the one before (launches, critical path, bytes, bounds: a few lines),
   and one chart of the ladder so far, which grows by one step per notebook.
+- ``nsight(step)``: how to see the step's effect on a GPU with Nsight Systems (each pass an NVTX
+  range, ``nvtx.py``), or Nsight Compute where a kernel's memory access is the point: the commands,
+  and what to look for. Printed the same on every machine; nothing is run.
 - ``measure(step)``: on a GPU, every step so far checked and timed at the article's size, with
   the committed results and the article in one chart; on the simulator nothing is timed (it would
   measure Python threads) and it says so.
@@ -28,6 +31,7 @@ from .article import ARTICLE_GPU
 from .config import LSTMConfig
 from .harness import bench_steps, problem
 from .launches import count_launches
+from .nvtx import DOMAIN as DOMAIN_NAME
 from .profile.record import shared_profile as profile  # read-only here: no copy needed
 from .reference import RTOL, relative_error
 
@@ -185,6 +189,49 @@ def standing(step: str, cfg: LSTMConfig = ODD, *, chip: str = CHIP, gpus=BOUND_G
         fig.tight_layout()
         plt.show()
     return {"errors": errors, "launches": counted, "bounds": rows}
+
+
+#: Per ladder step: what its change looks like in Nsight Systems' timeline (or Nsight Compute's counters).
+LOOK_FOR = {
+    "baseline": "per layer-step, 8 small GEMM kernels and 17 element-wise ones, one after another on one stream, "
+                "with a gap before each: the launch latency, and on the host row the time Python takes to issue it",
+    "combined_gemms": "2 GEMM kernels per layer-step instead of 8 (stacked: 4x the columns each), and a shorter "
+                      "'combined_gemms pass' range than the 'baseline pass' one",
+    "streams": "a second stream: each input GEMM on it, overlapping the recurrent GEMM and the element-wise kernels "
+               "of the main stream; where the host issues launches more slowly than the GPU runs them, no overlap",
+    "fused_pointwise": "1 element-wise kernel (_lstm_cell) per layer-step instead of 17: the row of small kernels "
+                       "and their gaps is gone",
+    "pretransposed": "the same kernels, the same times: in Nsight Compute, the GEMM's global loads take 4 sectors "
+                     "per request (32-byte sectors per warp-wide load; notebook 06's count) in both layouts",
+    "combined_inputs": "one tall input GEMM at the start of each layer on the side stream, then only the recurrence "
+                       "(one GEMM and one cell per step) on the main one",
+    "wavefront": "one stream per layer: their kernels overlapping along diagonals, a layer starting its chunk as "
+                 "soon as the layer below has finished it",
+    "persistent": "one long persistent_layer kernel per layer after its input GEMM: 8 kernels in the whole pass; "
+                  "its length against the wavefront's pass is the barriers' and loads' real cost",
+}
+#: Nsight Compute's counters for sectors per warp-wide load (a request) of global loads.
+SECTOR_METRICS = "l1tex__t_sectors_pipe_lsu_mem_global_op_ld.sum,l1tex__t_requests_pipe_lsu_mem_global_op_ld.sum"
+
+
+def nsight(step: str) -> None:
+    """Print how to record ``step`` and the step before it with Nsight Systems (and Nsight Compute
+    for the pre-transposed weights), and what to look for. Nothing is run: the same on every machine."""
+    name = steps.get(step).name
+    if name not in LOOK_FOR:
+        raise ValueError(f"step must be one of the ladder's ({', '.join(LOOK_FOR)}), got {step!r}")
+    before = steps.previous(name)
+    pair = f"{before.name} {name}" if before is not None else name
+    print("On a machine with an NVIDIA GPU and Nsight Systems (nsys), in a terminal, nothing else running:")
+    print(f"  nsys profile -t cuda,nvtx -o {name} --force-overwrite true \\\n"
+          f"      python -m fastlstm_lib bench --steps {pair} --config article --warmup 1 --repeats 3")
+    print(f"  nsys stats --report nvtx_sum,cuda_gpu_kern_sum {name}.nsys-rep   # or open {name}.nsys-rep in the GUI")
+    print(f"Each pass is an NVTX range \"<step> pass\" (domain {DOMAIN_NAME}). Look for: {LOOK_FOR[name]}.")
+    if name == "pretransposed":
+        print("Nsight Compute (ncu), sectors per warp-wide load of the GEMM's global loads, measured:")
+        print(f"  ncu --kernel-name regex:blocked_gemm --launch-count 4 --metrics {SECTOR_METRICS} \\\n"
+              f"      python -m fastlstm_lib bench --steps {name} --config article --warmup 0 --repeats 1")
+        print("  sectors / requests = sectors per warp-wide load: 4 when a warp's 32 floats are 128 contiguous bytes")
 
 
 def measure(step: str, *, chart: bool = True) -> list[dict]:

@@ -65,7 +65,8 @@ def _fake_gpu_items(items):
 
 
 def pytest_collection_modifyitems(session, config, items):
-    """The fake-GPU tests go last: their tours run in the background (one core) meanwhile."""
+    """The fake-GPU tests go last: their tours run in the background (one core) meanwhile (under
+    pytest-xdist, in the first worker: fake_gpu_runs)."""
     fake = _fake_gpu_items(items)
     items[:] = [item for item in items if item not in fake] + fake
 

@@ -1,8 +1,14 @@
 """The fake-GPU tours of tests/test_fake_gpu.py, started in the background when the session starts.
 
 Each tour is a fresh Python (``FASTLSTM_FAKE_GPU=<GPU> python -m fastlstm_lib.fakegpu.tour``),
-one after another on one thread, so they use the second core while the rest of the suite (the
-notebooks) runs on the first; conftest.py moves their tests to the end of the session.
+one after another on one thread, so they use a core of their own while the rest of the suite
+runs; conftest.py moves their tests to the end of the session.
+
+Under pytest-xdist (``make test`` runs two workers) every worker collects the same tests, but only
+the first worker (``gw0``) runs the tours; each tour's outcome goes to a file in a folder named
+after the run (``PYTEST_XDIST_TESTRUNUID``, the same in every worker), which any worker's
+``result`` reads when it gets there. The worker that runs them waits for the last one before it
+ends, so no tour outlives the session and none is cut short.
 """
 
 from __future__ import annotations
@@ -11,7 +17,10 @@ import json
 import os
 import subprocess
 import sys
+import tempfile
 import threading
+import time
+from pathlib import Path
 
 #: The GPUs CI proves every path on: Colab's T4, an A100, an L4, an H100, and the article's M40.
 GPUS = ("T4", "A100", "L4", "H100", "M40")
@@ -22,28 +31,52 @@ _running: list = []  # the tour in progress, so that the session's end can stop 
 _stopped = threading.Event()
 
 
+def _worker() -> str | None:
+    """This process's pytest-xdist worker id ("gw0", ...), or None without xdist."""
+    return os.environ.get("PYTEST_XDIST_WORKER")
+
+
+def _shared_folder() -> Path:
+    """Where the tours' outcomes go under xdist: one folder per test run, shared by its workers."""
+    return Path(tempfile.gettempdir()) / f"fastlstm-fake-gpu-{os.environ['PYTEST_XDIST_TESTRUNUID']}"
+
+
+def _publish(gpu: str, outcome: tuple) -> None:
+    _results[gpu] = outcome
+    if _worker() is not None:
+        folder = _shared_folder()
+        folder.mkdir(exist_ok=True)
+        code, stdout, stderr = outcome
+        scratch = folder / f".{gpu}.json"
+        scratch.write_text(json.dumps({"code": code, "stdout": stdout, "stderr": stderr}))
+        os.replace(scratch, folder / f"{gpu}.json")  # whole or absent: a reader never sees half of it
+
+
 def _run_all() -> None:
     for gpu in GPUS:
         if _stopped.is_set():
-            _results[gpu] = (None, "", "the test session ended first")
+            _publish(gpu, (None, "", "the test session ended first"))
             continue
         env = {**os.environ, "FASTLSTM_FAKE_GPU": gpu, "PYTHONUNBUFFERED": "1", "TF_CPP_MIN_LOG_LEVEL": "3"}
-        env.pop("NUMBA_ENABLE_CUDASIM", None)
-        env.pop("FASTLSTM_SIMULATOR", None)
+        for name in ("NUMBA_ENABLE_CUDASIM", "FASTLSTM_SIMULATOR", "PYTEST_XDIST_WORKER", "PYTEST_XDIST_TESTRUNUID"):
+            env.pop(name, None)
         process = subprocess.Popen([sys.executable, "-m", "fastlstm_lib.fakegpu.tour"], stdout=subprocess.PIPE,
                                    stderr=subprocess.PIPE, text=True, env=env)
         _running[:] = [process]
         try:
             stdout, stderr = process.communicate(timeout=TIMEOUT_S)
-            _results[gpu] = (process.returncode, stdout, stderr)
+            _publish(gpu, (process.returncode, stdout, stderr))
         except subprocess.TimeoutExpired:
             process.kill()
             stdout, stderr = process.communicate()
-            _results[gpu] = (None, stdout, f"timed out after {TIMEOUT_S} s\n{stderr}")
+            _publish(gpu, (None, stdout, f"timed out after {TIMEOUT_S} s\n{stderr}"))
 
 
 def stop() -> None:
-    """At the session's end: no tour outlives pytest."""
+    """At the session's end: no tour outlives pytest. Under xdist the worker running the tours
+    waits for them first, since other workers may still need their outcomes."""
+    if _thread is not None and _worker() is not None:
+        _thread.join(timeout=TIMEOUT_S * len(GPUS))
     _stopped.set()
     for process in _running:
         if process.poll() is None:
@@ -51,16 +84,35 @@ def stop() -> None:
 
 
 def start() -> None:
+    """Start the tours in the background, once per test run: in this process, or under xdist in
+    the first worker only."""
     global _thread
-    if _thread is None and sys.platform.startswith("linux"):
-        _thread = threading.Thread(target=_run_all, name="fake-gpu tours", daemon=True)
-        _thread.start()
+    if _thread is not None or not sys.platform.startswith("linux"):
+        return
+    if _worker() not in (None, "gw0"):
+        return
+    _thread = threading.Thread(target=_run_all, name="fake-gpu tours", daemon=True)
+    _thread.start()
+
+
+def _wait_for_file(gpu: str) -> tuple:
+    path = _shared_folder() / f"{gpu}.json"
+    deadline = time.monotonic() + TIMEOUT_S * len(GPUS)
+    while not path.exists():
+        if time.monotonic() > deadline:
+            return None, "", f"no outcome of the {gpu} tour after {TIMEOUT_S * len(GPUS)} s (worker gw0 runs them)"
+        time.sleep(1.0)
+    record = json.loads(path.read_text())
+    return record["code"], record["stdout"], record["stderr"]
 
 
 def result(gpu: str) -> dict:
     """The tour's JSON report for ``gpu`` (waits for it); AssertionError with its stderr if it failed."""
     start()
-    _thread.join(timeout=TIMEOUT_S * len(GPUS))
-    code, stdout, stderr = _results[gpu]
+    if _thread is not None:
+        _thread.join(timeout=TIMEOUT_S * len(GPUS))
+        code, stdout, stderr = _results[gpu]
+    else:  # another xdist worker runs the tours
+        code, stdout, stderr = _wait_for_file(gpu)
     assert code == 0, f"the {gpu} tour exited {code}:\n{stderr[-4000:]}"
     return json.loads(stdout)

@@ -50,3 +50,31 @@ def test_standing_prints_the_change_and_returns_every_step_so_far(capsys, keras_
     assert "the article's M40        148.3 -> 108.0 ms (measured)" in out
     first = lesson.standing("baseline", chart=False)
     assert len(first["bounds"]) == 1 and "(baseline)" in capsys.readouterr().out
+
+
+def test_nsight_says_how_to_record_each_step_and_what_to_look_for(capsys):
+    import pytest
+
+    for step in lesson.LOOK_FOR:
+        lesson.nsight(step)
+        out = capsys.readouterr().out
+        assert f"nsys profile -t cuda,nvtx -o {step}" in out and "NVTX range" in out and lesson.LOOK_FOR[step] in out
+    lesson.nsight("pretransposed")
+    assert "ncu --kernel-name regex:blocked_gemm" in capsys.readouterr().out
+    with pytest.raises(ValueError, match="step must be one of the ladder's"):
+        lesson.nsight("keras_cudnn")
+
+
+def test_nvtx_ranges_are_no_ops_where_nothing_can_record_them():
+    import contextlib
+
+    import pytest
+
+    from fastlstm_lib.nvtx import nvtx_range
+
+    if fl.is_simulator():
+        assert isinstance(nvtx_range("baseline pass"), contextlib.nullcontext)
+    with nvtx_range("baseline pass"):
+        pass
+    with pytest.raises(TypeError, match="name must be a non-empty str"):
+        nvtx_range("")
