@@ -10,6 +10,9 @@ ptxas assembles it as the driver would and reports its resources (``compile_matr
 and the cubin is disassembled to count its main loop's instructions (``compile_matrix_sass``).
 Results are cached under ``.cache/compile_matrix/``, keyed by a hash of the kernels' sources, the
 matrix's own code and the compilers' versions: with nothing changed, a run only reads the cache.
+The table (and each SASS listing) records that key in its header: ``--check`` says it is current
+when its key is today's, without compiling (the sources and compilers it was built from are the
+ones here, and the build is deterministic); ``committed_rows`` reads it back as ``build`` returns it.
 """
 
 from __future__ import annotations
@@ -120,10 +123,14 @@ def cached_rows(cc: tuple[int, int], cache: Path, key: str) -> list[dict]:
     return rows
 
 
-def build(cache: Path = CACHE, workers: int | None = None) -> list[dict]:
-    """Every row of the table, kernels in the inventory's order, each over the architectures."""
+def build(cache: Path = CACHE, workers: int | None = None, archs=None) -> list[dict]:
+    """Every row of the table, kernels in the inventory's order, each over the architectures
+    (``archs``: a subset of ``ARCHS``' keys, e.g. [(9, 0)]; default all of them)."""
     if workers is not None and (not isinstance(workers, int) or workers < 1):
         raise ValueError(f"workers must be a positive int or None, got {workers!r}")
+    chosen = list(ARCHS) if archs is None else list(archs)
+    if not chosen or any(cc not in ARCHS for cc in chosen):
+        raise ValueError(f"archs must be a non-empty list of {sorted(ARCHS)}, got {archs!r}")
     from .numba_compat import require_numba_cuda
 
     require_numba_cuda("the compile matrix")  # it compiles with numba-cuda's real path, never the simulator
@@ -133,19 +140,24 @@ def build(cache: Path = CACHE, workers: int | None = None) -> list[dict]:
         if old.name != key:  # results of other sources or compilers: stale
             shutil.rmtree(old, ignore_errors=True)
     # Start the biggest share first: sm_52's worker is the only CUDA 12 one.
-    archs = sorted(ARCHS, key=lambda cc: toolkit_of(cc) != "12")
+    archs = sorted(chosen, key=lambda cc: toolkit_of(cc) != "12")
     with concurrent.futures.ThreadPoolExecutor(workers or os.cpu_count() or 1) as pool:
         per_arch = dict(zip(archs, pool.map(lambda cc: cached_rows(cc, cache, key), archs)))
-    first = per_arch[next(iter(ARCHS))]
-    return [per_arch[cc][i] for i in range(len(first)) for cc in ARCHS]
+    ordered = [cc for cc in ARCHS if cc in per_arch]
+    return [per_arch[cc][i] for i in range(len(per_arch[ordered[0]])) for cc in ordered]
 
 
-def render(rows: list[dict]) -> str:
-    """The table as committed: a ``#`` header (columns, compilers, command), then CSV."""
+#: The header line that records the key (``cache_key``) of the sources and compilers a table was built from.
+KEY_LINE = "# Built from sources and compilers with key "
+
+
+def render(rows: list[dict], key: str | None = None) -> str:
+    """The table as committed: a ``#`` header (columns, compilers, the key of what it was built
+    from, the command), then CSV."""
     if not isinstance(rows, list) or not rows:
         raise ValueError("rows must be a non-empty list of dicts")
     header = ["# Every CUDA kernel of fastlstm_lib, compiled for each GPU architecture without a GPU:",
-              f"# {version_line()}.",
+              f"# {version_line()}.", f"{KEY_LINE}{key or cache_key()} (compile_matrix.cache_key).",
               "# ptxas -O3 as the driver's JIT does; the persistent kernel with -c (its grid barrier calls the",
               "# device runtime) and its register cap. Main loop: see fastlstm_lib/compile_matrix_sass.py.",
               "# sm_52 has no SASS columns: no disassembler on PyPI reads it (nvdisasm 13 dropped Maxwell).",
@@ -158,13 +170,14 @@ def render(rows: list[dict]) -> str:
     return "\n".join(header) + "\n" + out.getvalue()
 
 
-def listings(rows: list[dict], where: Path = LISTINGS) -> dict[Path, str]:
+def listings(rows: list[dict], where: Path = LISTINGS, key: str | None = None) -> dict[Path, str]:
     """The SASS files to commit: ``where``/KERNEL.ARCH.sass, the main loop of each ``LISTED`` row."""
     found = {}
+    key = key or cache_key()
     for row in rows:
         if "sass" in row:
             header = (f"# {row['kernel']} ({row['what']}) on {row['arch']}: its main loop, {row['loop_instructions']}"
-                      f" instructions. {version_line()}. Regenerate: {COMMAND}\n")
+                      f" instructions. {version_line()}. Key {key}. Regenerate: {COMMAND}\n")
             found[Path(where) / f"{row['kernel']}.{row['arch']}.sass"] = header + row["sass"]
     return found
 
@@ -175,25 +188,58 @@ def read_table(path: Path = TABLE) -> list[dict]:
     return list(csv.DictReader(lines))
 
 
+def recorded_key(path: Path = TABLE) -> str | None:
+    """The key a table (or a SASS listing) records, or None where it records none."""
+    text = Path(path).read_text() if Path(path).exists() else ""
+    for line in text.splitlines():
+        if line.startswith(KEY_LINE):
+            return line[len(KEY_LINE):].split()[0]
+        if " Key " in line and line.startswith("# "):
+            return line.split(" Key ", 1)[1].split(".")[0]
+    return None
+
+
+def committed_rows(path: Path = TABLE, where: Path = LISTINGS) -> list[dict]:
+    """The committed table read back as ``build`` returns it: numbers as ints ("" where empty), and
+    each listed row's SASS from its file."""
+    rows = []
+    for row in read_table(path):
+        row = {column: (value if column in ("kernel", "arch", "what") or value == "" else int(value))
+               for column, value in row.items()}
+        if (row["kernel"], row["arch"]) in LISTED:
+            listing = (Path(where) / f"{row['kernel']}.{row['arch']}.sass").read_text()
+            row["sass"] = listing.split("\n", 1)[1]
+        rows.append(row)
+    return rows
+
+
+def stale(out: Path, where: Path) -> list[str]:
+    """What is not current: the table or a listing that is missing or records another key than today's."""
+    key = cache_key()
+    paths = [Path(out)] + [Path(where) / f"{kernel}.{arch}.sass" for kernel, arch in sorted(LISTED)]
+    return [str(path) for path in paths if recorded_key(path) != key]
+
+
 def main(argv: list[str] | None = None) -> int:
     """Command line: ``--out PATH`` writes the table, ``--check`` compares it with ``--out``'s file."""
     parser = argparse.ArgumentParser(prog="python -m fastlstm_lib.compile_matrix", description=__doc__.split("\n\n")[0])
     parser.add_argument("--out", type=Path, default=TABLE, help="the table (default: data/kernel_resources.csv)")
-    parser.add_argument("--check", action="store_true", help="write nothing; exit 1 when the table is stale")
+    parser.add_argument("--check", action="store_true", help="write nothing, compile nothing; exit 1 when the "
+                        "table or a listing was built from other sources or compilers than today's")
     parser.add_argument("--cache", type=Path, default=CACHE, help="where compiled kernels are kept")
     parser.add_argument("--workers", type=int, default=None, help="parallel compilations (default: CPU count)")
     args = parser.parse_args(argv)
-    rows = build(args.cache, args.workers)
-    text = render(rows)
-    sass = listings(rows, args.out.parent / LISTINGS.name)
-    if args.check:
-        current = args.out.read_text() if args.out.exists() else ""
-        stale = [path for path, listing in sass.items() if not path.exists() or path.read_text() != listing]
-        if current != text or stale:
-            print(f"{args.out} is stale: regenerate it with `{COMMAND}`", file=sys.stderr)
+    if args.check:  # no compiling: the keys of what each file was built from against today's
+        outdated = stale(args.out, args.out.parent / LISTINGS.name)
+        if outdated:
+            print(f"{', '.join(outdated)}: stale (built from other sources or compilers): regenerate with `{COMMAND}`",
+                  file=sys.stderr)
             return 1
         print(f"{args.out} is current")
         return 0
+    rows = build(args.cache, args.workers)
+    text = render(rows)
+    sass = listings(rows, args.out.parent / LISTINGS.name)
     args.out.parent.mkdir(parents=True, exist_ok=True)
     args.out.write_text(text)
     for path, listing in sass.items():

@@ -236,9 +236,9 @@ def test_the_doctor_runs_in_a_python_without_numpy_or_numba(module, args):
     assert "Traceback" not in done.stderr, done.stderr
     assert done.returncode == 1, done.stdout + done.stderr  # the course will not run: said, not crashed
     out = done.stdout
-    assert "fail  numpy, numba, numba-cuda, tensorflow, keras, matplotlib, tqdm are not installed" in out, out
+    assert "fail  numpy, numba, numba-cuda, nvtx, tensorflow, keras, matplotlib, tqdm are not installed" in out, out
     one_command = [line for line in out.splitlines() if '-m pip install "numpy==' in line]
-    assert len(one_command) == 1 and '"numba==0.68.1" "numba-cuda==0.30.4" "tensorflow==2.21.0"' in one_command[0]
+    assert len(one_command) == 1 and '"numba==0.68.1" "numba-cuda==0.30.4" "nvtx==0.2.17" "tensorflow==2.21.0"' in one_command[0]
     assert one_command[0].split("-m pip install")[0].split()[-1] == fixes.quoted(probes.shown_path(sys.executable))
     assert "the GPU (or Numba's CUDA simulator): not checked (needs numba and numba-cuda, above)" in out
     assert "verdict: the course will NOT run here yet (1 problem, 0 warnings)" in out

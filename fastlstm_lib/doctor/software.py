@@ -17,8 +17,8 @@ from .fixes import Finding
 
 #: Backends Keras 3 knows (KERAS_BACKEND), each by the package that provides it.
 KERAS_BACKENDS = ("tensorflow", "jax", "torch", "numpy", "openvino")
-#: The notebooks run without it (no progress bars): a warning, not a failure.
-OPTIONAL = ("tqdm",)
+#: The notebooks run without these (each loses what it says): a warning, not a failure.
+OPTIONAL = {"tqdm": "no progress bars", "nvtx": "no NVTX ranges for Nsight Systems"}
 
 
 def python_too_old(facts) -> bool:
@@ -73,7 +73,7 @@ def package_findings(facts) -> list[Finding]:
             fine.append(f"{package} {have}")
     findings = [Finding("ok", "packages as pinned: " + ", ".join(fine))] if fine else []
     absent = ", ".join(missing) + (" is" if len(missing) == 1 else " are") + " not installed"
-    absent += ": no progress bars" if missing and set(missing) <= set(OPTIONAL) else ""
+    absent += (": " + "; ".join(OPTIONAL[p] for p in missing)) if missing and set(missing) <= set(OPTIONAL) else ""
     versions = "; ".join(f"{p} {have} is installed, {want} is pinned" for p, have, want in differ)
     if facts.colab:
         return findings + colab_package_findings(missing, differ, absent)
