@@ -71,7 +71,7 @@ sys.exit(main(sys.argv[2:]))
 """
 
 
-def requirements(extras: list[str]) -> list[str]:
+def course_requirements(extras: list[str]) -> list[str]:
     project = tomllib.loads((ROOT / "pyproject.toml").read_text())["project"]
     reqs = list(project["dependencies"])
     for extra in extras:
@@ -115,7 +115,7 @@ def main(argv=None) -> int:
     parser.add_argument("--targets", nargs="+", default=list(TARGETS), choices=list(TARGETS))
     parser.add_argument("--json", help="also write every resolution (versions included) to this file")
     args = parser.parse_args(argv)
-    reqs = requirements([e for e in args.extras.split(",") if e])
+    reqs = course_requirements([e for e in args.extras.split(",") if e])
     results, failed = {}, 0
     print("| platform | Python | result | Keras backend | NumPy | CUDA in Numba |\n|---|---|---|---|---|---|")
     for target in args.targets:
