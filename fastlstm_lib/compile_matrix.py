@@ -177,7 +177,7 @@ def listings(rows: list[dict], where: Path = LISTINGS, key: str | None = None) -
     for row in rows:
         if "sass" in row:
             header = (f"# {row['kernel']} ({row['what']}) on {row['arch']}: its main loop, {row['loop_instructions']}"
-                      f" instructions. {version_line()}. Key {key}. Regenerate: {COMMAND}\n")
+                      f" instructions. {version_line()}. Regenerate: {COMMAND}\n{KEY_LINE}{key}.\n")
             found[Path(where) / f"{row['kernel']}.{row['arch']}.sass"] = header + row["sass"]
     return found
 
@@ -193,9 +193,7 @@ def recorded_key(path: Path = TABLE) -> str | None:
     text = Path(path).read_text() if Path(path).exists() else ""
     for line in text.splitlines():
         if line.startswith(KEY_LINE):
-            return line[len(KEY_LINE):].split()[0]
-        if " Key " in line and line.startswith("# "):
-            return line.split(" Key ", 1)[1].split(".")[0]
+            return line[len(KEY_LINE):].split()[0].rstrip(".")
     return None
 
 
@@ -208,7 +206,7 @@ def committed_rows(path: Path = TABLE, where: Path = LISTINGS) -> list[dict]:
                for column, value in row.items()}
         if (row["kernel"], row["arch"]) in LISTED:
             listing = (Path(where) / f"{row['kernel']}.{row['arch']}.sass").read_text()
-            row["sass"] = listing.split("\n", 1)[1]
+            row["sass"] = "".join(line + "\n" for line in listing.splitlines() if not line.startswith("#"))
         rows.append(row)
     return rows
 

@@ -32,7 +32,7 @@ from .cpu_cells import fused_cell_libm, fused_cell_rational, numpy_cell
 from .harness import WrongResultError
 from .progress import progress_bar
 from .reference import RTOL, relative_error, sigmoid64
-from .timing import cpu_busy_elsewhere, cpu_snapshot, summarize, wall_times
+from .timing import IDLE_ENOUGH, cpu_busy_elsewhere, cpu_snapshot, summarize, wall_times
 
 _ARTICLE = LSTMConfig.article()
 _F32 = np.float32
@@ -266,7 +266,7 @@ def summary(result: dict) -> str:
         lines.append("how busy other processes kept the CPUs cannot be read here (no /proc): let nothing else run")
     else:
         lines.append(f"other processes used {busy:.0%} of the CPUs meanwhile: " + (
-            "the times are this run's own" if busy < 0.05 else
+            "the times are this run's own" if busy < IDLE_ENOUGH else
             "the times are disturbed; run again with nothing else running"))
     return "\n".join(lines)
 

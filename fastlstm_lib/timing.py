@@ -151,10 +151,15 @@ def cpu_snapshot() -> tuple[int, int, int] | None:
     return sum(fields) - fields[3] - fields[4], sum(fields), sum(int(v) for v in own)
 
 
+#: Other processes may use at most this share of the CPUs (``cpu_busy_elsewhere``) for timings
+#: taken meanwhile to count as this program's own.
+IDLE_ENOUGH = 0.05
+
+
 def cpu_busy_elsewhere(seconds: float = 0.5, *, since: tuple | None = None) -> float | None:
     """Fraction of the machine's CPU time that *other* processes used (0: idle, 1: every core
     busy): during ``seconds`` of waiting, or from the ``cpu_snapshot()`` ``since`` until now.
-    Timings are only this program's own when it is near 0. None where /proc is missing."""
+    Timings are only this program's own under ``IDLE_ENOUGH``. None where /proc is missing."""
     start = since if since is not None else cpu_snapshot()
     if since is None and start is not None:
         time.sleep(seconds)

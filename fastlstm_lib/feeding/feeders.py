@@ -17,7 +17,7 @@ import statistics
 from ..checks import check_bool, check_int, check_number, check_seconds, check_str
 from ..keras_backend import import_keras, tensorflow_reason
 from ..progress import progress_bar
-from ..timing import cpu_busy_elsewhere
+from ..timing import IDLE_ENOUGH, cpu_busy_elsewhere
 from .dataset import KINDS, calibrate_loops_per_ms, parse_feeder, slow_dataset
 from .gil import PYTHON_SWITCH_INTERVAL_S, switch_interval
 from .timeline import Timeline, epoch_phases, epoch_seconds, production_ms
@@ -197,10 +197,6 @@ def speed_words(ratio: float, *, margin: float = 0.1) -> str:
     if ratio < 1 / (1 + margin):
         return "slower"
     return "about as fast"
-
-
-#: Other processes may use at most this share of the CPUs for timings to count as this program's own.
-IDLE_ENOUGH = 0.05
 
 
 def idle_check(when: str, since: tuple | None = None, *, seconds: float = 1.0) -> str:
