@@ -16,7 +16,7 @@ STAMP  := $(VENV)/.installed
 ALLOW_ROOT := $(shell [ "$$(id -u 2>/dev/null)" = 0 ] && echo --allow-root)
 LAB_ARGS ?=
 
-.PHONY: setup lab test test-fake-gpu-notebooks bench clean
+.PHONY: setup lab test test-fake-gpu-notebooks bench gpu-bundle gpu-rehearsal clean
 
 $(STAMP): pyproject.toml
 	$(PYTHON) fastlstm_lib/requirements.py
@@ -42,20 +42,24 @@ GPU_NOTEBOOKS := $(wildcard notebooks/0[2-9]_*.ipynb notebooks/1[012]_*.ipynb no
 test-fake-gpu-notebooks: $(STAMP)
 	$(BIN)/python -m fastlstm_lib.fakegpu notebooks --gpu $(FAKE_GPU) $(GPU_NOTEBOOKS)
 
-# On a machine with an NVIDIA GPU, nothing else running: every measurement the notebooks read,
-# under data/results/ (see data/results/README.md): the ladder, issue vs GPU time, Keras' LSTM
-# three ways (TF32 off), our GEMM against cuBLAS (needs torch), the batch sweep, the backward
-# ladder against Keras on cuDNN, the CNN layouts and data feeding. Without TensorFlow:
-# KERAS_BACKEND=torch make bench.
+# On a machine with an NVIDIA GPU, nothing else running: every measurement the notebooks read, in
+# one staged, budgeted command (tools/gpu_run.sh; data/results/README.md): smoke, correctness at
+# many blocks, the ladder (plain and CUDA Graphs), cuDNN with the same weights (torch, TF32 off),
+# issue vs GPU time, our GEMM vs cuBLAS, the batch sweep, the backward ladder, the profilers. The
+# stage files are unpacked into data/results/. Without internet there: make gpu-bundle here first,
+# carry .gpu-bundle/ and run `bash tools/gpu_run.sh OUT_DIR` with the machine's python3.
+BENCH_BUDGET ?= 900
 bench: $(STAMP)
-	$(BIN)/python -m fastlstm_lib bench --config article --out data/results/ladder-$$(date +%Y%m%d).json --plot data/results/ladder-$$(date +%Y%m%d).png
-	$(BIN)/python -m fastlstm_lib clocks --config article --out data/results/clocks-$$(date +%Y%m%d).json
-	$(BIN)/python -m fastlstm_lib bench --config article --steps keras_cudnn keras_generic keras_recurrent_dropout --tf32 off --out data/results/keras-$$(date +%Y%m%d).json
-	$(BIN)/python -m fastlstm_lib gemm --out data/results/gemm-vs-cublas-$$(date +%Y%m%d).json
-	$(BIN)/python -m fastlstm_lib sweep --config article --steps wavefront persistent keras_cudnn --batches 1 4 16 64 --tf32 off --out data/results/batch-sweep-$$(date +%Y%m%d).json
-	$(BIN)/python -m fastlstm_lib.backward --config article --out data/results/backward-$$(date +%Y%m%d).json
-	$(BIN)/python -m fastlstm_lib.cnn --out data/results/cnn-layouts-$$(date +%Y%m%d).json
-	$(BIN)/python -m fastlstm_lib.feeding --out data/results/feeding-$$(date +%Y%m%d).json
+	PYTHON=$(BIN)/python bash tools/gpu_run.sh .gpu-run/$$(date +%Y%m%d) $(BENCH_BUDGET); \
+	  status=$$?; tar xzf .gpu-run/$$(date +%Y%m%d)/gpu-run.tar.gz -C data/ results; exit $$status
+
+# What the GPU machine may lack (no internet there), into .gpu-bundle/ (<= 40 MiB; needs PyPI).
+gpu-bundle:
+	bash tools/gpu_bundle.sh
+
+# The GPU run at full size on a fake H100 (no GPU needed; nothing is computed; about 8 minutes).
+gpu-rehearsal: $(STAMP)
+	FASTLSTM_FAKE_GPU=H100 PYTHON=$(BIN)/python bash tools/gpu_run.sh .gpu-run/rehearsal
 
 clean:
 	rm -rf $(VENV) .pytest_cache

@@ -74,8 +74,13 @@ def bench_weight_gradients(cfg: LSTMConfig, *, warmup: int = 3, repeats: int = 2
 
 
 def bench_backward(cfg: LSTMConfig | None = None, *, steps=None, keras: bool = True, warmup: int | None = None,
-                   repeats: int | None = None) -> dict:
-    """Every measurement above, as one JSON-able dict. GPU only."""
+                   repeats: int | None = None, each=None) -> dict:
+    """Every measurement above, as one JSON-able dict. GPU only.
+
+    ``each(label, call)``: how each part (a step's timing, the weight gradient, a Keras step) is
+    run, returning ``call()``'s result or None to leave that part out; by default each part is
+    simply called. The GPU run (tools/gpurun) passes its own: every part within the time left,
+    a failure recorded as that part's, the others kept."""
     if cfg is not None:
         _check_cfg(cfg)
     if steps is not None:
@@ -87,15 +92,19 @@ def bench_backward(cfg: LSTMConfig | None = None, *, steps=None, keras: bool = T
     check_bool("keras", keras)
     warmup = None if warmup is None else check_int("warmup", warmup, minimum=0)
     repeats = None if repeats is None else check_int("repeats", repeats)
+    if each is not None and not callable(each):
+        raise TypeError(f"each must be a function each(label, call), got {type(each).__name__}")
     if simulator.SIMULATOR:
         raise RuntimeError("the backward benchmark needs a GPU: on the CUDA simulator times mean nothing")
+    each = each or (lambda label, call: call())
     cfg = LSTMConfig.article() if cfg is None else cfg
     steps = names() if steps is None else [get(name).name for name in steps]
     timing = {"warmup": warmup, "repeats": repeats}
-    runs = [bench(get(name), cfg, timed=timed, **timing)
+    runs = [each(f"{name} {timed}", lambda name=name, timed=timed: bench(get(name), cfg, timed=timed, **timing))
             for name in steps for timed in ("forward+backward", "backward")]
-    report = {"device": device_info(), "config": cfg.as_dict(), "targets": TARGETS, "steps": runs,
-              "weight_gradient": bench_weight_gradients(cfg),
+    report = {"device": device_info(), "config": cfg.as_dict(), "targets": TARGETS,
+              "steps": [run for run in runs if run is not None],
+              "weight_gradient": each("weight gradient", lambda: bench_weight_gradients(cfg)),
               "date": datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds")}
     if keras:
         from ..keras_backend import environment, set_tf32
@@ -103,9 +112,12 @@ def bench_backward(cfg: LSTMConfig | None = None, *, steps=None, keras: bool = T
 
         set_tf32(False)  # true FP32, like our kernels
         report["keras"] = environment()
-        report["keras_steps"] = [bench(step, cfg, **timing) for step in KERAS_TRAINING]
-        ours = next(r for r in runs if r["step"] == steps[-1] and r["options"]["timed"] == "forward+backward")
-        cudnn = report["keras_steps"][0]
-        report["forward_backward_vs_cudnn"] = {"ours": ours["step"], "keras": cudnn["step"],
-                                               "ratio": ours["time_ms"]["median"] / cudnn["time_ms"]["median"]}
+        report["keras_steps"] = [run for run in (each(f"Keras {step.name}", lambda step=step: bench(step, cfg, **timing))
+                                                 for step in KERAS_TRAINING) if run is not None]
+        ours = next((r for r in report["steps"] if r["step"] == steps[-1]
+                     and r["options"]["timed"] == "forward+backward"), None)
+        cudnn = report["keras_steps"][0] if report["keras_steps"] else None
+        if ours is not None and cudnn is not None:
+            report["forward_backward_vs_cudnn"] = {"ours": ours["step"], "keras": cudnn["step"],
+                                                   "ratio": ours["time_ms"]["median"] / cudnn["time_ms"]["median"]}
     return report

@@ -1,0 +1,219 @@
+"""The GPU run (tools/gpu_run.sh, tools/gpurun/): its frame, its choice of bundled packages, and a
+rehearsal of every stage on a fake H100 at small sizes, so that the command cannot rot between
+the rare sessions that have a GPU."""
+
+import json
+import os
+import subprocess
+import sys
+import tarfile
+import time
+from pathlib import Path
+
+import pytest
+
+from conftest import ODD, needs_fake_gpu
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT / "tools"))
+
+from gpurun import prepare  # noqa: E402
+from gpurun.runner import Context, Stage, StopRun, run_stages  # noqa: E402
+
+
+# ---- the frame ---------------------------------------------------------------------------------
+
+def _stage(number, name, run, cost=1.0, unavailable=lambda: None):
+    return Stage(number, name, f"the {name} stage", run, cost_s=cost, quick_cost_s=cost, file=f"{name}-{{date}}.json",
+                 unavailable=unavailable)
+
+
+def _files(out: Path) -> dict:
+    return {path.name.split("-")[0]: json.loads(path.read_text()) for path in (out / "results").glob("*.json")}
+
+
+def test_a_failing_stage_loses_nothing_and_later_stages_run(tmp_path):
+    def first(ctx):
+        ctx.keep({"step": "a", "value": 1})
+        return {"headline": "first done"}
+
+    def broken(ctx):
+        ctx.keep({"step": "kept before the failure"})
+        raise ValueError("planted failure")
+
+    def items(ctx):
+        ctx.item("fine", lambda: {"x": 1})
+        ctx.item("wrong", lambda: 1 / 0)
+        ctx.item("too long", lambda: None, cost_s=10_000)
+
+    ctx = Context(tmp_path, budget_s=60, quick=True)
+    records = run_stages([_stage(0, "first", first), _stage(1, "broken", broken), _stage(2, "items", items),
+                          _stage(3, "costly", first, cost=10_000), _stage(4, "absent", first, unavailable=lambda: "no tool")],
+                         ctx, lambda: {"device": "test"})
+    assert [r["status"] for r in records] == ["ok", "failed", "partial", "skipped", "skipped"]
+    files = _files(tmp_path)
+    assert files["first"]["results"] == [{"step": "a", "value": 1}] and files["first"]["environment"] == {"device": "test"}
+    assert files["broken"]["results"] == [{"step": "kept before the failure"}]
+    assert "ValueError: planted failure" in files["broken"]["traceback"]
+    outcomes = {row["item"]: row["outcome"] for row in files["items"]["items"]}
+    assert outcomes["fine"] == "ok" and outcomes["wrong"].startswith("failed: ZeroDivisionError")
+    assert outcomes["too long"].startswith("skipped: ") and "it needs about 10000 s" in outcomes["too long"]
+    assert "it needs about 10000 s" in files["costly"]["why"] and files["absent"]["why"] == "no tool"
+    summary = (tmp_path / "summary.txt").read_text().splitlines()
+    assert len([line for line in summary if line.startswith("stage ")]) == 5
+    assert "FAILED" in summary[2] and "planted failure" in summary[2]
+    with tarfile.open(tmp_path / "gpu-run.tar.gz") as archive:
+        names = archive.getnames()
+    assert {f"results/{name}-{ctx.date}.json" for name in ("first", "broken", "items", "costly", "absent")} <= set(names)
+    assert "summary.txt" in names and "tracebacks.txt" in names
+
+
+def test_a_stop_skips_every_later_stage_saying_why(tmp_path):
+    def stop(ctx):
+        raise StopRun("nothing compiles")
+
+    ran = []
+    records = run_stages([_stage(0, "smoke", stop), _stage(1, "later", lambda ctx: ran.append(1))],
+                         Context(tmp_path, budget_s=60, quick=True), lambda: {})
+    assert not ran and records[1]["status"] == "skipped" and "nothing compiles" in records[1]["why"]
+
+
+def test_the_archive_is_packed_after_each_stage(tmp_path):
+    """Killed in the middle of stage 1, the archive already holds stage 0."""
+    def look(ctx):
+        with tarfile.open(tmp_path / "gpu-run.tar.gz") as archive:
+            assert f"results/zero-{ctx.date}.json" in archive.getnames()
+
+    records = run_stages([_stage(0, "zero", lambda ctx: None), _stage(1, "look", look)],
+                         Context(tmp_path, budget_s=60, quick=True), lambda: {})
+    assert [r["status"] for r in records] == ["ok", "ok"]
+
+
+# ---- which bundled packages a machine gets ------------------------------------------------------
+
+WHEELS = {
+    "numba-cuda": {"version": "0.30.4", "requires": ["numba>=0.60.0", "cuda-bindings<14.0.0,>=12.9.1",
+                                                      "cuda-core<2.0.0,>=0.5.1", "packaging",
+                                                      'cuda-bindings==13.*; extra == "cu13"']},
+    "numba": {"version": "0.68.1", "requires": ["llvmlite<0.51,>=0.50.0dev0", "numpy<2.6,>=1.22"]},
+    "cuda-core": {"version": "1.2.2", "requires": ["cuda-pathfinder>=1.1"]},
+    "cuda-pathfinder": {"version": "1.9.1", "requires": []},
+    "packaging": {"version": "26.4", "requires": []},
+    "keras": {"version": "3.15.1", "requires": ["numpy", "rich"]},
+    "rich": {"version": "15.0.0", "requires": []},
+}
+PINS = {"numba-cuda": "0.30.4", "numba": "0.68.1", "keras": "3.15.1"}
+
+
+def _machine(**versions):
+    return lambda name: versions.get(name.replace("-", "_"))
+
+
+def test_a_machine_with_the_pins_takes_nothing():
+    names, decisions = prepare.choose(PINS, WHEELS, _machine(numba_cuda="0.30.4", numba="0.68.1", keras="3.15.1"))
+    assert names == [] and all(d["used"] == "machine" for d in decisions)
+
+
+def test_other_versions_come_from_the_bundle_with_only_what_the_machine_lacks():
+    machine = _machine(numba_cuda="0.22.0", numba="0.68.1", llvmlite="0.50.0", numpy="2.5.2", cuda_bindings="13.0.1",
+                       cuda_core="0.3.0", cuda_pathfinder="1.9.1", packaging="24.0")
+    names, decisions = prepare.choose(PINS, WHEELS, machine)
+    assert names == ["numba-cuda", "cuda-core", "keras", "rich"]  # cuda-core 0.3.0 is below numba-cuda's >=0.5.1
+    by = {d["package"]: d for d in decisions}
+    assert by["numba-cuda"]["used"] == "bundle" and by["numba-cuda"]["with_requirements"] == {"cuda-core": "1.2.2"}
+    assert by["numba"]["used"] == "machine" and by["keras"]["used"] == "bundle"
+
+
+def test_a_pin_whose_requirement_nobody_meets_stays_as_the_machine_has_it():
+    machine = _machine(numba_cuda="0.30.4", numba="0.61.0", llvmlite="0.44.0", numpy="2.5.2", keras="3.15.1")
+    names, decisions = prepare.choose(PINS, WHEELS, machine)
+    numba = next(d for d in decisions if d["package"] == "numba")
+    assert names == [] and numba["used"] == "machine"
+    assert numba["why"] == "numba 0.68.1 needs llvmlite<0.51,>=0.50.0dev0: this machine has 0.44.0, the bundle has none"
+
+
+@pytest.mark.parametrize("version, specifier, expected", [
+    ("0.30.4", ">=0.30,<0.31", True), ("0.50.0", "<0.51,>=0.50.0dev0", True), ("0.46.0", ">=0.50.0dev0", False),
+    ("13.0.1", "==13.*", True), ("12.9.1", "==13.*", False), ("2.5.2", "<2.6,>=1.22", True), ("2.6.0", "<2.6", False),
+    ("1.4.2", "~=1.4", True), ("2.0", "~=1.4", False), ("26.4", "", True)])
+def test_versions_are_compared_as_pip_would(version, specifier, expected):
+    assert prepare.satisfies(version, specifier) is expected
+
+
+def test_the_bundle_takes_the_pins_of_pyproject():
+    from gpurun import bundle
+
+    pins = bundle.linux_pins()
+    assert pins["numba-cuda"] == "0.30.4" and pins["numba"] == "0.68.1" and pins["numpy"] == "2.4.6"
+    assert {name for name in bundle.PINNED} <= set(pins) and set(bundle.CUDA_WHEELS) <= set(pins)
+
+
+# ---- cuDNN through torch, with the course's weights (on the CPU where torch has no GPU) ---------
+
+@pytest.mark.parametrize("backward", [False, True], ids=["forward", "forward+backward"])
+def test_torch_lstm_holds_the_course_weights(backward):
+    pytest.importorskip("torch", reason="cuDNN is reached through torch.nn.LSTM; without torch there is nothing to map")
+    from gpurun.torch_cudnn import bench_torch_lstm
+
+    result = bench_torch_lstm(ODD, backward=backward, warmup=0, repeats=1)
+    assert result["relative_error"]["before"] <= 1e-5 and result["relative_error"]["after"] <= 1e-5
+
+
+# ---- the rehearsal: every stage on a fake H100, at small sizes --------------------------------
+
+@needs_fake_gpu
+def test_the_gpu_command_rehearses_every_stage_on_a_fake_h100(tmp_path):
+    out = tmp_path / "out"
+    env = {key: value for key, value in os.environ.items() if key not in ("NUMBA_ENABLE_CUDASIM", "FASTLSTM_SIMULATOR")}
+    env.update(FASTLSTM_FAKE_GPU="H100", PYTHON=sys.executable, GPU_RUN_WORK=str(tmp_path / "work"))
+    started = time.monotonic()
+    done = subprocess.run(["bash", "tools/gpu_run.sh", str(out), "240", "--quick"], cwd=ROOT, env=env,
+                          capture_output=True, text=True, timeout=400)
+    seconds = time.monotonic() - started
+    assert done.returncode == 0, done.stdout[-4000:] + done.stderr[-4000:]
+    assert seconds < 240 + 30
+    summary = (out / "summary.txt").read_text()
+    assert "FAKE GPU H100" in summary
+    stages = [line for line in summary.splitlines() if line.startswith("stage ")]
+    assert len(stages) == 9 and not any("FAILED" in line for line in stages), summary
+    assert sorted(p.name for p in out.iterdir()) == ["gpu-run.tar.gz", "log.txt", "prepare.json", "summary.txt"]
+    with tarfile.open(out / "gpu-run.tar.gz") as archive:
+        names = set(archive.getnames())
+        records = {name: json.load(archive.extractfile(name)) for name in names if name.startswith("results/")}
+    for name, record in records.items():
+        if record["status"] == "skipped":
+            assert record["why"], name
+            continue
+        assert record["status"] == "ok", (name, [r for r in record["items"] if r["outcome"].startswith("failed")])
+        device = record["environment"]["device"]
+        assert device["name"] == "NVIDIA H100 80GB HBM3" or "H100" in device["name"], device
+        assert record["environment"]["packages"]["numba-cuda"]
+    ran = {record["name"] for record in records.values() if record["status"] == "ok"}
+    assert {"smoke", "correctness", "ladder", "clocks", "sweep", "backward"} <= ran
+    ladder = next(r for r in records.values() if r["name"] == "ladder")
+    assert {r["step"] for r in ladder["results"]} >= {"baseline", "wavefront", "persistent"}
+    assert any(r["options"].get("graph") for r in ladder["results"])
+
+
+def test_at_the_budget_the_stage_under_way_is_kept_and_the_run_ends(tmp_path):
+    """A stage still running when the budget ends (a grid barrier that never returns) is written
+    as it stands, marked "cut", with every thread's traceback, and the process exits 124."""
+    script = f"""
+import sys, time
+sys.path.insert(0, {str(ROOT / 'tools')!r})
+from gpurun.runner import Context, Stage, run_stages
+def slow(ctx):
+    ctx.keep({{"step": "finished before"}})
+    time.sleep(60)
+stages = [Stage(0, "quick", "t", lambda ctx: None, 0, 0, "quick-{{date}}.json"),
+          Stage(1, "slow", "t", slow, 0, 0, "slow-{{date}}.json")]
+run_stages(stages, Context({str(tmp_path)!r}, budget_s=7, quick=True), lambda: {{}})
+"""
+    done = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=60)
+    assert done.returncode == 124, done.stderr
+    slow = json.loads(next((tmp_path / "results").glob("slow-*.json")).read_text())
+    assert slow["status"] == "cut" and slow["results"] == [{"step": "finished before"}]
+    assert "CUT in" in (tmp_path / "summary.txt").read_text()
+    assert "in slow" in (tmp_path / "tracebacks.txt").read_text()
+    with tarfile.open(tmp_path / "gpu-run.tar.gz") as archive:
+        assert any(name.startswith("results/slow-") for name in archive.getnames())

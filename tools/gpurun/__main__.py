@@ -1,0 +1,59 @@
+"""``python3 -m gpurun OUT_DIR [--budget S] [--quick] [--stages N ...] [--fail NAME]`` (tools/ on the path)."""
+
+from __future__ import annotations
+
+import argparse
+import os
+import sys
+from pathlib import Path
+
+
+def main(argv=None) -> int:
+    parser = argparse.ArgumentParser(prog="python3 -m gpurun", description=__doc__)
+    parser.add_argument("out", type=Path, help="the folder every file goes to (made if missing)")
+    parser.add_argument("--budget", type=float, default=480, help="seconds for the whole run (default 480)")
+    parser.add_argument("--quick", action="store_true", help="the rehearsal's small sizes (make test)")
+    parser.add_argument("--stages", nargs="+", help="only these stages (names or numbers), in the usual order")
+    parser.add_argument("--fail", metavar="NAME", help="make this stage raise (the frame's own test)")
+    args = parser.parse_args(argv)
+    if args.budget <= 0:
+        parser.error(f"--budget must be a number of seconds > 0, got {args.budget}")
+    os.environ.setdefault("KERAS_BACKEND", _keras_backend())
+    import fastlstm_lib  # noqa: F401  (first: it chooses GPU, simulator or fake GPU before numba.cuda loads)
+    from .runner import Context, run_stages
+    from .stages import STAGES, environment
+
+    chosen = STAGES
+    if args.stages:
+        known = {s.name for s in STAGES} | {str(s.number) for s in STAGES}
+        unknown = [s for s in args.stages if s not in known]
+        if unknown:
+            parser.error(f"--stages: unknown {', '.join(unknown)}; stages: "
+                         + ", ".join(f"{s.number} {s.name}" for s in STAGES))
+        chosen = [s for s in STAGES if s.name in args.stages or str(s.number) in args.stages]
+    if args.fail and args.fail not in {s.name for s in STAGES}:
+        parser.error(f"--fail: unknown stage {args.fail!r}")
+    ctx = Context(args.out, args.budget, args.quick, fail=args.fail)
+    from fastlstm_lib import simulator
+
+    if simulator.SIMULATOR:
+        print("error: no GPU here: the CUDA simulator's times mean nothing and the article's sizes take hours there; "
+              "rehearse with FASTLSTM_FAKE_GPU=H100", file=sys.stderr)
+        return 2
+    note = (f"FAKE GPU {simulator.FAKE_GPU} (a rehearsal): no kernel runs, no value is checked, every time means nothing"
+            if simulator.FAKE_GPU else "THE CUDA SIMULATOR: no GPU here, every time means nothing"
+            if simulator.SIMULATOR else "")
+    records = run_stages(chosen, ctx, lambda: environment(ctx), note=note)
+    failed = [r for r in records if r["status"] == "failed"]
+    return 1 if failed else 0
+
+
+def _keras_backend() -> str:
+    """TensorFlow where it is installed, else torch (the GPU machine has no TensorFlow)."""
+    import importlib.util
+
+    return "tensorflow" if importlib.util.find_spec("tensorflow") else "torch"
+
+
+if __name__ == "__main__":
+    sys.exit(main())
