@@ -21,6 +21,9 @@ if _ABSENT:
 else:
     import os as _os
 
+    from .numba_compat import restore_numpy_aliases
+
+    restore_numpy_aliases()  # NumPy 2.5 removed np.row_stack, which numba-cuda names when it first compiles
     if _os.environ.get("FASTLSTM_FAKE_GPU", "").strip():  # the fake-GPU test mode: its driver first
         from .fakegpu import activate_from_environment as _activate_fake_gpu
 

@@ -113,3 +113,27 @@ def complete_builtin_simulator() -> None:
             setattr(cuda, name, cuda.stream)
     if not hasattr(cuda, "get_current_device"):
         cuda.get_current_device = lambda: cuda.gpus[0].device
+
+
+#: NumPy aliases that NumPy removed and numba-cuda still names: (name, what it was an alias of).
+REMOVED_NUMPY_ALIASES = (("row_stack", "vstack"),)
+
+
+def restore_numpy_aliases() -> list[str]:
+    """Put back the NumPy aliases numba-cuda needs that NumPy removed; return the names restored.
+
+    NumPy 2.5 removed ``np.row_stack`` (an alias of ``np.vstack``, deprecated since 2.0), and
+    numba-cuda 0.30.4 (0.22 too) registers an overload for it while it loads its typing for the
+    first compile: on NumPy 2.5 no kernel compiles, with ``AttributeError: module 'numpy' has no
+    attribute 'row_stack'``. Seen on Python 3.12 with NumPy 2.5.2, which the borrowed GPU machine
+    has. The alias is restored exactly as it was (the same function), before anything compiles;
+    with the course's pins (NumPy 2.4.6) there is nothing to restore.
+    """
+    import numpy as np
+
+    restored = []
+    for name, original in REMOVED_NUMPY_ALIASES:
+        if not hasattr(np, name):
+            setattr(np, name, getattr(np, original))
+            restored.append(name)
+    return restored

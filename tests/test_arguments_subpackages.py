@@ -38,7 +38,6 @@ CASES = [
     (lambda: cnn.outcome(None), TypeError, r"row must be a dict"),
     (lambda: cnn.verdict({}), ValueError, r"row lacks"),
     (lambda: cnn.short_error("boom"), TypeError, r"error must be an exception"),
-    (lambda: cnn.compile_for_training(42), TypeError, r"model must be a keras.Model"),
     (lambda: cnn.epoch_chart(None), TypeError, r"results must be a list"),
     (lambda: cnn.speedup_chart([], published="yes"), TypeError, r"published must be True or False"),
     (lambda: cnn.variant_plan("cnn10"), TypeError, r"models must be a list of strs"),
@@ -90,6 +89,7 @@ CASES = [
     (lambda: benchmark.bench_backward(steps=["nope"]), ValueError, r"steps\[0\] must be one of"),
     (lambda: benchmark.bench_backward(keras="yes"), TypeError, r"keras must be True or False"),
     (lambda: benchmark.bench_backward(warmup=-1), ValueError, r"warmup must be an int >= 0"),
+    (lambda: benchmark.bench_backward(each=5), TypeError, r"each must be a function each\(label, call\), got int"),
     (lambda: layer_api.forward(np.zeros((1, 2, 2), np.float32), None, step=42), TypeError, r"step must be a non-empty str"),
     (lambda: layer_api.forward(np.zeros((1, 2, 2), np.float32), None, step="nope"), ValueError, r"step must be one of"),
 ]
@@ -99,6 +99,11 @@ CASES = [
 def test_bad_argument_is_refused(call, error, message):
     with pytest.raises(error, match=message):
         call()
+
+
+def test_compile_for_training_refuses_what_is_no_model(keras_available):  # it asks Keras what a Model is
+    with pytest.raises(TypeError, match=r"model must be a keras.Model"):
+        cnn.compile_for_training(42)
 
 
 def test_backward_saved_must_be_the_forward_triple():
@@ -179,7 +184,7 @@ def test_profiling_helpers_still_work():
     ({"units": True}, TypeError, r"units must be an int >= 1, got bool True"),
     ({"units": 4, "step": "nope"}, ValueError, r"step must be one of"),
 ])
-def test_fastlstm_constructor_refuses(kwargs, error, message):
+def test_fastlstm_constructor_refuses(kwargs, error, message, keras_available):  # FastLSTM is a Keras layer
     from fastlstm_lib.keras_layer import FastLSTM
 
     with pytest.raises(error, match=message):
@@ -191,7 +196,7 @@ def test_fastlstm_constructor_refuses(kwargs, error, message):
     (lambda kl: kl.twin_lstm_models(4, 2, optimizer=None), TypeError, r"optimizer must be a non-empty str"),
     (lambda kl: kl.twin_lstm_models(4, 2, seed=-1), ValueError, r"seed must be an int >= 0"),
 ])
-def test_twin_lstm_models_refuses(call, error, message):
+def test_twin_lstm_models_refuses(call, error, message, keras_available):
     from fastlstm_lib import keras_layer
 
     with pytest.raises(error, match=message):

@@ -217,3 +217,14 @@ run_stages(stages, Context({str(tmp_path)!r}, budget_s=7, quick=True), lambda: {
     assert "in slow" in (tmp_path / "tracebacks.txt").read_text()
     with tarfile.open(tmp_path / "gpu-run.tar.gz") as archive:
         assert any(name.startswith("results/slow-") for name in archive.getnames())
+
+
+def test_numpy_aliases_numba_cuda_names_are_put_back(monkeypatch):
+    """NumPy 2.5 (the GPU machine's) removed np.row_stack; numba-cuda 0.30.4 names it when it first compiles."""
+    import numpy as np
+
+    from fastlstm_lib.numba_compat import restore_numpy_aliases
+
+    monkeypatch.delattr(np, "row_stack", raising=False)
+    assert restore_numpy_aliases() == ["row_stack"] and np.row_stack is np.vstack
+    assert restore_numpy_aliases() == []

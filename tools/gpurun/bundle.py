@@ -29,6 +29,8 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[2]
 BUNDLE = ROOT / ".gpu-bundle"
 LIMIT_BYTES = 40 * 2**20
+#: The manifest's layout; a bundle of another is built again.
+FORMAT = 2
 #: The pins the GPU run uses (their Linux line in pyproject.toml), and the CUDA wheels it takes files from.
 PINNED = ("numba-cuda", "numba", "keras", "nvtx")
 CUDA_WHEELS = {"nvidia-nvvm": {"nvidia/cu13/lib/libnvvm.so.4": "nvvm/lib64/libnvvm.so.4",
@@ -41,6 +43,9 @@ LEFT_OUT = {
     "h5py": "5 MiB; Keras imports it only to read and write .h5 files, which the GPU run does not",
     "cuda-bindings": "8 MiB; numba-cuda 0.30.4 accepts the machine's own (12.9.1 to 13.x), which torch's CUDA 13 stack brings",
 }
+#: Of those, the ones the run never imports although a bundled wheel lists them (prepare.py lets
+#: them be missing): Keras imports h5py only to read and write .h5 files.
+NOT_IMPORTED = ("h5py",)
 PLATFORMS = ("manylinux_2_28_x86_64", "manylinux_2_27_x86_64", "manylinux_2_24_x86_64", "manylinux_2_17_x86_64",
              "manylinux2014_x86_64", "manylinux_2_12_x86_64", "manylinux2010_x86_64", "linux_x86_64")
 
@@ -94,7 +99,7 @@ def build(bundle: Path = BUNDLE, limit: int = LIMIT_BYTES) -> dict:
     manifest_path = bundle / "manifest.json"
     if manifest_path.is_file():
         old = json.loads(manifest_path.read_text())
-        if old.get("pins") == wanted and old.get("cuda_pins") == cuda:
+        if old.get("pins") == wanted and old.get("cuda_pins") == cuda and old.get("format") == FORMAT:
             print(f"{bundle} is up to date ({old['total_bytes'] / 2**20:.1f} MiB)")
             return old
     with tempfile.TemporaryDirectory() as scratch:
@@ -109,7 +114,8 @@ def build(bundle: Path = BUNDLE, limit: int = LIMIT_BYTES) -> dict:
             meta = wheel_metadata(path)
             name = normalize(meta["name"])
             if name in LEFT_OUT:
-                left_out[name] = {"version": meta["version"], "bytes": meta["bytes"], "why": LEFT_OUT[name]}
+                left_out[name] = {"version": meta["version"], "bytes": meta["bytes"], "why": LEFT_OUT[name],
+                                  "not_imported": name in NOT_IMPORTED}
                 continue
             shutil.copy2(path, fresh / "wheels" / path.name)
             wheels.append(meta)
@@ -122,7 +128,7 @@ def build(bundle: Path = BUNDLE, limit: int = LIMIT_BYTES) -> dict:
                     compress(archive.read(member), target)
                     files.append({"file": f"cuda/{relative}.xz", "from": path.name, "bytes": target.stat().st_size})
         total = sum(w["bytes"] for w in wheels) + sum(f["bytes"] for f in files)
-        manifest = {"pins": wanted, "cuda_pins": cuda, "python": "3.12", "platform": "manylinux x86_64",
+        manifest = {"format": FORMAT, "pins": wanted, "cuda_pins": cuda, "python": "3.12", "platform": "manylinux x86_64",
                     "wheels": wheels, "cuda": files, "left_out": left_out, "total_bytes": total,
                     "limit_bytes": limit}
         (fresh / "manifest.json").write_text(json.dumps(manifest, indent=2) + "\n")

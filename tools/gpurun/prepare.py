@@ -32,9 +32,16 @@ from pathlib import Path
 #: numba-cuda's own search, asked in a child process that sees the chosen packages.
 CUDA_PROBE = r"""
 import json
-from numba.cuda.cuda_paths import get_cuda_paths
-paths = get_cuda_paths()
-print(json.dumps({key: {"found_by": value[0], "path": value[1]} for key, value in paths.items()}))
+from numba.cuda import cuda_paths
+found = {}
+for key in ("nvvm", "libdevice", "static_cudalib_dir", "nvrtc", "cudalib_dir", "include_dir"):
+    try:  # each on its own: get_cuda_paths() raises for all when one (NVRTC) is missing
+        value = getattr(cuda_paths, "_get_%s_path" % key, None) or getattr(cuda_paths, "_get_%s" % key)
+        by, path = value()
+        found[key] = {"found_by": by, "path": path}
+    except Exception as error:
+        found[key] = {"error": "%s: %s" % (type(error).__name__, str(error).splitlines()[0][:300])}
+print(json.dumps(found))
 """
 
 #: What numba-cuda must find, and where the bundle keeps each under its ``cuda/`` folder (xz).
@@ -114,16 +121,19 @@ def installed_version(name: str) -> str | None:
 
 # ---- the choice ------------------------------------------------------------------------------
 
-def choose(pins: dict, wheels: dict, installed) -> tuple[list[str], list[dict]]:
+def choose(pins: dict, wheels: dict, installed, optional=()) -> tuple[list[str], list[dict]]:
     """Which bundle wheels to use: (wheel names in install order, one decision per pin).
 
     ``pins``: name -> pinned version; ``wheels``: name -> {"version", "file", "requires": [...]};
     ``installed(name)``: the machine's version or None. A pin the machine already has is kept;
     one that is missing or differs comes from the bundle with each requirement the machine does
     not meet; where neither meets one, the machine's own is kept and the decision says why.
+    ``optional``: requirements the bundle leaves out on purpose because the run never imports them
+    (h5py, which Keras needs only to read and write .h5 files): unmet, they are noted, not refused.
     """
     chosen: dict[str, str] = {}  # name -> version, from the bundle
     decisions = []
+    notes: list[str] = []
 
     def have(name: str) -> str | None:
         return chosen.get(name) or installed(name)
@@ -145,6 +155,10 @@ def choose(pins: dict, wheels: dict, installed) -> tuple[list[str], list[dict]]:
                 if reason:
                     return reason
                 continue
+            if need in optional:
+                notes.append(f"{name} {wheel['version']} lists {need}{spec}, which neither the machine nor the bundle has: "
+                             "the run does not use it")
+                continue
             bundled = f"the bundle's is {wheels[need]['version']}" if need in wheels else "the bundle has none"
             return (f"{name} {wheel['version']} needs {need}{spec}: this machine has "
                     f"{current or 'none'}, {bundled}")
@@ -153,6 +167,7 @@ def choose(pins: dict, wheels: dict, installed) -> tuple[list[str], list[dict]]:
     for name, pinned in pins.items():
         machine = installed(name)
         decision = {"package": name, "pinned": pinned, "machine": machine}
+        notes.clear()
         if machine == pinned:
             decision.update(used="machine", why="the machine has the pinned version")
         elif name not in wheels:
@@ -167,6 +182,8 @@ def choose(pins: dict, wheels: dict, installed) -> tuple[list[str], list[dict]]:
                 chosen.update(trail)
                 decision.update(used="bundle", why=f"the machine has {machine or 'none'}",
                                 with_requirements={k: v for k, v in added.items() if k != name})
+                if notes:
+                    decision["notes"] = list(notes)
         decisions.append(decision)
     return list(chosen), decisions
 
@@ -208,6 +225,8 @@ def missing_parts(paths: dict) -> list[str]:
     missing = []
     for key in CUDA_PARTS:
         path = (paths.get(key) or {}).get("path")
+        if isinstance(path, (list, tuple)):  # (found_by, path) pairs nest in some versions
+            path = path[-1]
         if not path or not os.path.exists(path):
             missing.append(key)
         elif key == "static_cudalib_dir" and not os.path.exists(os.path.join(path, "libcudadevrt.a")):
@@ -242,11 +261,17 @@ def main(argv=None) -> int:
     manifest_path = args.bundle / "manifest.json"
     env = dict(os.environ)
     exports: dict[str, str] = {}
-    if manifest_path.is_file():
-        manifest = json.loads(manifest_path.read_text())
+    manifest = json.loads(manifest_path.read_text()) if manifest_path.is_file() else None
+    here = "%d.%d" % sys.version_info[:2]
+    if manifest is not None and manifest.get("python") != here:
+        record["packages"] = (f"the bundle holds wheels for Python {manifest.get('python')}, this is {here}: "
+                              "the machine's own packages are used")
+        record["from_bundle"] = {}
+    elif manifest is not None:
         wheels = {normalize(w["name"]): w for w in manifest["wheels"]}
         pins = {normalize(k): v for k, v in manifest["pins"].items()}
-        names, record["packages"] = choose(pins, wheels, lambda name: installed_version(name))
+        optional = [name for name, left in manifest.get("left_out", {}).items() if left.get("not_imported")]
+        names, record["packages"] = choose(pins, wheels, lambda name: installed_version(name), optional)
         site.mkdir(parents=True, exist_ok=True)
         for name in names:
             unpack_wheel(args.bundle / "wheels" / wheels[name]["file"], site)
@@ -255,6 +280,8 @@ def main(argv=None) -> int:
             exports["PYTHONPATH"] = str(site)
     else:
         record["packages"] = "no bundle (tools/gpu_bundle.sh makes it): the machine's own packages are used"
+    if isinstance(record["packages"], str):
+        print(f"prepare: {record['packages']}")
         record["from_bundle"] = {}
     if exports.get("PYTHONPATH"):
         env["PYTHONPATH"] = os.pathsep.join(filter(None, [exports["PYTHONPATH"], env.get("PYTHONPATH")]))

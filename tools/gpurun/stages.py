@@ -132,12 +132,6 @@ def _probe_kernels():
     from numba import cuda
 
     @cuda.jit
-    def add_one(a):
-        i = cuda.grid(1)
-        if i < a.size:
-            a[i] += 1.0
-
-    @cuda.jit
     def neighbours(values, out):
         """Write, wait at the grid barrier, read what another block wrote: wrong without the barrier."""
         i = cuda.grid(1)
@@ -157,28 +151,37 @@ def _probe_kernels():
     def empty():
         pass
 
-    return add_one, neighbours, barriers, empty
+    return neighbours, barriers, empty
 
 
 def smoke(ctx) -> dict:
+    """The doctor's CUDA probe first (libraries found and how, the device, a plain kernel), then a
+    grid barrier across many blocks and the two costs the lessons lack."""
     from numba import cuda
 
+    from fastlstm_lib.doctor import cuda_probe
+
     lib = fl()
-    env = environment(ctx)
-    add_one, neighbours, barriers, empty = _probe_kernels()
+    environment(ctx)
+    facts: dict = {}
+    for key, question in (("found_by", cuda_probe.where_found), ("nvvm", lambda: cuda_probe.library_found("nvvm")),
+                          ("nvrtc", lambda: cuda_probe.library_found("nvrtc")),
+                          ("cudadevrt", cuda_probe.cudadevrt_found), ("device", cuda_probe.device)):
+        cuda_probe.ask(facts, key, question)
+    ctx.keep(dict(facts, measurement="cuda_probe"))
+    ctx.rows.append({"item": "libraries and device (the doctor's probe)", "outcome": "ok", **{
+        key: value if not isinstance(value, dict) else json.dumps(value) for key, value in facts.items()}})
+    neighbours, barriers, empty = _probe_kernels()
     headline = []
 
     def plain():
-        a = cuda.to_device(np.arange(1000, dtype=np.float32))
-        add_one[4, 256](a)
-        got = a.copy_to_host()
-        if values_computed() and not np.array_equal(got, np.arange(1000, dtype=np.float32) + 1):
-            raise RuntimeError("add_one computed wrong values")
+        if not cuda_probe.plain_kernel():
+            raise RuntimeError("the doctor's plain kernel computed wrong values")
         return {"values_checked": values_computed()}
 
-    if ctx.item("plain kernel: compile and run", plain) is None:
-        nvvm = (env.get("cuda_paths") or {}).get("nvvm")
-        raise StopRun(f"not even a plain kernel compiles and runs (see its traceback); numba-cuda's NVVM: {nvvm}")
+    if ctx.item("plain kernel: compile and run (the doctor's)", plain) is None:
+        raise StopRun(f"not even a plain kernel compiles and runs (see its traceback); NVVM: {facts.get('nvvm')}, "
+                      f"found by {facts.get('found_by')}")
     from fastlstm_lib.device import multiprocessors
 
     sms = multiprocessors()
@@ -192,11 +195,9 @@ def smoke(ctx) -> dict:
         expected = (np.arange(blocks * threads) + threads) % (blocks * threads)
         if values_computed() and not np.array_equal(got, expected):
             raise RuntimeError(f"the grid barrier did not hold: {int(np.sum(got != expected))} of {got.size} wrong")
-        return {"blocks": blocks, "threads": threads, "values_checked": values_computed(),
-                "max_cooperative_blocks": int(neighbours.overloads[neighbours.signatures[0]]
-                                              .max_cooperative_grid_blocks(threads)) if neighbours.signatures else None}
+        return {"blocks": blocks, "threads": threads, "values_checked": values_computed()}
 
-    ctx.item("grid-sync kernel: compile, cooperative launch, barrier holds", grid_sync)
+    ctx.item("grid-sync kernel: compile, cooperative launch of 2 blocks per SM, the barrier holds", grid_sync)
 
     def empty_launch():
         for _ in range(10):
