@@ -86,6 +86,9 @@ def validate_params(params: Sequence, *, allowed=(np.float32,)) -> list[LayerPar
             check_array(f"params[{index}].{part}", array, allowed)
             for part, array in zip(LayerParams._fields, layer)
         )
+        for part, array in zip(LayerParams._fields, (kernel, recurrent, bias)):
+            if not np.all(np.isfinite(array)):  # refused like x's: a NaN weight would poison every output
+                raise ValueError(f"params[{index}].{part} contains NaN or infinity")
         if recurrent.ndim != 2 or recurrent.shape[1] != 4 * recurrent.shape[0] or recurrent.shape[0] == 0:
             raise ValueError(
                 f"params[{index}].recurrent_kernel must have shape (H, 4H), got {recurrent.shape}"

@@ -59,6 +59,23 @@ def test_bad_params(params, error, words):
         forward(X, params)
 
 
+def _with(part: str, value: float) -> list:
+    layer = PARAMS[0]._replace(**{part: getattr(PARAMS[0], part).copy()})
+    getattr(layer, part).flat[1] = value
+    return [layer]
+
+
+@pytest.mark.parametrize("function", [*(lambda x, params, name=name: fl.steps.get(name).forward(x, params)
+                                        for name in fl.steps.names()),
+                                      fl.reference_forward,
+                                      lambda x, params: fl.reference_backward(x, params, np.ones((1, 2, 5)))],
+                         ids=[*fl.steps.names(), "reference_forward", "reference_backward"])
+@pytest.mark.parametrize("part, value", [("kernel", np.nan), ("recurrent_kernel", np.inf), ("bias", -np.inf)])
+def test_params_with_nan_or_infinity_are_refused_as_x_is(function, part, value):
+    with pytest.raises(ValueError, match=rf"params\[0\]\.{part} contains NaN or infinity"):
+        function(X, _with(part, value))
+
+
 def test_layers_must_share_one_hidden_size():
     first = fl.init_params(fl.LSTMConfig(batch=1, seq_len=1, input_size=3, hidden=5), seed=0)[0]
     second = fl.init_params(fl.LSTMConfig(batch=1, seq_len=1, input_size=5, hidden=4), seed=0)[0]

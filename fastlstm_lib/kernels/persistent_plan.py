@@ -142,6 +142,8 @@ def plan(hidden: int, batch: int, *, chip: Chip | str | None = None, single_bloc
     whichever machine makes it. Raises PersistentLimitError, naming the limit, when nothing fits,
     or naming the chip and its compute capability when it cannot launch a cooperative grid at all.
     """
+    if chip is not None and not isinstance(chip, Chip):
+        check_str("chip", chip, example="H100")  # named as the caller wrote it (the step's option too)
     if target_threads is None:
         target_threads = GPU_TARGET_THREADS if chip is not None else TARGET_THREADS
     single_block = (simulator.SIMULATOR and chip is None) if single_block is None else single_block
