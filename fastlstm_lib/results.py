@@ -92,12 +92,16 @@ def load_results(path) -> list[dict]:
     return record["results"]
 
 
-def committed_results() -> list[dict]:
+def committed_results(*, graph: bool = False) -> list[dict]:
     """Every step result (``fl.bench``) committed under data/results/, each with the ``file`` it came
-    from. Other measurements in the same folder (the GEMM against cuBLAS, issue vs GPU times, CNN
-    epochs) are left to their own readers."""
+    from: passes launched as usual, or with ``graph=True`` those launched as CUDA Graphs (the GPU
+    run times every step both ways, ``options.graph`` telling which). Other measurements in the same
+    folder (the GEMM against cuBLAS, issue vs GPU times, CNN epochs) are left to their own readers."""
+    if not isinstance(graph, bool):
+        raise TypeError(f"graph must be True or False, got {type(graph).__name__} {graph!r}")
     return [dict(result, file=path.name) for path in sorted(RESULTS.glob("*.json"))
-            for result in load_results(path) if "step" in result and "time_ms" in result]
+            for result in load_results(path) if "step" in result and "time_ms" in result
+            and bool((result.get("options") or {}).get("graph")) == graph]
 
 
 def format_table(results: list[dict]) -> str:
