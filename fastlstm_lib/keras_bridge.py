@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from .keras_backend import import_keras
+from .keras_backend import import_keras, strict_float32
 from .params import LayerParams, validate_input, validate_params
 
 
@@ -52,8 +52,15 @@ def keras_lstm_stack(params, *, use_cudnn="auto", **layer_options):
 
 
 def keras_forward(x: np.ndarray, params, **options) -> np.ndarray:
-    """Keras' own LSTM on ``x`` with ``params``: (batch, seq_len, H) float32 NumPy."""
+    """Keras' own LSTM on ``x`` with ``params``: (batch, seq_len, H) float32 NumPy.
+
+    Computed with TF32 off (``strict_float32``, on TensorFlow or torch, each flag restored after):
+    on Ampere and newer GPUs cuDNN's LSTM would otherwise round its matrix products to TF32 (~1e-3),
+    and this is the float32 answer our kernels are compared with. The backend's tensor (a CUDA one
+    on torch) comes back through ``keras.ops.convert_to_numpy``, which copies it to the host."""
     x, params, _ = validate_input(x, params)
     model = keras_lstm_stack(params, **options)
     keras = import_keras()
-    return np.asarray(keras.ops.convert_to_numpy(model(x, training=False)), dtype=np.float32)
+    with strict_float32():
+        y = keras.ops.convert_to_numpy(model(x, training=False))
+    return np.asarray(y, dtype=np.float32)

@@ -29,11 +29,31 @@ def keras_available():
     return True
 
 
+def pip_compilers_missing() -> str | None:
+    """Why the CUDA compilers from pip (the test extra's nvidia-* wheels: CUDA 13's and CUDA 12's NVVM,
+    libdevice and ptxas, CUDA 13's nvdisasm) are not all here, or None. A machine with a GPU may have
+    only a CUDA toolkit of its own, or libNVVM alone: enough to run the course, not to build the matrix."""
+    from fastlstm_lib import compile_matrix_toolkits as toolkits
+    from fastlstm_lib.fakegpu import toolchain
+
+    try:
+        for toolkit, names in (("12", ("nvvm", "libdevice", "ptxas")), ("13", ("nvvm", "libdevice", "ptxas", "nvdisasm"))):
+            for name in names:
+                toolkits.tool(toolkit, name)
+        for compute_capability in ((5, 2), (9, 0)):  # the fake GPU's M40 (CUDA 12) and the rest (CUDA 13)
+            toolchain.ptxas(compute_capability)
+            toolchain.nvvm_library(compute_capability)
+    except (toolkits.ToolkitMissingError, toolchain.ToolchainMissing) as error:
+        return f'needs the CUDA compilers from pip (pip install -e ".[test]", Linux): {error}'
+    return None
+
+
 def numba_cuda_missing(linux: bool = False, c_compiler: bool = False) -> str | None:
     """Why a test of numba-cuda's real host path cannot run here, or None. All need numba-cuda
     (numba's built-in numba.cuda, the macOS one, only ever runs the simulator here); with
-    ``linux``, also Linux (pip's CUDA compilers: the compile matrix; a fake libcuda.so.1: the fake
-    GPU); with ``c_compiler``, also a C compiler (the fake GPU's driver library is built with it)."""
+    ``linux``, also Linux and pip's CUDA compilers (the compile matrix; the fake GPU, whose
+    libcuda.so.1 is a fake); with ``c_compiler``, also a C compiler (the fake GPU's driver library
+    is built with it)."""
     import os
     import shutil
     import sys
@@ -44,6 +64,8 @@ def numba_cuda_missing(linux: bool = False, c_compiler: bool = False) -> str | N
         return "needs Linux (the CUDA compilers from pip, a fake libcuda.so.1)"
     if not numba_compat.HAS_NUMBA_CUDA:
         return numba_compat.NEEDS_NUMBA_CUDA
+    if linux and pip_compilers_missing():
+        return pip_compilers_missing()
     if c_compiler and not (os.environ.get("CC") or shutil.which("cc") or shutil.which("gcc")):
         return "needs a C compiler (cc or gcc) on the PATH, to build the fake libcuda.so.1"
     return None

@@ -287,7 +287,7 @@ def test_one_definition_of_faster():
 
 
 def test_the_chart_draws_the_numbers_the_text_prints():
-    import matplotlib
+    matplotlib = pytest.importorskip("matplotlib", reason="drawing the chart needs matplotlib (pip install matplotlib)")
 
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt

@@ -1,6 +1,7 @@
 """The setup doctor: on this machine for real, and on GPU machines, Colab and macOS with fakes."""
 
 import dataclasses
+import os
 import subprocess
 import sys
 
@@ -18,7 +19,24 @@ GPU_OK = {"driver_library": True, "numba_cuda": True, "found_by": {}, "nvvm": Tr
 KERAS_OK = {"backend": "tensorflow", "gpus": [H100["name"]], "versions": {"keras": "3.15.1", "tensorflow": "2.21.0"}}
 
 
+def skip_where_packages_are_missing():
+    """On a machine that lacks pinned packages the notebooks need (a lent GPU machine's own Python:
+    no TensorFlow, maybe no matplotlib or Keras) the doctor rightly answers 1: say so and skip.
+    Everywhere `make setup` installed the pins, nothing is skipped."""
+    from fastlstm_lib.doctor import software
+
+    _, pinned = probes.pins()
+    backend = os.environ.get("KERAS_BACKEND", "tensorflow")
+    installed = {name: probes.package_version(name) for name in set(pinned) | set(probes.BACKENDS) | {backend}}
+    here = facts(installed=installed, keras_backend=backend)
+    failed = [f.text for f in software.package_findings(here) + software.backend_findings(here) if f.status == "fail"]
+    if failed:
+        pytest.skip(f"the doctor rightly says no on this machine ({'; '.join(failed)}); "
+                    "a Python set up with `make setup` runs this")
+
+
 def test_doctor_on_this_machine_is_fast_and_imports_no_framework():
+    skip_where_packages_are_missing()
     code = (f"import sys\nfrom fastlstm_lib.doctor import run\nstatus = run(full=False)\n"
             f"print('heavy:', sorted({{m.split('.')[0] for m in sys.modules}} & set({HEAVY!r})))\nsys.exit(status)")
     done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
@@ -33,6 +51,8 @@ def test_doctor_on_this_machine_is_fast_and_imports_no_framework():
 def test_cli_doctor(capsys):
     from fastlstm_lib.__main__ import main
 
+    skip_where_packages_are_missing()
+
     assert main(["doctor", "--quick"]) == 0
     out = capsys.readouterr().out
     assert out.startswith("fastlstm doctor:") and "Keras backend" in out
@@ -40,7 +60,11 @@ def test_cli_doctor(capsys):
 
 @pytest.fixture
 def gpu_machine(monkeypatch):
-    """This machine, as if it had an H100 and a Keras that sees it: replace the probes' answers."""
+    """This machine, as if it had an H100 and a Keras that sees it: replace the probes' answers.
+    Its packages are the pins exactly, with Keras on TensorFlow (KERAS_OK), whatever this Python has."""
+    _, pinned = probes.pins()
+    monkeypatch.setattr(probes, "package_version", lambda name: pinned[name][0] if name in pinned else None)
+    monkeypatch.delenv("KERAS_BACKEND", raising=False)
     monkeypatch.setattr(probes, "cuda_facts", lambda: dict(GPU_OK))
     monkeypatch.setattr(probes, "backend_facts", lambda: dict(KERAS_OK))
     monkeypatch.setattr(fl.simulator, "SIMULATOR", False)
@@ -227,7 +251,17 @@ BARE = ("import runpy, sys\nsys.path.insert(0, {root!r})\n"
 
 def bare_python(python, module="fastlstm_lib", args=("doctor", "--quick")):
     code = BARE.format(root=ROOT, args=list(args), module=module)
-    return subprocess.run([python, "-I", "-S", "-c", code], capture_output=True, text=True, timeout=180, cwd="/")
+    environment = {k: v for k, v in os.environ.items() if k != "KERAS_BACKEND"}  # Keras' default backend, as in a bare Python
+    return subprocess.run([python, "-I", "-S", "-c", code], capture_output=True, text=True, timeout=180, cwd="/",
+                          env=environment)
+
+
+def numba_cuda_pin_here() -> str:
+    """numba-cuda as the doctor pins it here: plain without a CUDA driver, with the extra that the
+    driver and GPU the CUDA probe sees need on a GPU machine ("numba-cuda[cu13]==0.30.4" on an H100
+    with a CUDA 13 driver, also in the fake-GPU mode), as ``software.requirement`` says it."""
+    machine = facts(cuda=probes.cuda_facts())
+    return fixes.numba_cuda_requirement(machine) or fixes.pinned(machine, "numba-cuda")
 
 
 @pytest.mark.parametrize("module, args", [("fastlstm_lib", ["doctor", "--quick"]), ("fastlstm_lib.doctor", ["--full"])])
@@ -238,7 +272,8 @@ def test_the_doctor_runs_in_a_python_without_numpy_or_numba(module, args):
     out = done.stdout
     assert "fail  numpy, numba, numba-cuda, nvtx, tensorflow, keras, matplotlib, tqdm are not installed" in out, out
     one_command = [line for line in out.splitlines() if '-m pip install "numpy==' in line]
-    assert len(one_command) == 1 and '"numba==0.68.1" "numba-cuda==0.30.4" "nvtx==0.2.17" "tensorflow==2.21.0"' in one_command[0]
+    numba_cuda = numba_cuda_pin_here()
+    assert len(one_command) == 1 and f'"numba==0.68.1" "{numba_cuda}" "nvtx==0.2.17" "tensorflow==2.21.0"' in one_command[0]
     assert one_command[0].split("-m pip install")[0].split()[-1] == fixes.quoted(probes.shown_path(sys.executable))
     assert "the GPU (or Numba's CUDA simulator): not checked (needs numba and numba-cuda, above)" in out
     assert "verdict: the course will NOT run here yet (1 problem, 0 warnings)" in out

@@ -42,6 +42,14 @@ CATALOG = {
                    "tree_drops_partial_sums", "stride_skips_rows", "stride_double_counts_rows", "accumulate_ignored"],
 }
 PLANTED = [(name, mistake) for name, mistakes in CATALOG.items() for mistake in mistakes]
+#: Mistakes whose symptom the simulator shows every time and a GPU may not: a race, seen as a result that
+#: changes with the order the simulator runs the threads in (one at a time, ascending or descending), or
+#: uninitialised local memory, NaN on the simulator (fastlstm_lib/exercises/kernel_runs.py: the simulator
+#: is the stricter judge). On a GPU these are graded all the same, but not tested.
+SIMULATOR_JUDGED = {("tile_loads", "missing_sync_after_loads"), ("tile_loads", "missing_sync_before_next_loads"),
+                    ("grid_step", "missing_grid_barrier"), ("rows_per_thread", "sums_not_zeroed"),
+                    ("column_sum", "missing_sync_before_tree"), ("column_sum", "missing_sync_in_tree"),
+                    ("column_sum", "every_thread_writes")}
 
 
 def test_exercises_in_notebook_order():
@@ -65,6 +73,9 @@ def test_the_solution_passes(name):
 
 @pytest.mark.parametrize("name, mistake", PLANTED, ids=[f"{n}-{m}" for n, m in PLANTED])
 def test_each_planted_mistake_fails_with_its_own_message(name, mistake):
+    if (name, mistake) in SIMULATOR_JUDGED and not fl.is_simulator():
+        pytest.skip("a race or uninitialised memory: the simulator shows it every time, a GPU only sometimes "
+                    "(run on the simulator: FASTLSTM_SIMULATOR=1)")
     verdict = exercises.grade(name, exercises.planted(name, mistake))
     assert verdict.status == "failed"
     assert verdict.mistake == mistake, verdict.text

@@ -262,7 +262,7 @@ def test_timeline_problems_catches_a_step_before_its_batch():
 
 
 def test_plot_timeline_draws_lanes():
-    import matplotlib
+    matplotlib = pytest.importorskip("matplotlib", reason="drawing the timeline needs matplotlib (pip install matplotlib)")
 
     matplotlib.use("Agg")
     record = {

@@ -114,17 +114,22 @@ def test_results_round_trip(tmp_path):
 
 
 def test_cli_bench_writes_json(tmp_path):
+    import importlib.util
+
     out = tmp_path / "bench.json"
+    # The chart too where matplotlib is installed (a lent GPU machine may have none: the JSON is still checked).
+    plot = importlib.util.find_spec("matplotlib") is not None
     done = subprocess.run(
         # the persistent step: the fewest launches, so the quickest on the simulator (the CLI is what is tested)
         [sys.executable, "-m", "fastlstm_lib", "bench", "--steps", "persistent", "--config", "tiny",
-         "--repeats", "1", "--out", str(out), "--plot", str(tmp_path / "ladder.png")],
+         "--repeats", "1", "--out", str(out)] + (["--plot", str(tmp_path / "ladder.png")] if plot else []),
         capture_output=True, text=True, timeout=600,
     )
     assert done.returncode == 0, done.stderr
     assert "persistent" in done.stdout and "GFLOP/s" in done.stdout
     assert fl.load_results(out)[0]["config"] == fl.LSTMConfig.tiny().as_dict()
-    assert (tmp_path / "ladder.png").stat().st_size > 1000
+    if plot:
+        assert (tmp_path / "ladder.png").stat().st_size > 1000
 
 
 def test_changes_show_the_methods_a_step_defines():

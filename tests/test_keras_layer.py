@@ -73,7 +73,8 @@ def test_gradients_equal_keras_lstm(keras, kl):
             import torch
 
             xt = torch.tensor(x, requires_grad=True)
-            loss = (layer(xt) * torch.as_tensor(dy)).sum()
+            y = layer(xt)  # on Keras' device: the GPU's where torch has one
+            loss = (y * torch.as_tensor(dy, device=y.device)).sum()
             got = torch.autograd.grad(loss, [xt, *(w.value for w in layer.trainable_weights)])
         grads.append([keras.ops.convert_to_numpy(g).astype(np.float64) for g in got])
     for name, a, b in zip(["x", "kernel", "recurrent_kernel", "bias"], *grads):

@@ -85,7 +85,8 @@ def gradients(keras, layer, x, dy, **call):
         import torch
 
         xt = torch.tensor(x, requires_grad=True)
-        loss = (layer(xt, **call) * torch.as_tensor(dy)).sum()
+        y = layer(xt, **call)  # on Keras' device: the GPU's where torch has one
+        loss = (y * torch.as_tensor(dy, device=y.device)).sum()
         got = torch.autograd.grad(loss, [xt, *(w.value for w in layer.trainable_weights)])
     return [numpy(keras, g) for g in got]
 

@@ -139,7 +139,7 @@ def test_sectors_per_warp_load(sector_rows):
 
 
 def test_sectors_chart_draws(sector_rows):
-    import matplotlib
+    matplotlib = pytest.importorskip("matplotlib", reason="drawing the chart needs matplotlib (pip install matplotlib)")
 
     matplotlib.use("Agg")
     fig = charts.sectors_chart(sector_rows)

@@ -209,7 +209,7 @@ def test_against_committed_results_on_a_synthetic_file(tmp_path):
 
 
 def test_plot_timeline_draws_and_checks(m40_profiles):
-    import matplotlib
+    matplotlib = pytest.importorskip("matplotlib", reason="drawing the chart needs matplotlib (pip install matplotlib)")
 
     matplotlib.use("Agg")
     e = fl.estimate(m40_profiles["streams"], "M40", host="cpp")
