@@ -2,8 +2,9 @@
 # The GPU run (issue 33): bash tools/gpu_run.sh OUT_DIR [BUDGET_S]   (default budget 480 s)
 #
 # One command for a borrowed GPU machine with no internet. From the repository root:
-#   1. tools/gpurun/prepare.py (standard library only) takes from .gpu-bundle/ (tools/gpu_bundle.sh,
-#      carried along) what this Python lacks or holds at another version, and libNVVM if missing;
+#   1. tools/gpu_env.sh: tools/gpurun/prepare.py (standard library only) takes from .gpu-bundle/
+#      (tools/gpu_bundle.sh, carried along) what this Python lacks or holds at another version, and
+#      libNVVM if missing;
 #   2. python3 -m gpurun runs the stages in one process within the budget: smoke, correctness, the
 #      ladder, cuDNN, clocks, GEMM vs cuBLAS, the batch sweep, backward, profilers (tools/gpurun/stages.py),
 #      writing each stage's JSON under OUT_DIR/results/ and a line to OUT_DIR/summary.txt as it ends;
@@ -18,22 +19,17 @@ OUT=${1:?usage: bash tools/gpu_run.sh OUT_DIR [BUDGET_S]}
 BUDGET=${2:-480}
 shift $(( $# < 2 ? $# : 2 ))
 case "$BUDGET" in ''|*[!0-9]*) echo "error: BUDGET_S must be a whole number of seconds, got '$BUDGET'" >&2; exit 2;; esac
-PY=${PYTHON:-$(command -v python3 || command -v python)}
+export PYTHON=${PYTHON:-$(command -v python3 || command -v python)}
 mkdir -p "$OUT/results"
 OUT=$(cd "$OUT" && pwd)
-WORK=${GPU_RUN_WORK:-$(mktemp -d "${TMPDIR:-/tmp}/fastlstm-gpu-run.XXXXXX")}
 started=$(date +%s)
-{
-  echo "gpu_run: $(date -u +%FT%TZ) budget ${BUDGET} s, python $($PY -V 2>&1) at $PY, commit $(git rev-parse --short HEAD 2>/dev/null || echo unknown)"
-  "$PY" tools/gpurun/prepare.py --bundle .gpu-bundle --work "$WORK" --record "$OUT/prepare.json"
-} >>"$OUT/log.txt" 2>&1
-# shellcheck disable=SC1091
-[ -f "$WORK/env.sh" ] && . "$WORK/env.sh"
-export PYTHONPATH="${PYTHONPATH:+$PYTHONPATH:}$PWD:$PWD/tools"
+echo "gpu_run: $(date -u +%FT%TZ) budget ${BUDGET} s, python $("$PYTHON" -V 2>&1) at $PYTHON, commit $(git rev-parse --short HEAD 2>/dev/null || echo unknown)" >>"$OUT/log.txt"
 export FASTLSTM_COMMIT=$(git rev-parse HEAD 2>/dev/null || echo unknown)
-export OPENBLAS_NUM_THREADS=${OPENBLAS_NUM_THREADS:-1} PYTHONUNBUFFERED=1
-left=$(( BUDGET - ($(date +%s) - started) ))
-timeout -s KILL $(( left + 30 )) "$PY" -X faulthandler -m gpurun "$OUT" --budget "$left" "$@" 2>&1 | tee -a "$OUT/log.txt"
+export OPENBLAS_NUM_THREADS=${OPENBLAS_NUM_THREADS:-1} PYTHONUNBUFFERED=1 GPU_ENV_RECORD="$OUT/prepare.json"
+# The budget counts from here: prepare.py's unpacking (a few seconds) is inside it.
+GPU_RUN_DEADLINE=$(( started + BUDGET )) bash tools/gpu_env.sh bash -c \
+  'left=$(( GPU_RUN_DEADLINE - $(date +%s) )); exec timeout -s KILL $(( left + 30 )) "$PYTHON" -X faulthandler -m gpurun "$0" --budget "$left" "$@"' \
+  "$OUT" "$@" 2>&1 | tee -a "$OUT/log.txt"
 status=${PIPESTATUS[0]}
 if [ "$status" = 137 ]; then  # the process did not end itself at the budget (124: it did, and said so)
   echo "killed 30 s after the budget during stage $(cat "$OUT/current_stage" 2>/dev/null || echo '?'): see tracebacks.txt" | tee -a "$OUT/summary.txt"

@@ -602,7 +602,7 @@ def profilers(ctx) -> dict:
 #: Estimated seconds per stage on the H100 machine (``cost_s``). The basis: the rehearsal at full
 #: size on a fake H100 on this project's 2-core machine (2026-11-26), which pays the host's whole
 #: share (compiling, issuing every launch through numba-cuda and a slower fake driver) and none of
-#: the GPU's: smoke 2 s, correctness 28 s, ladder 100 s, clocks 55 s, sweep 16 s, backward ~190 s;
+#: the GPU's: smoke 2-4 s, correctness 24-28 s, ladder 100-108 s, clocks 50-55 s, sweep 15 s, backward 126 s;
 #: the article's passes take milliseconds on a GPU. Added: a CUDA context, torch's and Keras'
 #: import (~20 s here) and their passes. Backward's figure is its first part (the float64
 #: reference and the op-by-op step); every later part is guarded by its own (BACKWARD_COSTS_S).
@@ -612,7 +612,7 @@ STAGES = [
     Stage(1, "correctness", "every step against the reference at odd sizes and many blocks, twice, bitwise",
           correctness, cost_s=60, quick_cost_s=30, file="correctness-{date}.json"),
     Stage(2, "ladder", "the ladder at the article's size, plain and as CUDA Graphs", ladder,
-          cost_s=100, quick_cost_s=5, file="ladder-{date}.json"),
+          cost_s=110, quick_cost_s=5, file="ladder-{date}.json"),
     Stage(3, "cudnn", "cuDNN with the same weights: torch.nn.LSTM, and Keras when it is there; TF32 off", cudnn,
           cost_s=40, quick_cost_s=5, file="cudnn-{date}.json", unavailable=torch_missing),
     Stage(4, "clocks", "issue time against GPU time per step", clocks,
