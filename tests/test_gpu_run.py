@@ -243,3 +243,16 @@ def test_committed_results_keep_plain_and_graph_passes_apart(tmp_path, monkeypat
     assert [r["options"] for r in fl.committed_results(graph=True)] == [{"graph": True}]
     with pytest.raises(TypeError, match="graph must be True or False, got str"):
         fl.committed_results(graph="yes")
+
+
+def test_what_this_gpu_cannot_run_is_skipped_not_failed(tmp_path):
+    class CannotHere(ValueError):
+        pass
+
+    def stage(ctx):
+        ctx.item("too big for this GPU", lambda: (_ for _ in ()).throw(CannotHere("no plan fits")))
+
+    ctx = Context(tmp_path, budget_s=60, quick=True)
+    ctx.unable = (CannotHere,)
+    records = run_stages([_stage(0, "one", stage)], ctx, lambda: {})
+    assert records[0]["status"] == "ok" and records[0]["items"][0]["outcome"] == "skipped: no plan fits"

@@ -68,6 +68,8 @@ class Context:
         self.rows: list[dict] = []  # the stage's items, each with its outcome
         self.kept: list[dict] = []  # its measurements, in the form the notebooks read (``keep``)
         self.shared: dict = {}  # what one stage finds and a later one uses (the environment, compiled kernels)
+        #: Errors that mean "this GPU cannot run it", recorded as skipped, not failed.
+        self.unable: tuple = ()
 
     def left(self) -> float:
         return self.deadline - time.monotonic()
@@ -94,6 +96,10 @@ class Context:
             value = call()
         except StopRun:
             raise
+        except self.unable as error:  # the library's own "this GPU cannot run it" (the persistent grid on an M40)
+            row.update(outcome=f"skipped: {error}", seconds=round(time.perf_counter() - started, 3))
+            self.rows.append(row)
+            return None
         except Exception as error:  # noqa: BLE001 - every failure is a row, and the stage goes on
             row.update(outcome=f"failed: {type(error).__name__}: {str(error)[:2000]}",
                        traceback=traceback.format_exc()[-6000:], seconds=round(time.perf_counter() - started, 3))
