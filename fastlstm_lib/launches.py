@@ -1,8 +1,33 @@
-"""Kernel launches: how many a step makes, and what one costs from Python.
+"""Kernel launches: counting them, intercepting them, and what one costs from Python.
 
 Every optimization in the ladder removes launches or makes them overlap, so the course counts
-them. ``count_launches`` intercepts ``kernel[grid, block]`` on Numba's kernel class (the real
-dispatcher on a GPU, the fake one on the simulator), so it sees every kernel of every step.
+them (``count_launches``). Other tools need every ``kernel[grid, block, stream, shared](*args)``
+of a step too: the dry run of ``fl.profile`` records them instead of launching, a runner's first
+pass is recorded for replay (``replay.py``), instrumented runs wrap the arrays a kernel gets
+(``profile/instrument.py``), the exercises' traces check their ordering (``exercises/trace.py``).
+All of them subscribe to one interception, here:
+
+- ``intercept(handler)``: inside the block, ``kernel[configuration]`` (``__getitem__`` on Numba's
+  kernel class: the real dispatcher on a GPU, the fake one on the simulator) returns
+  ``handler(kernel, configuration, configure)``, the callable the launch's arguments go to.
+  ``configure(kernel, configuration)`` is the rest of the chain: the handlers subscribed before
+  this one, then numba-cuda's own ``__getitem__``, which really configures the launch. A handler
+  wraps what ``configure`` returns (counting, recording, tracing) or returns a callable of its
+  own (the dry run launches nothing; an instrumented run configures the launch itself, with
+  other arguments). Handlers nest like the ``with`` blocks they come from: the innermost is
+  asked first. So ``count_launches()`` inside a dry run counts what the dry run records, and
+  around one counts nothing (nothing is launched); around an instrumented run, a trace or a
+  ``Replay`` being replayed, it counts every launch, since those configure theirs through it.
+- ``patched([(target, name, value), ...])``: any other attribute of Numba those tools replace
+  for a block (``cuda.event``, ``cuda.to_device``, ``Event.record``, the simulator's block
+  manager, ...), every original put back after it, exception or not.
+
+Why one module: where numba-cuda keeps its kernel class, and what its streams, events and arrays
+are called, changes between releases; one place to fix then, instead of five. And interceptions
+that each patched the class by hand could only replace one another, and restore the wrong
+method if they ended out of order; one chain makes them compose. Nothing else in the library sets
+attributes of Numba's objects for a block (``tests/test_architecture.py`` checks it). Outside any
+``intercept`` block the class is numba-cuda's own, untouched: launches cost nothing extra.
 """
 
 from __future__ import annotations
@@ -33,33 +58,95 @@ def kernel_name(kernel) -> str:
     return getattr(function, "__name__", repr(kernel))
 
 
+_MISSING = object()
+
+
 @contextlib.contextmanager
 def patched(patches):
     """``with patched([(target, name, value), ...]):`` each ``target.name = value`` for the
-    duration of the block, every original restored after it (how the course intercepts Numba:
-    ``count_launches``, the dry run of ``fl.profile``, the recording of ``replay.py``)."""
-    originals = [(target, name, getattr(target, name)) for target, name, _ in patches]
+    duration of the block, every original restored after it, exception or not. The library's
+    only way to replace an attribute of Numba for a while (see the module doc).
+
+    What is put back is exactly what was there: the raw entry of the target's own ``__dict__``
+    (a class's staticmethod stays one), or nothing when the name was inherited from a base class
+    (the patch is deleted, so the class is left as it was found)."""
+    originals = []
     try:
         for target, name, value in patches:
+            own = getattr(target, "__dict__", None)
+            original = own.get(name, _MISSING) if own is not None else getattr(target, name)
             setattr(target, name, value)
+            originals.append((target, name, original))
         yield
     finally:
         for target, name, original in reversed(originals):
-            setattr(target, name, original)
+            if original is _MISSING:
+                delattr(target, name)
+            else:
+                setattr(target, name, original)
+
+
+#: The subscribed handlers, outermost first, each as (its own identity, handler); and while there
+#: are any: numba-cuda's own ``__getitem__``, the chain through them all, and the patch that makes
+#: ``_dispatch`` the kernel class's ``__getitem__``.
+_handlers: list = []
+_chain: dict = {"original": None, "configure": None, "patch": None}
+
+
+def _link(handler, configure):
+    def configure_through(kernel, configuration):
+        return handler(kernel, configuration, configure)
+
+    return configure_through
+
+
+def _rebuild() -> None:
+    configure = _chain["original"]
+    for _, handler in _handlers:  # outermost first, so that the innermost is asked first
+        configure = _link(handler, configure)
+    _chain["configure"] = configure
+
+
+def _dispatch(kernel, configuration):
+    """The kernel class's ``__getitem__`` while any handler is subscribed."""
+    return _chain["configure"](kernel, configuration)
+
+
+@contextlib.contextmanager
+def intercept(handler):
+    """``with intercept(handler):`` every ``kernel[configuration]`` in the block returns
+    ``handler(kernel, configuration, configure)``; ``configure(kernel, configuration)`` configures
+    it through the handlers outside this one, then numba-cuda (see the module doc)."""
+    if not _handlers:  # the first one routes the kernel class's __getitem__ here
+        cls = kernel_class()
+        patch = patched([(cls, "__getitem__", _dispatch)])
+        _chain["original"] = cls.__getitem__
+        patch.__enter__()
+        _chain["patch"] = patch
+    subscription = (object(), handler)  # the same handler may subscribe twice, nested
+    _handlers.append(subscription)
+    _rebuild()
+    try:
+        yield
+    finally:
+        _handlers.remove(subscription)  # by identity: right even if blocks end out of order
+        _rebuild()
+        if not _handlers:  # the last one gives numba-cuda its own __getitem__ back
+            patch = _chain["patch"]
+            _chain.update(original=None, configure=None, patch=None)
+            patch.__exit__(None, None, None)
 
 
 @contextlib.contextmanager
 def count_launches():
     """``with count_launches() as launches: ...`` -> a Counter of launches by kernel name."""
-    cls = kernel_class()
-    original = cls.__getitem__
     launches: Counter = Counter()
 
-    def counting_getitem(self, launch_config):
-        launches[kernel_name(self)] += 1
-        return original(self, launch_config)
+    def counting(kernel, configuration, configure):
+        launches[kernel_name(kernel)] += 1
+        return configure(kernel, configuration)
 
-    with patched([(cls, "__getitem__", counting_getitem)]):
+    with intercept(counting):
         yield launches
 
 

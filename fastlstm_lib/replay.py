@@ -6,7 +6,7 @@ one gate's columns of a stacked matrix), check shapes, choose a blocking and loo
 kernel; all of that is Python the host repeats every pass, on top of numba-cuda's own dispatch
 (typing the arguments, packing them, calling the driver). On a GPU that finishes a layer-step's
 GEMM in tens of microseconds, the host's Python is what sets the pace (issue 23;
-``python -m fastlstm_lib.fakegpu host-times`` measures both through numba-cuda's real dispatch).
+``PYTHONPATH=tests python -m fakegpu host-times`` measures both through numba-cuda's real dispatch).
 
 ``record(run)`` runs one pass for real and writes down, in issue order, every
 ``kernel[configuration](*args)`` and every event ``record``/``wait`` it queued. ``Replay()``
@@ -19,16 +19,16 @@ A pass can be replayed only if it is nothing but launches and stream ordering, a
 device, nothing waited for. A pass that copies or synchronises is not recorded (``record``
 returns None) and the runner runs the step's code every time, as before.
 
-Replay looks the kernel class's ``__getitem__`` up at every launch, so ``fl.count_launches``
-still counts replayed launches, and the simulator (whose kernels configure themselves in
-place) replays correctly.
+Replay looks the kernel class's ``__getitem__`` up at every launch, so whatever intercepts
+launches then (``fl.count_launches``, through ``launches.intercept``) still sees replayed
+launches, and the simulator (whose kernels configure themselves in place) replays correctly.
 """
 
 from __future__ import annotations
 
 from numba import cuda
 
-from .launches import kernel_class, patched
+from .launches import intercept, patched
 
 #: Host-device operations that make a pass unreplayable: (where, attribute name).
 _HOST_DEVICE = ("to_device", "synchronize")
@@ -68,11 +68,11 @@ def record(run) -> Replay | None:
     copied between host and device or synchronised (then it cannot be replayed)."""
     ops: list = []
     refused: list = []
-    kernels, events, arrays = kernel_class(), _event_class(), _array_class()
-    getitem, event_record, event_wait = kernels.__getitem__, events.record, events.wait
+    events, arrays = _event_class(), _array_class()
+    event_record, event_wait = events.record, events.wait
 
-    def recording_getitem(kernel, configuration):
-        configured = getitem(kernel, configuration)
+    def recording_launch(kernel, configuration, configure):
+        configured = configure(kernel, configuration)
 
         def launch(*args):
             ops.append(("launch", kernel, configuration, args))
@@ -97,10 +97,9 @@ def record(run) -> Replay | None:
 
         return call
 
-    patches = [(kernels, "__getitem__", recording_getitem), (events, "record", recording_record),
-               (events, "wait", recording_wait)]
+    patches = [(events, "record", recording_record), (events, "wait", recording_wait)]
     patches += [(cuda, name, refusing(cuda, name)) for name in _HOST_DEVICE]
     patches += [(arrays, name, refusing(arrays, name)) for name in _ARRAY_COPIES]
-    with patched(patches):
+    with intercept(recording_launch), patched(patches):
         run()
     return None if refused else Replay(ops)

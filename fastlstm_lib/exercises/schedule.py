@@ -25,6 +25,7 @@ import threading
 import numpy as np
 
 from .. import simulator
+from ..launches import patched
 
 #: The two orders every kernel exercise is run in on the simulator.
 ORDERS = ("ascending", "descending")
@@ -141,7 +142,6 @@ def ordered_threads(order: str = "ascending"):
     if not available():
         raise RuntimeError("thread orders exist only on Numba's CUDA simulator")
     kernel, kernelapi = _simulator_modules()
-    original_manager = kernel.BlockManager
     original_shared_init = kernelapi.FakeCUDAShared.__init__
     original_local_array = kernelapi.FakeCUDALocal.array
 
@@ -156,12 +156,7 @@ def ordered_threads(order: str = "ascending"):
             array.fill(np.nan)
         return array
 
-    kernel.BlockManager = _ordered_manager_class(kernel.BlockThread, order == "descending")
-    kernelapi.FakeCUDAShared.__init__ = shared_init
-    kernelapi.FakeCUDALocal.array = local_array
-    try:
+    with patched([(kernel, "BlockManager", _ordered_manager_class(kernel.BlockThread, order == "descending")),
+                  (kernelapi.FakeCUDAShared, "__init__", shared_init),
+                  (kernelapi.FakeCUDALocal, "array", local_array)]):  # the simulator's own, back after it
         yield
-    finally:
-        kernel.BlockManager = original_manager
-        kernelapi.FakeCUDAShared.__init__ = original_shared_init
-        kernelapi.FakeCUDALocal.array = original_local_array

@@ -25,13 +25,14 @@ Buffers and streams are named after where the step keeps them (``state.x_seq[2]`
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
 from types import SimpleNamespace
 
 import numpy as np
 from numba import cuda
 
-from ..launches import kernel_class as numba_kernel_class, kernel_name  # the one place that knows Numba's kernel class
+from ..launches import intercept, kernel_name, patched  # the one place that patches Numba
 from .memory import ACCESS, UNNAMED, Buffer, Memory, device_layout, element_offsets
 from .streams import DEFAULT_STREAM, Launch, TracedEvent, is_default_stream, join, ordered
 
@@ -57,17 +58,15 @@ class Trace:
         self._streams: dict[int, tuple] = {}  # id -> (stream object, name)
         self._event_names: dict[int, str] = {}
         self._output: Buffer | None = None
-        self._patches = []
+        self._patches = contextlib.ExitStack()  # what __exit__ puts back
 
     # ---- setting up ------------------------------------------------------------------------
 
     def __enter__(self):
-        kernel_class = numba_kernel_class()
-        original_getitem = kernel_class.__getitem__
         original_event, original_sync, original_alloc = cuda.event, cuda.synchronize, cuda.device_array
 
-        def traced_getitem(kernel, config):  # kernel[grid, block, stream]: record, then launch
-            configured = original_getitem(kernel, config)
+        def traced_launch(kernel, config, configure):  # kernel[grid, block, stream]: record, then launch
+            configured = configure(kernel, config)
             stream = config[2] if len(config) > 2 else 0
 
             def launch(*args):
@@ -87,17 +86,14 @@ class Trace:
                 self.memory.buffer_of(array, scratch=True)
             return array
 
-        self._patches = [(kernel_class, "__getitem__", original_getitem), (cuda, "event", original_event),
-                         (cuda, "synchronize", original_sync), (cuda, "device_array", original_alloc)]
-        kernel_class.__getitem__ = traced_getitem
-        cuda.event = lambda *args, **kwargs: TracedEvent(original_event(*args, **kwargs), self)
-        cuda.synchronize = synchronize
-        cuda.device_array = poisoned_device_array
+        self._patches.enter_context(intercept(traced_launch))
+        self._patches.enter_context(patched([
+            (cuda, "event", lambda *args, **kwargs: TracedEvent(original_event(*args, **kwargs), self)),
+            (cuda, "synchronize", synchronize), (cuda, "device_array", poisoned_device_array)]))
         return self
 
     def __exit__(self, *exc):
-        for owner, name, original in reversed(self._patches):
-            setattr(owner, name, original)
+        self._patches.close()
         return False
 
     def name_things(self, roots: dict) -> None:

@@ -2,8 +2,10 @@
 
 Inside ``dry_run()`` a step's own ``setup`` and ``run`` code runs unchanged, but:
 
-- ``kernel[grid, block, stream, shared](*args)`` records the launch and launches nothing (Numba's
-  kernel class is patched, as ``fl.count_launches`` does, so every kernel of every step is seen);
+- ``kernel[grid, block, stream, shared](*args)`` records the launch and launches nothing (it
+  intercepts Numba's kernel class through ``launches.intercept``, as ``fl.count_launches`` does,
+  so every kernel of every step is seen; a ``count_launches`` inside the block counts what is
+  recorded, one around it counts nothing, since nothing is launched);
 - ``cuda.stream()`` and ``cuda.event()`` return stand-ins: an event's ``record(stream)`` and
   ``wait(stream)`` are recorded, in issue order, beside the launches;
 - ``cuda.to_device(host)`` allocates an uninitialised device array of the same shape instead of
@@ -25,7 +27,7 @@ import dataclasses
 import numpy as np
 from numba import cuda
 
-from ..launches import kernel_class, patched
+from ..launches import intercept, patched
 
 
 @dataclasses.dataclass(frozen=True)
@@ -154,7 +156,7 @@ def dry_run(chip=None):
     recording = Recording()
     device_array = cuda.device_array
 
-    def record_launch(kernel, configuration):
+    def record_launch(kernel, configuration, configure):  # configure is not called: nothing launches
         grid, block, stream, shared = normalized_configuration(configuration)
 
         def launch(*args):
@@ -166,14 +168,13 @@ def dry_run(chip=None):
         host = np.asarray(host)
         return to if to is not None else device_array(host.shape, dtype=host.dtype)
 
-    patches = [(kernel_class(), "__getitem__", record_launch),
-               (cuda, "stream", lambda: DryStream(recording)),
+    patches = [(cuda, "stream", lambda: DryStream(recording)),
                (cuda, "event", lambda *args, **kwargs: DryEvent(recording)),
                (cuda, "to_device", allocate_like),
                (persistent, "prepared", lambda *args, **kwargs: None)]
     if chip is not None:
         patches += gpu_geometry(chip)
-    with patched(patches):
+    with intercept(record_launch), patched(patches):
         yield recording
 
 

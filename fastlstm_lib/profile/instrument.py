@@ -22,7 +22,7 @@ from collections import Counter
 import numpy as np
 
 from .. import simulator
-from ..launches import kernel_class
+from ..launches import intercept
 from .dryrun import normalized_configuration
 from .formulas import kernel_description
 from .views import host_array, is_array
@@ -115,7 +115,9 @@ def measured_launch(kernel, grid, block, stream, arrays: dict, log: list, keep_l
 
 def run_instrumented(kernel, configuration, args, keep_log: bool = False, configure=None) -> Measured:
     """Launch ``kernel[configuration](*args)`` on the simulator with every array argument instrumented.
-    ``configure``: the kernel class's own ``__getitem__``, when it is patched."""
+    ``configure(kernel, configuration)``: how the launch is configured, inside ``instrumented``
+    the rest of the interception chain (``launches.intercept``); by default the kernel class's
+    ``__getitem__``."""
     grid, block, stream, _ = normalized_configuration(configuration)
     _, names, _ = kernel_description(kernel)
     log: list = []
@@ -133,18 +135,13 @@ def instrumented(keep_log: bool = False):
     on the simulator, with instrumented arrays; ``launches`` gets one ``Measured`` per launch."""
     if not simulator.SIMULATOR:
         raise RuntimeError("instrumented arrays need Numba's CUDA simulator, where kernels run as Python")
-    cls = kernel_class()
-    original = cls.__getitem__
     measured: list[Measured] = []
 
-    def getitem(kernel, configuration):
+    def instrumenting(kernel, configuration, configure):
         def launch(*args):
-            measured.append(run_instrumented(kernel, configuration, args, keep_log, configure=original))
+            measured.append(run_instrumented(kernel, configuration, args, keep_log, configure=configure))
 
         return launch
 
-    cls.__getitem__ = getitem
-    try:
+    with intercept(instrumenting):
         yield measured
-    finally:
-        cls.__getitem__ = original
