@@ -1,6 +1,6 @@
 """The host's CPU time to issue one forward pass of each step, with the CUDA driver stubbed.
 
-Issue 19, item 6: through numba-cuda's real dispatch path on the fake GPU (fastlstm_lib.fakegpu),
+Issue 19, item 6: through numba-cuda's real dispatch path on the fake GPU (tests/fakegpu, the test mode),
 the CPU time that Python and numba-cuda spend issuing one article-sized pass of each step, the
 fake driver's own time taken out, per pass and per launch. Issue 23, item 1: three ways, in the
 same run: as the runner issues a pass (its first pass replayed, fastlstm_lib/replay.py), running
@@ -19,8 +19,10 @@ import argparse
 import json
 import statistics
 import sys
+from pathlib import Path
 
-from fastlstm_lib.fakegpu.__main__ import host_table, host_times
+sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tests"))  # the fake GPU is test code: tests/fakegpu
+from fakegpu.__main__ import host_table, host_times  # noqa: E402
 
 
 def main() -> int:

@@ -24,10 +24,17 @@ else:
     from .numba_compat import restore_numpy_aliases
 
     restore_numpy_aliases()  # NumPy 2.5 removed np.row_stack, which numba-cuda names when it first compiles
-    if _os.environ.get("FASTLSTM_FAKE_GPU", "").strip():  # the fake-GPU test mode: its driver first
-        from .fakegpu import activate_from_environment as _activate_fake_gpu
-
-        _activate_fake_gpu()
+    if _os.environ.get("FASTLSTM_FAKE_GPU", "").strip():  # the fake-GPU test mode (tests/fakegpu): its driver first
+        try:
+            import fakegpu as _fakegpu
+        except ModuleNotFoundError as error:
+            if error.name != "fakegpu":
+                raise
+            raise ImportError("FASTLSTM_FAKE_GPU is the project's test mode (the fake GPU, tests/fakegpu/ of a clone, "
+                              "not installed with the package): run from the clone's root with tests/ on PYTHONPATH: "
+                              "PYTHONPATH=$PWD/tests FASTLSTM_FAKE_GPU=T4 python SCRIPT.py, or unset "
+                              "FASTLSTM_FAKE_GPU") from None
+        _fakegpu.activate_from_environment()
     from . import simulator  # first: decides NUMBA_ENABLE_CUDASIM before numba is imported
 
     if simulator.SIMULATOR:

@@ -8,9 +8,9 @@ least one device. ``SIMULATOR`` holds the answer for the whole process.
 Overrides (environment variables):
 - ``NUMBA_ENABLE_CUDASIM=1``: the simulator, whatever hardware is present.
 - ``FASTLSTM_SIMULATOR=1``: the same, for people who'd rather not touch Numba's variable.
-- ``FASTLSTM_FAKE_GPU=<GPU>`` (a row of data/gpus.csv): the fake-GPU test mode
-  (``fastlstm_lib.fakegpu``): numba-cuda's real path on a fake driver, which ``fastlstm_lib``'s
-  ``__init__`` loads just before this module; the probe below then finds it like a real one.
+- ``FASTLSTM_FAKE_GPU=<GPU>`` (a row of data/gpus.csv): the fake-GPU test mode (``fakegpu``, in
+  the clone's ``tests/``, on PYTHONPATH): numba-cuda's real path on a fake driver, which
+  ``fastlstm_lib``'s ``__init__`` loads just before this module; the probe below then finds it like a real one.
 
 Saying so: ``announce()`` prints one line (on stdout: a notice, not an error) the first time Numba work is asked for (a step, a
 kernel, ``device_info``), so the notebooks that never touch Numba (the CNN and data-feeding

@@ -1,10 +1,10 @@
 """The fake-GPU tours of tests/test_fake_gpu.py, started in the background when the session starts.
 
-Each tour is a fresh Python (``FASTLSTM_FAKE_GPU=<GPU> python -m fastlstm_lib.fakegpu.tour``),
+Each tour is a fresh Python (``FASTLSTM_FAKE_GPU=<GPU> python -m fakegpu.tour``, tests/ on PYTHONPATH),
 one after another on one thread, so they use a core of their own while the rest of the suite
 runs; conftest.py moves their tests to the end of the session.
 
-Under pytest-xdist (``make test`` runs two workers) every worker collects the same tests, but only
+Under pytest-xdist (``make test-tools`` runs two workers) every worker collects the same tests, but only
 the first worker (``gw0``) runs the tours; each tour's outcome goes to a file in a folder named
 after the run (``PYTEST_XDIST_TESTRUNUID``, the same in every worker), which any worker's
 ``result`` reads when it gets there. The worker that runs them waits for the last one before it
@@ -57,10 +57,12 @@ def _run_all() -> None:
         if _stopped.is_set():
             _publish(gpu, (None, "", "the test session ended first"))
             continue
-        env = {**os.environ, "FASTLSTM_FAKE_GPU": gpu, "PYTHONUNBUFFERED": "1", "TF_CPP_MIN_LOG_LEVEL": "3"}
-        for name in ("NUMBA_ENABLE_CUDASIM", "FASTLSTM_SIMULATOR", "PYTEST_XDIST_WORKER", "PYTEST_XDIST_TESTRUNUID"):
+        import fakegpu
+
+        env = fakegpu.child_environment(gpu, {**os.environ, "PYTHONUNBUFFERED": "1", "TF_CPP_MIN_LOG_LEVEL": "3"})
+        for name in ("PYTEST_XDIST_WORKER", "PYTEST_XDIST_TESTRUNUID"):
             env.pop(name, None)
-        process = subprocess.Popen([sys.executable, "-m", "fastlstm_lib.fakegpu.tour"], stdout=subprocess.PIPE,
+        process = subprocess.Popen([sys.executable, "-m", "fakegpu.tour"], stdout=subprocess.PIPE,
                                    stderr=subprocess.PIPE, text=True, env=env)
         _running[:] = [process]
         try:

@@ -1,7 +1,7 @@
 """Every GPU path, proven without a GPU: numba-cuda's real host path on the fake GPU.
 
 For each of a T4, an A100, an L4, an H100 and an M40 (``fake_gpu_runs.GPUS``), a fresh Python
-runs ``python -m fastlstm_lib.fakegpu.tour`` with ``FASTLSTM_FAKE_GPU`` set: every forward step
+runs ``python -m fakegpu.tour`` (``tests/fakegpu``) with ``FASTLSTM_FAKE_GPU`` set: every forward step
 at odd sizes and at the article's size, every backward step, ``FastLSTM`` forward and backward,
 ``fl.bench``, ``fl.profile``, the clocks, the persistent limits and the doctor. Kernels are
 compiled for that GPU's architecture with the CUDA compilers from pip and every launch is
@@ -14,19 +14,19 @@ NumbaPerformanceWarning on every small grid, an M40 offered persistent plans, an
 it refuses what a driver refuses (``test_the_fake_refuses_what_a_driver_refuses``).
 """
 
-import os
 import subprocess
 import sys
 import textwrap
 
 import pytest
 
+import fakegpu
 import fastlstm_lib as fl
 from fake_gpu_runs import GPUS, result
 
 from conftest import needs_fake_gpu
 
-pytestmark = needs_fake_gpu  # Linux, numba-cuda and a C compiler: skipped, saying which is missing
+pytestmark = [needs_fake_gpu, pytest.mark.tools]  # make test-tools; Linux, numba-cuda and a C compiler: skipped, saying which is missing
 
 #: What a GPU legitimately cannot run, by the library's own reasons.
 EXPECTED_SKIPS = {
@@ -60,7 +60,7 @@ def test_every_path_runs_on_the_fake_gpu(gpu):
             assert outcome == "ok", (name, outcome)
     assert report["launches"] > 30_000  # the article-sized passes really went through the launch path
     # Every step and a backward pass captured into a CUDA Graph and launched, the capture rules kept
-    # (the fake refuses what a driver refuses during a capture: see fakegpu/graphs.py).
+    # (the fake refuses what a driver refuses during a capture: see tests/fakegpu/graphs.py).
     steps = len(fl.steps.names()) - (gpu == "M40")
     assert report["graphs"]["captured"] == steps + 1 and report["graphs"]["launched"] >= 3 * (steps + 1)
     doctor = report["items"]["doctor report"]  # the doctor's fresh Python asked the same fake driver
@@ -100,7 +100,7 @@ REFUSED = textwrap.dedent('''
 REFUSALS = REFUSED + textwrap.dedent('''
     import numpy as np
     import fastlstm_lib as fl
-    from fastlstm_lib import fakegpu
+    import fakegpu
     from fastlstm_lib.kernels import persistent as kp, persistent_plan as pp
     from numba import cuda, float32
     import re
@@ -130,9 +130,8 @@ REFUSALS = REFUSED + textwrap.dedent('''
 @pytest.mark.parametrize("gpu, cooperative", [("T4", "exceeds the limit (640)"),  # 16 per SM x 40 SMs
                                               ("M40", "cooperative kernels are not supported")])
 def test_the_fake_refuses_what_a_driver_refuses(gpu, cooperative):
-    env = {**os.environ, "FASTLSTM_FAKE_GPU": gpu}
-    env.pop("NUMBA_ENABLE_CUDASIM", None)
-    done = subprocess.run([sys.executable, "-c", REFUSALS], capture_output=True, text=True, timeout=600, env=env)
+    done = subprocess.run([sys.executable, "-c", REFUSALS], capture_output=True, text=True, timeout=600,
+                          env=fakegpu.child_environment(gpu))
     assert done.returncode == 0, done.stderr[-3000:]
     lines = dict(line.split(" ", 1) for line in done.stdout.strip().splitlines())
     assert lines["threads"] == "CUDA_ERROR_INVALID_VALUE"  # 1025 threads per block
@@ -164,7 +163,7 @@ def test_the_fake_reads_a_cubin_as_ptxas_reports_it(tmp_path):
     """Registers and static shared memory read from the ELF equal ptxas's own report."""
     import re
 
-    from fastlstm_lib.fakegpu import cubin, toolchain
+    from fakegpu import cubin, toolchain
 
     (tmp_path / "probe.ptx").write_text(PTX)
     done = subprocess.run([toolchain.ptxas((7, 5)), "-arch=sm_75", "-v", str(tmp_path / "probe.ptx"),
@@ -228,9 +227,8 @@ def test_the_fake_keeps_the_capture_rules_a_driver_keeps():
     """During a stream capture a driver refuses the legacy stream (when a blocking stream is captured),
     synchronising, waiting on an event from outside the capture and ending with a stream not joined
     back; so does the fake."""
-    env = {**os.environ, "FASTLSTM_FAKE_GPU": "T4"}
-    env.pop("NUMBA_ENABLE_CUDASIM", None)
-    done = subprocess.run([sys.executable, "-c", CAPTURE_RULES], capture_output=True, text=True, timeout=600, env=env)
+    done = subprocess.run([sys.executable, "-c", CAPTURE_RULES], capture_output=True, text=True, timeout=600,
+                          env=fakegpu.child_environment("T4"))
     assert done.returncode == 0, done.stderr[-3000:]
     lines = dict(line.split(" ", 1) for line in done.stdout.strip().splitlines())
     assert lines == {"legacy": "CUDA_ERROR_STREAM_CAPTURE_IMPLICIT", "legacy_beside_non_blocking": "launched", "sync": "CUDA_ERROR_STREAM_CAPTURE_UNSUPPORTED",

@@ -132,3 +132,25 @@ def test_the_course_has_a_license_the_readme_explains():
     assert 'license = "MIT"' in (ROOT / "pyproject.toml").read_text()
     readme = (ROOT / "README.md").read_text()
     assert "## License" in readme and "MIT" in readme.split("## License", 1)[1]
+
+
+def test_the_fake_gpu_is_test_code_outside_the_package():
+    """The fake GPU (tests/fakegpu) never ships: setuptools' package discovery, as pyproject.toml
+    configures it, finds no fakegpu in the package, and no module of fastlstm_lib imports it but the
+    one hook in ``fastlstm_lib/__init__.py`` that FASTLSTM_FAKE_GPU switches on."""
+    import ast
+
+    setuptools = pytest.importorskip("setuptools")
+    include = tomllib.loads((ROOT / "pyproject.toml").read_text())["tool"]["setuptools"]["packages"]["find"]["include"]
+    packages = setuptools.find_packages(where=str(ROOT), include=include)
+    assert "fastlstm_lib" in packages and not [p for p in packages if "fakegpu" in p], packages
+    assert not list((ROOT / "fastlstm_lib").rglob("fakegpu*")), "a fakegpu inside the package"
+    assert (ROOT / "tests" / "fakegpu" / "__init__.py").exists()
+    importers = []
+    for path in sorted((ROOT / "fastlstm_lib").rglob("*.py")):
+        for node in ast.walk(ast.parse(path.read_text())):
+            names = [a.name for a in node.names] if isinstance(node, ast.Import) else \
+                [f"{node.module or ''}.{a.name}" for a in node.names] if isinstance(node, ast.ImportFrom) else []
+            if any("fakegpu" in name.split(".") for name in names):
+                importers.append(f"{path.relative_to(ROOT)}:{node.lineno}")
+    assert len(importers) == 1 and importers[0].startswith("fastlstm_lib/__init__.py:"), importers

@@ -12,7 +12,8 @@
 #      removed once the archive holds them: what comes back is summary.txt, log.txt and the archive.
 # At the budget the stage under way is written as it stands ("cut") and the process ends (exit 124);
 # one that cannot even do that is killed 30 s later. tracebacks.txt says where each thread was.
-# Rehearsal without a GPU: FASTLSTM_FAKE_GPU=H100 bash tools/gpu_run.sh /tmp/rehearsal
+# Rehearsal without a GPU: FASTLSTM_FAKE_GPU=H100 bash tools/gpu_run.sh /tmp/rehearsal (in a clone:
+# the fake GPU is tests/fakegpu, which tools/gpu_env.sh puts on PYTHONPATH when FASTLSTM_FAKE_GPU is set)
 set -uo pipefail
 cd "$(dirname "$0")/.."
 OUT=${1:?usage: bash tools/gpu_run.sh OUT_DIR [BUDGET_S]}

@@ -13,7 +13,7 @@ import json
 import os
 import sys
 
-#: The fake-GPU test mode (fastlstm_lib.fakegpu): the fake driver is loaded before Numba asks for one,
+#: The fake-GPU test mode (tests/fakegpu, on PYTHONPATH): the fake driver is loaded before Numba asks for one,
 #: and the same questions are asked of it; its kernels are compiled and launched but never run, so a
 #: kernel that launched counts as passing there.
 FAKE_GPU = os.environ.get("FASTLSTM_FAKE_GPU", "").strip()

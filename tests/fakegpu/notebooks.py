@@ -1,13 +1,14 @@
 """Run notebooks on the fake GPU: every GPU-only cell executed, no output compared.
 
-``python -m fastlstm_lib.fakegpu notebooks --gpu T4 notebooks/02_baseline.ipynb ...`` executes
-each notebook top to bottom in a fresh kernel that presents the fake GPU (its environment has
-``FASTLSTM_FAKE_GPU``), so the branches a notebook takes on a GPU run through numba-cuda's real
-host path. Kernels never run there, so a check of computed values cannot pass: before the first
-cell, an IPython AST transformer turns every ``assert`` statement into a call that records a
-failed assertion instead of raising (the cell goes on). Any other exception fails the notebook.
-The report lists, per notebook, the seconds, the failed cell and its error, if any, and the
-assertions that would have checked values.
+``PYTHONPATH=tests python -m fakegpu notebooks --gpu T4 notebooks/02_baseline.ipynb ...``
+executes each notebook top to bottom in a fresh kernel that presents the fake GPU (its
+environment has ``FASTLSTM_FAKE_GPU``, and tests/ on ``PYTHONPATH`` by its absolute path, so
+that the kernel, started in the notebook's folder, imports ``fakegpu``), so the branches a
+notebook takes on a GPU run through numba-cuda's real host path. Kernels never run there, so a
+check of computed values cannot pass: before the first cell, an IPython AST transformer turns
+every ``assert`` statement into a call that records a failed assertion instead of raising (the
+cell goes on). Any other exception fails the notebook. The report lists, per notebook, the
+seconds, the failed cell and its error, if any, and the assertions that would have checked values.
 """
 
 from __future__ import annotations
@@ -44,10 +45,16 @@ def run(path, gpu: str, timeout_s: int = 1800) -> dict:
     notebook = nbformat.read(path, as_version=4)
     notebook.cells.insert(0, nbformat.v4.new_code_cell(SETUP))
     notebook.cells.append(nbformat.v4.new_code_cell("print(len(_FAKE_GPU_ASSERTIONS), _FAKE_GPU_ASSERTIONS)"))
-    saved = {name: os.environ.get(name) for name in ("FASTLSTM_FAKE_GPU", "NUMBA_ENABLE_CUDASIM", "FASTLSTM_SIMULATOR")}
-    os.environ["FASTLSTM_FAKE_GPU"] = gpu
-    os.environ.pop("NUMBA_ENABLE_CUDASIM", None)
-    os.environ.pop("FASTLSTM_SIMULATOR", None)
+    from . import child_environment
+
+    changed = child_environment(gpu)  # the kernel inherits this process's environment
+    saved = {name: os.environ.get(name) for name in ("FASTLSTM_FAKE_GPU", "NUMBA_ENABLE_CUDASIM", "FASTLSTM_SIMULATOR",
+                                                      "PYTHONPATH")}
+    for name in saved:
+        if name in changed:
+            os.environ[name] = changed[name]
+        else:
+            os.environ.pop(name, None)
     started = time.perf_counter()
     report = {"notebook": path.name, "gpu": gpu, "failed_cell": None, "error": None, "value_checks": []}
     try:

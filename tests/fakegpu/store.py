@@ -1,6 +1,6 @@
 """What the fake driver holds and records: device memory, streams, events, kernels, the call log.
 
-One ``State`` per process (``STATE``), made by ``fastlstm_lib.fakegpu.activate``. Device memory
+One ``State`` per process (``STATE``), made by ``fakegpu.activate``. Device memory
 is host memory (NumPy buffers), so copies to and from the "device" keep their bytes and a
 program's host logic runs as on a GPU; kernels are checked and recorded, never run, so what a
 kernel would have written stays as it was (values are the simulator's job).

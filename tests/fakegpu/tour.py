@@ -1,7 +1,7 @@
-"""Everything the course does on a GPU, run once on the fake GPU: ``python -m fastlstm_lib.fakegpu.tour``.
+"""Everything the course does on a GPU, run once on the fake GPU: ``python -m fakegpu.tour``.
 
-With ``FASTLSTM_FAKE_GPU=<GPU>`` set, this runs, through numba-cuda's real host path: every
-forward step at the course's odd sizes and at the article's size, every backward step,
+With ``FASTLSTM_FAKE_GPU=<GPU>`` set and tests/ on PYTHONPATH, this runs, through numba-cuda's
+real host path: every forward step at the course's odd sizes and at the article's size, every backward step,
 ``FastLSTM``'s forward and backward, ``fl.bench``, ``fl.profile`` (the chip read from the
 driver), the clocks and the doctor. Each item ends "ok", "skipped: <the library's reason>"
 (a step the GPU cannot run, such as the persistent one on an M40) or "failed: <error>". It
@@ -19,7 +19,7 @@ import traceback
 
 
 def _item(results: dict, name: str, call) -> None:
-    from ..kernels.persistent_plan import PersistentLimitError
+    from fastlstm_lib.kernels.persistent_plan import PersistentLimitError
     from . import state
 
     before = len(state().launches())
@@ -76,7 +76,7 @@ def run(parts=("forward", "backward", "harness", "keras")) -> dict:
                                                              warmup=1, repeats=2))
 
         def clocks_command():
-            from ..__main__ import main
+            from fastlstm_lib.__main__ import main
 
             if main(["clocks", "--config", "tiny", "--steps", "combined_inputs", "persistent"]) != 0:
                 raise RuntimeError("python -m fastlstm_lib clocks failed")
@@ -85,7 +85,7 @@ def run(parts=("forward", "backward", "harness", "keras")) -> dict:
         _item(results, "persistent_limits", lambda: fl.persistent_limits())
 
         def doctor():
-            from .. import doctor as doctor_
+            from fastlstm_lib import doctor as doctor_
 
             lines = []
             doctor_.run(full=False, out=lines.append)
@@ -142,7 +142,7 @@ def host_times(cfg=None, passes: int = 5) -> dict:
     - ``graph_per_pass_ms``: the whole pass captured into a CUDA Graph (``graph=True``), one
       ``cuGraphLaunch`` per pass.
 
-    Measured on this machine with the driver stubbed (``fastlstm_lib.fakegpu``): what a host
+    Measured on this machine with the driver stubbed (the fake GPU, ``tests/fakegpu``): what a host
     of this speed adds to every pass before a GPU does any work. The median of ``passes``.
     """
     import gc
@@ -212,7 +212,7 @@ def host_times(cfg=None, passes: int = 5) -> dict:
 def main(argv=None) -> int:
     import argparse
 
-    parser = argparse.ArgumentParser(prog="python -m fastlstm_lib.fakegpu.tour", description=__doc__)
+    parser = argparse.ArgumentParser(prog="python -m fakegpu.tour", description=__doc__)
     parser.add_argument("--parts", nargs="+", default=["forward", "backward", "harness", "keras"],
                         choices=["forward", "backward", "harness", "keras"])
     parser.add_argument("--host-times", action="store_true", help="instead: the host's CPU time to issue one "

@@ -1,4 +1,4 @@
-"""``python -m fastlstm_lib.fakegpu host-times --gpu H100 [--out FILE]``: the host's cost per pass, measured.
+"""``python -m fakegpu host-times --gpu H100 [--out FILE]`` (tests/ on PYTHONPATH): the host's cost per pass, measured.
 
 Starts a fresh Python with ``FASTLSTM_FAKE_GPU`` set (the fake must be loaded before Numba is),
 which issues one forward pass of every step at the article's size through numba-cuda's real
@@ -14,19 +14,17 @@ from __future__ import annotations
 
 import argparse
 import json
-import os
 import platform
 import subprocess
 import sys
 
 
 def run_in_fake_gpu(gpu: str, *args: str) -> dict:
-    """``python -m fastlstm_lib.fakegpu.tour *args`` with the fake ``gpu``; its JSON report."""
-    env = {**os.environ, "FASTLSTM_FAKE_GPU": gpu}
-    for name in ("NUMBA_ENABLE_CUDASIM", "FASTLSTM_SIMULATOR"):
-        env.pop(name, None)
-    done = subprocess.run([sys.executable, "-m", "fastlstm_lib.fakegpu.tour", *args], capture_output=True, text=True,
-                          env=env)
+    """``python -m fakegpu.tour *args`` with the fake ``gpu``; its JSON report."""
+    from . import child_environment
+
+    done = subprocess.run([sys.executable, "-m", "fakegpu.tour", *args], capture_output=True, text=True,
+                          env=child_environment(gpu))
     if done.returncode != 0:
         raise RuntimeError(f"the fake {gpu} run failed:\n{done.stderr[-3000:]}")
     return json.loads(done.stdout)
@@ -47,24 +45,25 @@ def host_table(steps: dict) -> str:
 
 def host_times(gpu: str = "H100") -> dict:
     """Per step: launches, CPU ms per pass and us per launch to issue one article-sized forward pass."""
-    from .. import gpus
+    from fastlstm_lib import gpus
 
     gpus.gpu(gpu)  # ValueError naming the known GPUs
     steps = run_in_fake_gpu(gpu, "--host-times")
     return {"what": "host CPU time to issue one forward pass at the article's size, the fake driver's own time "
-                    "taken out: measured on this host with the CUDA driver stubbed (fastlstm_lib.fakegpu)",
+                    "taken out: measured on this host with the CUDA driver stubbed (the fake GPU, tests/fakegpu)",
             "gpu_presented": gpu, "host": platform.processor() or platform.machine(),
             "python": platform.python_version(), "steps": steps}
 
 
 def main(argv=None) -> int:
-    parser = argparse.ArgumentParser(prog="python -m fastlstm_lib.fakegpu", description=__doc__)
+    parser = argparse.ArgumentParser(prog="python -m fakegpu", description=__doc__)
     commands = parser.add_subparsers(dest="command", required=True)
     host = commands.add_parser("host-times", help="the host's CPU time per pass and per launch, driver stubbed")
     host.add_argument("--gpu", default="H100", help="the GPU the fake presents (default H100; plans depend on it)")
     host.add_argument("--out", metavar="FILE", help="also write the report as JSON")
     tour = commands.add_parser("tour", help="every GPU path once on the fake GPU; prints a JSON report")
     tour.add_argument("--gpu", default="T4")
+    tour.add_argument("--out", metavar="FILE", help="also write the report as JSON")
     notebooks = commands.add_parser("notebooks", help="execute notebooks on the fake GPU (outputs not compared; "
                                                       "exit status 1 if any cell raises)")
     notebooks.add_argument("--gpu", default="T4")

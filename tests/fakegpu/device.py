@@ -1,4 +1,4 @@
-"""The GPU the fake driver presents: its attributes, its occupancy rule and its launch checks.
+"""The GPU the fake driver presents: its attributes, its occupancy and its launch checks.
 
 Attributes come from a row of ``data/gpus.csv`` (SMs, compute capability, shared memory per SM
 and per block, threads, blocks and registers per SM, L2, cooperative launch) plus the limits
@@ -7,17 +7,20 @@ registers per block, 48 KiB of shared memory per block without the opt-in), as t
 Programming Guide's table of compute capabilities gives them. An attribute we do not model is
 answered 0 and remembered (``FakeDevice.unmodelled``), so a test can see what code asked for.
 
-Occupancy and the launch checks follow NVIDIA's occupancy calculator (``cuda_occupancy.h`` in
-the CUDA toolkit): registers are allocated per warp in units of 256 and checked per block as if
-allocated on all 4 SM sub-partitions; shared memory in units of 256 bytes (128 from compute
-capability 8.0), plus 1 KiB the driver reserves per block from 8.0. This is a second, separate
-implementation from ``fastlstm_lib.gpus.occupancy`` (which the planner uses), so that the fake
-catches a planner that is wrong.
+Occupancy, and the registers and shared memory a launch may ask for, are the library's one model
+of CUDA's occupancy calculator (``fastlstm_lib.gpus.occupancy`` and ``residency_limits``: registers
+allocated per warp in units of 256, 1 KiB of shared memory reserved per block from compute
+capability 8.0), applied to the kernel's registers and shared memory as read from its cubin. The
+fake adds only what the driver knows of one kernel: its dynamic shared memory above 48 KiB is
+refused without the opt-in (``cuFuncSetAttribute``).
 """
 
 from __future__ import annotations
 
 import dataclasses
+import functools
+
+from fastlstm_lib import gpus
 
 #: Bytes of device memory per GPU (NVIDIA data sheets; the largest variant named in data/gpus.csv).
 MEMORY_GB = {"M40": 24, "T4": 16, "V100": 32, "A100": 80, "L4": 24, "H100 PCIe": 80, "H100": 80, "H200": 141}
@@ -26,8 +29,7 @@ DEVICE_NAMES = {"M40": "Tesla M40 24GB", "T4": "Tesla T4", "V100": "Tesla V100-S
                 "A100": "NVIDIA A100-SXM4-80GB", "L4": "NVIDIA L4", "H100 PCIe": "NVIDIA H100 PCIe",
                 "H100": "NVIDIA H100 80GB HBM3", "H200": "NVIDIA H200"}
 STATIC_SHARED_LIMIT = 48 * 1024
-SUB_PARTITIONS = 4
-REGISTER_UNIT = 256
+MAX_THREADS_PER_BLOCK = 1024
 
 
 class LaunchRefused(Exception):
@@ -36,10 +38,6 @@ class LaunchRefused(Exception):
     def __init__(self, code: str, why: str):
         super().__init__(f"{code}: {why}")
         self.code, self.why = code, why
-
-
-def _round_up(value: int, unit: int) -> int:
-    return -(-value // unit) * unit
 
 
 @dataclasses.dataclass
@@ -70,13 +68,10 @@ class FakeDevice:
     def cooperative(self) -> bool:
         return self.row["cooperative_launch"]  # data/gpus.csv's column (a bool once read)
 
-    @property
-    def reserved_shared(self) -> int:
-        return 1024 if self.compute_capability >= (8, 0) else 0
-
-    @property
-    def shared_unit(self) -> int:
-        return 128 if self.compute_capability >= (8, 0) else 256
+    @functools.cached_property
+    def chip(self) -> gpus.Chip:
+        """The residency limits the occupancy model reads (``fastlstm_lib.gpus``)."""
+        return gpus.Chip.from_row(self.row)
 
     def attributes(self) -> dict[str, int]:
         """CU_DEVICE_ATTRIBUTE_<name> -> value, for the attributes this fake models."""
@@ -85,7 +80,8 @@ class FakeDevice:
         return {
             "COMPUTE_CAPABILITY_MAJOR": major, "COMPUTE_CAPABILITY_MINOR": minor,
             "MULTIPROCESSOR_COUNT": row["sms"], "WARP_SIZE": 32,
-            "MAX_THREADS_PER_BLOCK": 1024, "MAX_BLOCK_DIM_X": 1024, "MAX_BLOCK_DIM_Y": 1024, "MAX_BLOCK_DIM_Z": 64,
+            "MAX_THREADS_PER_BLOCK": MAX_THREADS_PER_BLOCK,
+            "MAX_BLOCK_DIM_X": 1024, "MAX_BLOCK_DIM_Y": 1024, "MAX_BLOCK_DIM_Z": 64,
             "MAX_GRID_DIM_X": 2**31 - 1, "MAX_GRID_DIM_Y": 65535, "MAX_GRID_DIM_Z": 65535,
             "MAX_THREADS_PER_MULTIPROCESSOR": row["max_threads_per_sm"],
             "MAX_BLOCKS_PER_MULTIPROCESSOR": row["max_blocks_per_sm"],
@@ -93,7 +89,7 @@ class FakeDevice:
             "MAX_SHARED_MEMORY_PER_BLOCK": STATIC_SHARED_LIMIT,
             "MAX_SHARED_MEMORY_PER_BLOCK_OPTIN": int(row["shared_kib_per_block"] * 1024),
             "MAX_SHARED_MEMORY_PER_MULTIPROCESSOR": int(row["shared_kib_per_sm"] * 1024),
-            "RESERVED_SHARED_MEMORY_PER_BLOCK": self.reserved_shared,
+            "RESERVED_SHARED_MEMORY_PER_BLOCK": self.chip.reserved_shared_bytes_per_block,
             "L2_CACHE_SIZE": int(row["l2_mib"] * 2**20), "TOTAL_CONSTANT_MEMORY": 65536,
             "COOPERATIVE_LAUNCH": int(self.cooperative), "CONCURRENT_KERNELS": 1, "ASYNC_ENGINE_COUNT": 2,
             "UNIFIED_ADDRESSING": 1, "CAN_MAP_HOST_MEMORY": 1, "MANAGED_MEMORY": 1, "INTEGRATED": 0,
@@ -111,31 +107,22 @@ class FakeDevice:
 
     # ------------------------------------------------------------------ occupancy and launches
 
-    def registers_per_warp(self, registers: int) -> int:
-        return _round_up(registers * 32, REGISTER_UNIT)
+    def registers_fit(self, threads: int, registers: int) -> bool:
+        """Whether one block of ``threads`` threads with ``registers`` each fits an SM's registers."""
+        return gpus.residency_limits(self.chip, threads, 0, max(registers, 1))["registers"] > 0
 
     def max_threads_per_block(self, registers: int) -> int:
-        """The largest block a kernel with ``registers`` per thread can be launched with."""
-        per_warp = self.registers_per_warp(max(registers, 1))
-        warps = 65536 // per_warp
-        warps -= warps % SUB_PARTITIONS  # the hardware check rounds warps up to the sub-partitions
-        return max(0, min(1024, warps * 32))
+        """The largest block a kernel with ``registers`` per thread can be launched with (whole warps)."""
+        return next((warps * 32 for warps in range(MAX_THREADS_PER_BLOCK // 32, 0, -1)
+                     if self.registers_fit(warps * 32, registers)), 0)
 
     def occupancy(self, kernel, threads: int, dynamic_shared: int) -> int:
-        """Blocks of ``kernel`` one SM holds at once (cuOccupancyMaxActiveBlocksPerMultiprocessor)."""
-        if threads > self.max_threads_per_block(kernel.registers):
+        """Blocks of ``kernel`` one SM holds at once (cuOccupancyMaxActiveBlocksPerMultiprocessor):
+        ``gpus.occupancy`` of its registers and its static and dynamic shared memory."""
+        if not 1 <= threads <= MAX_THREADS_PER_BLOCK or dynamic_shared > kernel.max_dynamic_shared:
             return 0
-        warps = -(-threads // 32)
-        by_blocks = self.row["max_blocks_per_sm"]
-        by_warps = (self.row["max_threads_per_sm"] // 32) // warps
-        per_warp = self.registers_per_warp(max(kernel.registers, 1))
-        by_registers = ((self.row["registers_per_sm"] // SUB_PARTITIONS) // per_warp) * SUB_PARTITIONS // warps
-        shared = _round_up(kernel.static_shared_bytes + dynamic_shared + self.reserved_shared, self.shared_unit)
-        limit = self.attribute("MAX_SHARED_MEMORY_PER_BLOCK_OPTIN") + self.reserved_shared
-        if shared > limit or dynamic_shared > kernel.max_dynamic_shared:
-            return 0
-        by_shared = self.attribute("MAX_SHARED_MEMORY_PER_MULTIPROCESSOR") // shared if shared else by_blocks
-        return max(0, min(by_blocks, by_warps, by_registers, by_shared))
+        shared = kernel.static_shared_bytes + dynamic_shared
+        return gpus.occupancy(self.chip, threads, shared, max(kernel.registers, 1))[0]
 
     def check_launch(self, kernel, grid, block, dynamic_shared: int, cooperative: bool) -> None:
         """Raise LaunchRefused where the driver would refuse this launch; say which limit."""
@@ -148,12 +135,13 @@ class FakeDevice:
             if size > most:
                 raise LaunchRefused("CUDA_ERROR_INVALID_VALUE", f"grid.{axis} = {size} > {most}")
         threads = block[0] * block[1] * block[2]
-        if threads > 1024:
-            raise LaunchRefused("CUDA_ERROR_INVALID_VALUE", f"{threads} threads per block > 1024")
-        if threads > self.max_threads_per_block(kernel.registers):
+        if threads > MAX_THREADS_PER_BLOCK:
+            raise LaunchRefused("CUDA_ERROR_INVALID_VALUE", f"{threads} threads per block > {MAX_THREADS_PER_BLOCK}")
+        if not self.registers_fit(threads, kernel.registers):
             raise LaunchRefused("CUDA_ERROR_LAUNCH_OUT_OF_RESOURCES",
-                                f"{threads} threads x {kernel.registers} registers do not fit one block's 65536 "
-                                f"registers (at most {self.max_threads_per_block(kernel.registers)} threads)")
+                                f"{threads} threads x {kernel.registers} registers do not fit one SM's "
+                                f"{self.chip.registers_per_sm} registers (at most "
+                                f"{self.max_threads_per_block(kernel.registers)} threads)")
         if dynamic_shared > kernel.max_dynamic_shared:
             raise LaunchRefused("CUDA_ERROR_INVALID_VALUE",
                                 f"{dynamic_shared} B of dynamic shared memory > the kernel's limit of "

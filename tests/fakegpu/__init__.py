@@ -11,22 +11,45 @@ from its cubin (``cubin.py``), checks every launch as the driver would and recor
 (``api.py``, ``streams.py``, ``launch.py``, ``store.py``).
 
 Kernels are not run: **values are not computed in this mode** (the simulator checks values).
-Use it in a fresh process, before anything touches CUDA:
+It is the project's test code, not part of the installed package: the top-level package
+``fakegpu`` in ``tests/``, importable with ``tests/`` on ``PYTHONPATH`` (pytest puts it on
+``sys.path``). Use it in a fresh process, before anything touches CUDA, from the clone's root:
 
-    FASTLSTM_FAKE_GPU=T4 python -c "import fastlstm_lib as fl; ..."
+    PYTHONPATH=$PWD/tests FASTLSTM_FAKE_GPU=T4 python -c "import fastlstm_lib as fl; ..."
 
-or ``fastlstm_lib.fakegpu.activate("T4")`` first thing. ``fastlstm_lib.fakegpu.state()`` gives the
-log. Linux only (it builds a small C library with the machine's compiler), and numba-cuda only
-(numba's built-in ``numba.cuda`` is not faked: ``numba_compat``).
+(``fastlstm_lib/__init__.py`` imports ``fakegpu`` when ``FASTLSTM_FAKE_GPU`` is set) or
+``fakegpu.activate("T4")`` first thing. ``fakegpu.state()`` gives the log; ``child_environment``
+the environment of a fresh Python that presents a fake GPU. Linux only (it builds a small C
+library with the machine's compiler), and numba-cuda only (numba's built-in ``numba.cuda`` is
+not faked: ``fastlstm_lib.numba_compat``).
 """
 
 from __future__ import annotations
 
 import os
+from pathlib import Path
 
 from . import store as _state
 
 ENVIRONMENT = "FASTLSTM_FAKE_GPU"
+#: The folder that holds this package (the clone's tests/): a fresh Python needs it on PYTHONPATH.
+HOME = str(Path(__file__).resolve().parents[1])
+
+
+def _with_home_on_pythonpath(environment) -> None:
+    paths = [path for path in environment.get("PYTHONPATH", "").split(os.pathsep) if path and path != HOME]
+    environment["PYTHONPATH"] = os.pathsep.join([HOME, *paths])
+
+
+def child_environment(gpu: str, base=None) -> dict:
+    """The environment (``base``, else os.environ) of a fresh Python that presents the fake ``gpu``:
+    FASTLSTM_FAKE_GPU set, tests/ first on PYTHONPATH (so that fastlstm_lib finds fakegpu), the
+    simulator's variables removed."""
+    environment = {**(os.environ if base is None else base), ENVIRONMENT: gpu}
+    for name in ("NUMBA_ENABLE_CUDASIM", "FASTLSTM_SIMULATOR"):
+        environment.pop(name, None)
+    _with_home_on_pythonpath(environment)
+    return environment
 
 
 def active() -> str | None:
@@ -49,7 +72,7 @@ def activate(name: str) -> _state.State:
     """
     if not isinstance(name, str):
         raise TypeError(f"name must be a GPU name (str), got {type(name).__name__}")
-    from .. import gpus, numba_compat
+    from fastlstm_lib import gpus, numba_compat
 
     numba_compat.require_numba_cuda("the fake-GPU test mode")
     row = gpus.gpu(name)  # ValueError naming the known GPUs
@@ -64,7 +87,8 @@ def activate(name: str) -> _state.State:
     device = FakeDevice(row)
     toolchain.select_compilers(device.compute_capability)
     _state.STATE = _state.State(device=device)
-    os.environ[ENVIRONMENT] = row["name"]  # child processes (a notebook's kernel) present the same GPU
+    os.environ[ENVIRONMENT] = row["name"]  # child processes (the doctor's probe) present the same GPU
+    _with_home_on_pythonpath(os.environ)  # and find fakegpu
     shim.load(resolve)
     return _state.STATE
 
