@@ -152,9 +152,12 @@ def gemm_command(fl, args) -> int:
     except RuntimeError as error:
         print(f"error: {error}", file=sys.stderr)
         return 2
-    for row in rows:
-        print(f"{row['shape']:<34} ours {row['ours_gflops']:8.0f} GFLOP/s  cuBLAS {row['cublas_gflops']:8.0f} GFLOP/s"
-              f"  ({100 * row['fraction_of_cublas']:.0f}% of cuBLAS)")
+    from fastlstm_lib.tables import Column, table
+
+    cells = [[row["shape"], f"ours {row['ours_gflops']:8.0f} GFLOP/s", f"cuBLAS {row['cublas_gflops']:8.0f} GFLOP/s",
+              f"({100 * row['fraction_of_cublas']:.0f}% of cuBLAS)"] for row in rows]
+    print(table((Column("shape", "<", 34), Column("ours"), Column("cuBLAS"), Column("share")), cells,
+                sep=(" ", "  ", "  "), header=False))
     if args.out:
         print(f"wrote {fl.save_results(rows, args.out)}")
     return 0
@@ -168,10 +171,13 @@ def clocks_command(fl, args) -> int:
     cfg = getattr(fl.LSTMConfig, args.config)()
     results = [fl.harness.bench_or_skip(name, cfg, measure=fl.host_and_device_times)
                for name in (args.steps or fl.steps.names())]
-    for r in results:
-        print(f"{r['step']:<18} skipped: {r['skipped']}" if "skipped" in r else
-              f"{r['step']:<18} issue {r['issue_ms']['median']:9.3f} ms  GPU {r['device_ms']['median']:9.3f} ms  "
-              f"wall {r['wall_ms']['median']:9.3f} ms")
+    from fastlstm_lib.tables import Column, Span, table
+
+    rows = [[r["step"], Span(f"skipped: {r['skipped']}")] if "skipped" in r else
+            [r["step"], f"issue {r['issue_ms']['median']:9.3f} ms", f"GPU {r['device_ms']['median']:9.3f} ms",
+             f"wall {r['wall_ms']['median']:9.3f} ms"] for r in results]
+    print(table((Column("step", "<", 18), Column("issue"), Column("GPU"), Column("wall")), rows,
+                sep=(" ", "  ", "  "), header=False))
     if args.out:
         print(f"wrote {fl.save_results(results, args.out)}")
     return 0
@@ -180,10 +186,12 @@ def clocks_command(fl, args) -> int:
 def sweep_command(fl, args) -> int:
     set_tf32_for(fl, args)
     results = fl.bench_batch_sweep(args.steps, args.batches, getattr(fl.LSTMConfig, args.config)())
-    for r in results:
-        where = f"batch {r['config']['batch']:>4} {r['step']:<16}"
-        print(where + (f" skipped: {r['skipped']}" if "skipped" in r else
-                       f" {r['time_ms']['median']:10.3f} ms {r['gflops']:9.1f} GFLOP/s"))
+    from fastlstm_lib.tables import Column, Span, table
+
+    rows = [[f"batch {r['config']['batch']:>4}", r["step"]]
+            + ([Span(f"skipped: {r['skipped']}")] if "skipped" in r else
+               [f"{r['time_ms']['median']:10.3f} ms", f"{r['gflops']:9.1f} GFLOP/s"]) for r in results]
+    print(table((Column("batch"), Column("step", "<", 16), Column("median"), Column("GFLOP/s")), rows, header=False))
     if args.out:
         print(f"wrote {fl.save_results(results, args.out)}")
     return 0
@@ -212,6 +220,7 @@ def profile_command(fl, args) -> int:
     import time
 
     from fastlstm_lib.profile import ladder
+    from fastlstm_lib.tables import Column, table
 
     cfg = getattr(fl.LSTMConfig, args.config)()
     started = time.perf_counter()
@@ -220,9 +229,10 @@ def profile_command(fl, args) -> int:
     print(f"lower bounds per forward pass, {cfg}")
     print(ladder.table_text(rows, args.gpus, args.hosts))
     if any("article_ms" in row for row in rows) and "M40" in args.gpus and "cpp" in args.hosts and "python" in args.hosts:
-        for row in ladder.article_check(rows):
-            print(f"{row['step']:<16} article {row['article_ms']:8.2f} ms = {row['measured_over_bound']:4.2f} x "
-                  f"our M40 C++-host bound" + ("" if row["consistent"] else "  BEATS THE BOUND: the bound is wrong"))
+        checked = [[row["step"], f"article {row['article_ms']:8.2f} ms = {row['measured_over_bound']:4.2f} x "
+                    f"our M40 C++-host bound" + ("" if row["consistent"] else "  BEATS THE BOUND: the bound is wrong")]
+                   for row in ladder.article_check(rows)]
+        print(table((Column("step", "<", 16), Column("article")), checked, header=False))
     print(f"profiled {len(rows)} steps and bounded them on {len(args.gpus)} GPUs x {len(args.hosts)} hosts "
           f"in {seconds:.1f} s")
     if args.out:

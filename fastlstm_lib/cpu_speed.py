@@ -32,6 +32,7 @@ from .cpu_cells import fused_cell_libm, fused_cell_rational, numpy_cell
 from .harness import WrongResultError
 from .progress import progress_bar
 from .reference import RTOL, relative_error, sigmoid64
+from .tables import Column, table
 from .timing import IDLE_ENOUGH, cpu_busy_elsewhere, cpu_snapshot, summarize, wall_times
 
 _ARTICLE = LSTMConfig.article()
@@ -251,10 +252,12 @@ def summary(result: dict) -> str:
     first = result["variants"][0]
     sizes = ", ".join(f"{name} {value}" for name, value in result["sizes"].items())
     lines = [f"{result['experiment']} ({sizes}; {result['rounds']} rounds, {result['seconds']:.1f} s in all):"]
+    rows = []
     for row in result["variants"]:
         rate = f", {result['flop'] / row['median'] / 1e6:.1f} GFLOP/s" if result.get("flop") else ""
-        lines.append(f"  {row['name']:<44}{row['median']:9.3f} {result['unit']} (min {row['min']:.3f}, "
-                     f"max {row['max']:.3f}{rate})")
+        rows.append([row["name"], row["median"], f"{result['unit']} (min {row['min']:.3f}, max {row['max']:.3f}{rate})"])
+    lines.append(table((Column("variant", "<", 44), Column("median", ">", 9, ".3f"), Column("spread")), rows,
+                       sep=("", " "), indent="  ", header=False))
     for row in result["variants"][1:]:
         lines.append(f"here: {row['name']} is {_speed_words(first['median'] / row['median'])} {first['name']} "
                      f"({first['median'] / row['median']:.2f}x, medians)")

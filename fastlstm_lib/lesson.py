@@ -34,6 +34,7 @@ from .launches import count_launches
 from .nvtx import DOMAIN as DOMAIN_NAME
 from .profile.record import shared_profile as profile  # read-only here: no copy needed
 from .reference import RTOL, relative_error
+from .tables import Column, table
 
 #: The course's odd sizes: no multiple of any tile (4, 8, 16, 32, 64) or block size.
 ODD = LSTMConfig(batch=3, seq_len=5, input_size=7, hidden=13, layers=2)
@@ -83,14 +84,19 @@ def launch_rows(names, cfg: LSTMConfig | None = None, *, chip: str = CHIP) -> li
     return rows
 
 
+LAUNCH_COLUMNS = (Column("step", "<", 18), Column("launches", ">", 9), Column("GEMMs", ">", 8),
+                  Column("element-wise", ">", 14), Column("per layer-step", ">", 16, ".2f"))
+TRAFFIC_COLUMNS = (Column("step", "<", 18), Column("MB loaded", ">", 10, ".0f"), Column("MB stored", ">", 11, ".0f"),
+                   Column("critical path", ">", 15))
+
+
 def launches(step: str, cfg: LSTMConfig | None = None, *, chip: str = CHIP, chart: bool = True) -> list[dict]:
     """Every step so far, recorded at the article's size: a table and a chart of launches."""
     cfg = LSTMConfig.article() if cfg is None else cfg
     rows = launch_rows(steps_so_far(step), cfg, chip=chip)
     print(f"launches per forward pass at {cfg.as_dict()} (recorded by fl.profile, nothing run):")
-    print(f"{'step':<18}{'launches':>9}{'GEMMs':>8}{'element-wise':>14}{'per layer-step':>16}")
-    for row in rows:
-        print(f"{row['step']:<18}{row['launches']:>9}{row['gemm']:>8}{row['other']:>14}{row['per_layer_step']:>16.2f}")
+    print(table(LAUNCH_COLUMNS, [[row[key] for key in ("step", "launches", "gemm", "other", "per_layer_step")]
+                                 for row in rows], sep=""))
     if chart:
         import matplotlib.pyplot as plt
 
@@ -109,10 +115,8 @@ def bounds(step: str, *, gpus=BOUND_GPUS, chart: bool = True) -> list[dict]:
     rows = ladder_bounds(gpus=gpus, steps=steps_so_far(step), chip=CHIP)
     print("MB loaded and stored: every global load and store the kernels issue (re-reads included, most "
           "served by caches, not DRAM); critical path: launches on the longest chain of dependent launches.")
-    print(f"{'step':<18}{'MB loaded':>10}{'MB stored':>11}{'critical path':>15}")
-    for row in rows:
-        print(f"{row['step']:<18}{row['bytes_read'] / 1e6:>10.0f}{row['bytes_written'] / 1e6:>11.0f}"
-              f"{row['critical_launches']:>9} launches")
+    print(table(TRAFFIC_COLUMNS, [[row["step"], row["bytes_read"] / 1e6, row["bytes_written"] / 1e6,
+                                   f"{row['critical_launches']:>9} launches"] for row in rows], sep=""))
     print()
     print(table_text(rows, gpus=gpus))
     if chart:
@@ -156,19 +160,20 @@ def standing(step: str, cfg: LSTMConfig = ODD, *, chip: str = CHIP, gpus=BOUND_G
     old = (lambda key: None) if was is None else (lambda key: was[key])
     print(f"\nAt the article's size, recorded by fl.profile without running"
           + (f" ({was['step']} -> {step}):" if was else f" ({step}):"))
-    print(f"  {'launches per pass':<25}{_change(old('launches'), now['launches'])}"
-          f"  ({counted[-1]['gemm']:,} GEMMs, {counted[-1]['other']:,} element-wise)")
-    print(f"  {'critical path':<25}{_change(old('critical_launches'), now['critical_launches'])} launches")
+    changes = [["launches per pass", _change(old("launches"), now["launches"])
+                + f"  ({counted[-1]['gemm']:,} GEMMs, {counted[-1]['other']:,} element-wise)"],
+               ["critical path", f"{_change(old('critical_launches'), now['critical_launches'])} launches"]]
     megabytes = old("bytes_read") and old("bytes_read") / 1e6
-    print(f"  {'MB loaded':<25}{_change(megabytes, now['bytes_read'] / 1e6, '{:,.0f}')}")
+    changes.append(["MB loaded", _change(megabytes, now["bytes_read"] / 1e6, "{:,.0f}")])
     for gpu in gpus:
         for host in HOSTS:
             label = f"bound, {gpu}, {'C++' if host == 'cpp' else 'Python'} host"
-            print(f"  {label:<25}" + (_bound(now, gpu, host) if was is None else
-                                          f"{_bound(was, gpu, host)} -> {_bound(now, gpu, host)}"))
+            changes.append([label, _bound(now, gpu, host) if was is None else
+                            f"{_bound(was, gpu, host)} -> {_bound(now, gpu, host)}"])
     if "article_ms" in now:
         article = _change(was.get("article_ms") if was else None, now["article_ms"], "{:.1f}")
-        print(f"  {ARTICLE_LABEL:<25}{article} ms (measured)")
+        changes.append([ARTICLE_LABEL, f"{article} ms (measured)"])
+    print(table((Column("", "<", 25), Column()), changes, sep="", indent="  ", header=False))
     print("  binding: host = issuing launches, flop = all FLOPs at peak, chain = dependent launches, bytes = DRAM; "
           "hosts: data/host_launch_costs.csv")
     if chart:

@@ -14,6 +14,7 @@ import numbers
 from pathlib import Path
 
 from .checks import check_path, check_writable_path
+from .tables import Column, Span, table
 
 RESULTS = Path(__file__).resolve().parents[1] / "data" / "results"
 
@@ -104,6 +105,10 @@ def committed_results(*, graph: bool = False) -> list[dict]:
             and bool((result.get("options") or {}).get("graph")) == graph]
 
 
+STEP_COLUMNS = (Column("step", "<", 18), Column("median ms", ">", 10, ".3f"), Column("min-max ms", ">", 19),
+                Column("GFLOP/s", ">", 9, ".1f"), Column("speedup", ">", 8), Column("rel err", ">", 9))
+
+
 def format_table(results: list[dict]) -> str:
     """A plain-text table: one line per step, speedup relative to the first measured; a step
     skipped here (``{"step", "skipped": reason}``, see ``harness.bench_or_skip``) with its reason."""
@@ -112,19 +117,16 @@ def format_table(results: list[dict]) -> str:
         return "(no results)"
     measured = [r for r in results if "skipped" not in r]
     base = measured[0]["time_ms"]["median"] if measured else None
-    lines = [
-        f"{'step':<18} {'median ms':>10} {'min-max ms':>19} {'GFLOP/s':>9} {'speedup':>8} {'rel err':>9}",
-    ]
+    rows = []
     for r in results:
         if "skipped" in r:
-            lines.append(f"{r['step']:<18} skipped: {r['skipped']}")
+            rows.append([r["step"], Span(f"skipped: {r['skipped']}")])
             continue
         t = r["time_ms"]
         error = r["relative_error"]["after"]  # None on the fake GPU (a test mode): no kernel ran
-        lines.append(
-            f"{r['step']:<18} {t['median']:>10.3f} {t['min']:>9.3f}-{t['max']:<9.3f} "
-            f"{r['gflops']:>9.1f} {base / t['median']:>7.2f}x {'not run' if error is None else f'{error:.1e}':>9}"
-        )
+        rows.append([r["step"], t["median"], f"{t['min']:>9.3f}-{t['max']:<9.3f}", r["gflops"],
+                     f"{base / t['median']:.2f}x", "not run" if error is None else f"{error:.1e}"])
+    lines = [table(STEP_COLUMNS, rows)]
     if not measured:
         return "\n".join(lines + [f"config: {results[0]['config']}"])
     device = measured[0]["device"]

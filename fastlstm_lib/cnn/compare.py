@@ -14,6 +14,7 @@ from __future__ import annotations
 
 from ..checks import check_number
 from ..keras_backend import device_label
+from ..tables import Column, Span, table
 from .formats import DATA_FORMATS, check_data_format
 
 #: What the chart and the tables say "% faster" means.
@@ -145,19 +146,23 @@ def verdict(row: dict) -> str:
     return f"{describe(row)}: {outcome(row)}"
 
 
+RESULT_COLUMNS = (Column("model", "<", 50), Column("layout", "<", 15), Column("precision", "<", 14),
+                  Column("XLA", "<", 4), Column("batch", ">", 5), Column("compile ep s", ">", 12, ".2f"),
+                  Column("median s", ">", 9, ".3f"), Column("min-max s", ">", 15), Column("images/s", ">", 9, ".0f"),
+                  Column("test acc", ">", 8, ".3f"))
+
+
 def format_results(results: list[dict]) -> str:
     """A text table of time_layouts / time_training results (epoch times in seconds)."""
     _check_results(results)
-    lines = [f"{'model':<50} {'layout':<15} {'precision':<14} {'XLA':<4} {'batch':>5} {'compile ep s':>12} "
-             f"{'median s':>9} {'min-max s':>15} {'images/s':>9} {'test acc':>8}"]
+    rows = []
     for r in results:
         name = r["label"] + (f" [{r['variant']}]" if r.get("variant") else "")
-        head = f"{name:<50} {r['data_format']:<15} {r['precision']:<14} {'on' if r['jit_compile'] else 'off':<4} {r['batch_size']:>5}"
+        head = [name, r["data_format"], r["precision"], "on" if r["jit_compile"] else "off", r["batch_size"]]
         if r.get("error"):
-            lines.append(f"{head}  FAILS: {r['error']}")
+            rows.append(head + [Span(f" FAILS: {r['error']}")])  # two spaces after the batch
             continue
         t = {key: value / 1e3 for key, value in r["time_ms"].items()}
-        accuracy = f"{r['test_accuracy']:>8.3f}" if "test_accuracy" in r else f"{'-':>8}"
-        lines.append(f"{head} {r['first_epoch_ms'] / 1e3:>12.2f} {t['median']:>9.3f} {t['min']:>7.3f}-{t['max']:<7.3f} "
-                     f"{r['images_per_s']:>9.0f} {accuracy}")
-    return "\n".join(lines)
+        rows.append(head + [r["first_epoch_ms"] / 1e3, t["median"], f"{t['min']:>7.3f}-{t['max']:<7.3f}",
+                            r["images_per_s"], r.get("test_accuracy", "-")])
+    return table(RESULT_COLUMNS, rows)

@@ -10,6 +10,7 @@ persistent step cannot run on it, whatever is installed.
 
 from __future__ import annotations
 
+from ..tables import Column, Span, table
 from . import fixes
 from .fixes import CUDA13_COMPUTE_CAPABILITY, DRIVER_UPDATE, Finding, cuda_wheel, device_facts, version_tuple
 from . import software
@@ -55,7 +56,7 @@ def gpu_findings(facts) -> list[Finding]:
                                 fixes.pip(facts, *(fixes.pinned(facts, p) for p in ("numba", "numba-cuda") if p in facts.pins))))
     if cuda.get("nvvm") is True and cuda.get("nvrtc") is True:
         findings.append(Finding("info", "CUDA's compilers (NVVM, NVRTC) are here: Numba can compile the kernels for a GPU "
-                                        "on this machine; the compile matrix (python -m fastlstm_lib.compile_matrix, "
+                                        "on this machine; the compile matrix (tools/compile_matrix, "
                                         "tests/test_compile_matrix.py) builds them for sm_52 to sm_90 without one"))
     return findings
 
@@ -162,12 +163,15 @@ def verdict(facts, findings: list[Finding]) -> tuple[int, str]:
 def report(facts, findings: list[Finding]) -> str:
     lines = [f"fastlstm doctor: {facts.system} {facts.machine}, Python {'.'.join(map(str, facts.python))}"
              + (", Google Colab" if facts.colab else "")]
+    rows = []  # each finding; under its text, its fix and the fix's alternatives
     for finding in findings:
-        lines.append(f"  {finding.status:<5} {finding.text}")
+        rows.append([finding.status, finding.text])
         if finding.fix:
             first, *alternatives = finding.fix.split("\n")
-            lines.append(f"        fix: {first}")
-            lines.extend(f"             {alternative}" for alternative in alternatives)
+            rows.append(["", Span(f"fix: {first}")])
+            rows.extend(["", Span(f"     {alternative}")] for alternative in alternatives)
+    if rows:
+        lines.append(table((Column("status", "<", 5), Column("finding")), rows, indent="  ", header=False))
     relative = [path for path in (facts.executable, facts.course_python) if path and path.startswith(".venv")]
     if any(word in finding.fix for word in relative + ['-e ".'] for finding in findings):
         lines.append("(run the fix commands in the course's folder, the one with pyproject.toml)")

@@ -15,6 +15,7 @@ from pathlib import Path
 import numpy as np
 
 from ..checks import check_choice, check_int
+from ..tables import Column, table
 
 
 def key_as_text(state: np.ndarray) -> str:
@@ -118,6 +119,5 @@ def format_profile(rows: list[dict]) -> str:
     for index, row in enumerate(rows):
         if not isinstance(row, dict) or any(key not in row for key in keys):
             raise TypeError(f"rows[{index}] must be a dict from top_functions (with {list(keys)}), got {row!r}")
-    lines = [f"{'own s':>8} {'total s':>8} {'calls':>8}  function"]
-    lines += [f"{r['own_s']:>8.3f} {r['total_s']:>8.3f} {r['calls']:>8}  {r['function']}" for r in rows]
-    return "\n".join(lines)
+    columns = (Column("own s", ">", 8, ".3f"), Column("total s", ">", 8, ".3f"), Column("calls", ">", 8), Column("function"))
+    return table(columns, [[row[key] for key in keys] for row in rows], sep=(" ", " ", "  "))

@@ -16,6 +16,7 @@ from ..config import LSTMConfig, flops
 from ..gpus import gpu as gpu_row
 from ..kernels.persistent_plan import PersistentLimitError
 from ..steps import names as ladder_names
+from ..tables import Column, table
 from .bound import checked_host, lower_bound
 from .record import ladder_step, shared_profile as profile  # read-only: no copy needed
 
@@ -142,16 +143,18 @@ def python_cap(rows: list[dict], gpu: str = "H100") -> dict:
 def table_text(rows: list[dict], gpus=GPUS, hosts=HOSTS) -> str:
     """Plain text: one line per step, the bound per GPU and host (ms, and its binding's initial),
     then why a step has no bound ("-") on a GPU."""
-    header = f"{'step':<16}{'launches':>9}" + "".join(f"{gpu + ' ' + host:>16}" for gpu in gpus for host in hosts)
-    lines = [header + f"{'article M40':>13}"]
+    columns = ([Column("step", "<", 16), Column("launches", ">", 9)]
+               + [Column(f"{gpu} {host}", ">", 16) for gpu in gpus for host in hosts] + [Column("article M40", ">", 13)])
+    cells = []
     for row in rows:
-        cells = []
+        bounds = []
         for gpu in gpus:
             for host in hosts:
                 ms = row.get(f"{gpu} {host} ms")
-                cells.append(f"{'-':>16}" if ms is None else f"{ms:11.2f} ms {row[f'{gpu} {host} binding'][0]}")
-        article = f"{row['article_ms']:10.2f} ms" if "article_ms" in row else f"{'':>13}"
-        lines.append(f"{row['step']:<16}{row['launches']:>9}" + "".join(cells) + article)
+                bounds.append("-" if ms is None else f"{ms:.2f} ms {row[f'{gpu} {host} binding'][0]}")
+        article = f"{row['article_ms']:.2f} ms" if "article_ms" in row else ""
+        cells.append([row["step"], row["launches"], *bounds, article])
+    lines = [table(columns, cells, sep="")]
     for row in rows:
         lines.extend(f"- = {row['step']} cannot run on {gpu}: {row[f'{gpu} reason']}" for gpu in gpus
                      if f"{gpu} reason" in row)
