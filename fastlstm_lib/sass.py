@@ -1,19 +1,53 @@
-"""What each instruction of a GEMM's compiled main loop is for (notebook 12), read from the SASS
-listings committed under ``data/kernel_sass/``.
+"""What the compile matrix found, read back on any machine: the table of every kernel's registers,
+spills and main-loop mix (``data/kernel_resources.csv``, ``read_table``) and the SASS listings of
+the GEMMs' main loops (``data/kernel_sass/``), with what each instruction is for (notebook 12).
 
-The listings are written by the compile matrix (``python -m fastlstm_lib.compile_matrix``), which
-compiles every kernel with numba-cuda's real path and pip's CUDA compilers and disassembles it
-with nvdisasm: Linux only, no GPU. Reading them needs nothing but this module, on any machine.
-Each line is one instruction as nvdisasm prints it: ``/*27c0*/ LDS R34, [R13+UR4] ;``.
+Both are written by the compile matrix (``tools/compile_matrix/``: ``PYTHONPATH=tools python -m
+compile_matrix``), which compiles every kernel with numba-cuda's real path and pip's CUDA
+compilers and disassembles it with nvdisasm: Linux only, no GPU, and no part of the course a
+learner runs. Reading its files needs nothing but this module. The instruction classes below are
+the ones it counts the loop mix by. Each listing line is one instruction as nvdisasm prints it:
+``/*27c0*/ LDS R34, [R13+UR4] ;``.
 """
 
 from __future__ import annotations
 
+import csv
 from pathlib import Path
 
-from .compile_matrix_sass import GLOBAL_LOADS, INTEGER, SHARED_LOADS, base
+DATA = Path(__file__).resolve().parents[1] / "data"
+#: The compile matrix's table: one row per (kernel, architecture), a ``#`` header saying what each column holds.
+TABLE = DATA / "kernel_resources.csv"
+LISTINGS = DATA / "kernel_sass"
+#: The main loops kept as SASS text, for notebook 12: the checked GEMM, its exact-tile twin and
+#: the 128 x 128 patch, on a T4's and an H100's architecture.
+LISTED = {("blocked_gemm", "sm_75"), ("blocked_gemm", "sm_90"), ("blocked_gemm_exact", "sm_75"),
+          ("blocked_gemm_exact", "sm_90"), ("blocked_gemm_wide", "sm_75"), ("blocked_gemm_wide", "sm_90")}
 
-LISTINGS = Path(__file__).resolve().parents[1] / "data" / "kernel_sass"
+#: Integer and address arithmetic (a leading U, Turing's uniform datapath, counts too).
+INTEGER = frozenset({
+    "IADD", "IADD3", "IADD32I", "IMAD", "IMAD32I", "IMADSP", "IMUL", "IMUL32I", "ISCADD", "ISCADD32I", "XMAD", "LEA",
+    "SHF", "SHL", "SHR", "LOP", "LOP3", "LOP32I", "ISETP", "ISET", "ICMP", "IMNMX", "IABS", "BFE", "BFI", "PRMT",
+    "SEL", "POPC", "FLO", "BREV", "SGXT", "IDP",
+})
+#: Loads: shared (LDS, Turing's LDSM), global (LDG, and LD: a generic address, global in our kernels).
+SHARED_LOADS = frozenset({"LDS", "LDSM"})
+GLOBAL_LOADS = frozenset({"LDG", "LD"})
+#: Local memory (spills): loads and stores.
+LOCAL = frozenset({"LDL", "STL"})
+
+
+def base(opcode: str) -> str:
+    """The opcode without modifiers or the uniform-datapath U: "LDS.U.128" -> "LDS", "UIADD3" -> "IADD3"."""
+    name = opcode.split(".", 1)[0]
+    return name[1:] if name.startswith("U") and name[1:] in INTEGER else name
+
+
+def read_table(path: Path = TABLE) -> list[dict]:
+    """The committed table's rows (strings), without its header."""
+    lines = [line for line in Path(path).read_text().splitlines() if not line.startswith("#")]
+    return list(csv.DictReader(lines))
+
 
 #: The purposes, in the order tables and charts show them.
 PURPOSES = ("FFMA (the work)", "shared-memory loads", "global loads", "shared-memory stores",

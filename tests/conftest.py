@@ -1,9 +1,15 @@
 """Shared fixtures. Importing fastlstm_lib first puts Numba on its CUDA simulator when no GPU."""
 
+import sys
+from pathlib import Path
+
 import numpy as np
 import pytest
 
 import fastlstm_lib as fl
+
+#: tools/ on the path: the tests import the course's tools (compile_matrix, gpurun, readme_table) from there.
+sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tools"))
 
 #: Odd sizes: no multiple of any tile (4 or 16) or block size (32 or 256).
 ODD = fl.LSTMConfig(batch=3, seq_len=5, input_size=7, hidden=13, layers=2)
@@ -33,8 +39,8 @@ def pip_compilers_missing() -> str | None:
     """Why the CUDA compilers from pip (the test extra's nvidia-* wheels: CUDA 13's and CUDA 12's NVVM,
     libdevice and ptxas, CUDA 13's nvdisasm) are not all here, or None. A machine with a GPU may have
     only a CUDA toolkit of its own, or libNVVM alone: enough to run the course, not to build the matrix."""
-    from fastlstm_lib import compile_matrix_toolkits as toolkits
-    from fastlstm_lib.fakegpu import toolchain
+    from compile_matrix import toolkits
+    from fakegpu import toolchain
 
     try:
         for toolkit, names in (("12", ("nvvm", "libdevice", "ptxas")), ("13", ("nvvm", "libdevice", "ptxas", "nvdisasm"))):

@@ -1,5 +1,6 @@
 """Every CUDA kernel of the library compiles for every GPU architecture of the course (sm_52 to
-sm_90) without a GPU, and data/kernel_resources.csv says what the compiler made of each.
+sm_90) without a GPU, and data/kernel_resources.csv says what the compiler made of each (the
+compile matrix: tools/compile_matrix/, on the path through conftest.py).
 
 The compilers are pip test dependencies (CUDA 13 for sm_75 and newer, CUDA 12 for sm_52), so on
 Linux nothing here skips; elsewhere there are no such wheels, and the module skips, saying so.
@@ -8,21 +9,22 @@ nothing changed in the kernels or the compilers, about a second.
 """
 
 import ast
+import os
 import subprocess
 import sys
 from pathlib import Path
 
 import pytest
 
-from fastlstm_lib import compile_matrix as cm
-from fastlstm_lib.compile_matrix_sass import Instruction, main_loop_mix, parse_nvdisasm
-from fastlstm_lib.compile_matrix_toolkits import ARCHS, arch_name, assemble, resources, tool
+import compile_matrix as cm
+from compile_matrix.sass import Instruction, main_loop_mix, parse_nvdisasm
+from compile_matrix.toolkits import ARCHS, arch_name, assemble, resources, tool
 from fastlstm_lib.kernels.gemm import GPU_LARGE
 from fastlstm_lib.kernels.persistent import MAX_REGISTERS
 
 from conftest import needs_compile_matrix
 
-pytestmark = needs_compile_matrix  # pip's CUDA compilers (nvidia-* wheels) and numba-cuda: Linux only
+pytestmark = [needs_compile_matrix, pytest.mark.tools]  # make test-tools; pip's CUDA compilers (nvidia-* wheels) and numba-cuda: Linux only
 
 ARCH_NAMES = [arch_name(cc) for cc in ARCHS]
 #: Spill bytes (stores, and loads) the persistent kernel may have at its register cap, per
@@ -63,7 +65,7 @@ def test_every_kernel_is_built_for_every_architecture(rows):
 
 def test_every_kernel_of_the_library_is_in_the_matrix(rows):
     """A kernel (a @cuda.jit function that is no device function) in fastlstm_lib/kernels/ has a
-    row: a new one needs its line in compile_matrix_jobs.inventory (and in KERNELS above)."""
+    row: a new one needs its line in compile_matrix.jobs.inventory (and in KERNELS above)."""
     names = set()
     for path in (Path(cm.ROOT) / "fastlstm_lib" / "kernels").glob("*.py"):
         for node in ast.walk(ast.parse(path.read_text())):
@@ -195,8 +197,21 @@ def test_bad_arguments_are_named(tmp_path):
         cm.render([])
 
 
-def test_importing_the_library_leaves_the_matrix_alone():
-    """`import fastlstm_lib` loads neither the compile matrix nor its compilers."""
-    probe = "import sys, fastlstm_lib; print(sorted(m for m in sys.modules if 'compile_matrix' in m))"
-    done = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, timeout=120)
+def test_the_library_reads_the_matrix_without_importing_it():
+    """The library never imports the compile matrix (a tool: it may import the library, not the
+    reverse): no module of fastlstm_lib names it, and reading its table and listings (the timeline
+    model, notebook 12's SASS) loads none of it, even with tools/ on the path."""
+    importers = []
+    for path in (Path(cm.ROOT) / "fastlstm_lib").rglob("*.py"):
+        for node in ast.walk(ast.parse(path.read_text())):
+            names = ([alias.name for alias in node.names] if isinstance(node, ast.Import)
+                     else [node.module or ""] if isinstance(node, ast.ImportFrom) else [])
+            if any("compile_matrix" in name for name in names):
+                importers.append(str(path.relative_to(cm.ROOT)))
+    assert not importers, importers
+    probe = ("import sys, fastlstm_lib, fastlstm_lib.sass, fastlstm_lib.timeline.blocks as blocks; blocks._resources(); "
+             "fastlstm_lib.sass.purposes('blocked_gemm', 'sm_90'); "
+             "print(sorted(m for m in sys.modules if 'compile_matrix' in m))")
+    env = {**os.environ, "PYTHONPATH": str(cm.TOOLS)}
+    done = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, timeout=120, env=env)
     assert done.returncode == 0 and done.stdout.strip() == "[]", done.stderr[-2000:]

@@ -1,4 +1,4 @@
-"""The exact-tile GEMM (kernels/gemm_exact.py): launched only where the tile divides the shape,
+"""The exact-tile GEMM (kernels/gemm.py, version 3): launched only where the tile divides the shape,
 and then equal to the checked kernel's result, for every blocking and layout, on strided views."""
 
 import numpy as np
@@ -6,7 +6,7 @@ import pytest
 from numba import cuda
 
 from fastlstm_lib.kernels import gemm as g
-from fastlstm_lib.kernels.gemm_exact import divides
+from fastlstm_lib.kernels.gemm import divides
 
 LAYOUTS = [(False, False), (True, False), (False, True), (True, True)]  # (transpose_a, transpose_b)
 

@@ -9,7 +9,7 @@ import pytest
 
 import fastlstm_lib as fl
 from fastlstm_lib.article import article_numbers
-from fastlstm_lib.compile_matrix import read_table
+from fastlstm_lib.sass import read_table
 from fastlstm_lib.config import flops
 from fastlstm_lib.kernels.gemm import gpu_blocking
 from fastlstm_lib.timeline import against_results, cublas, estimate, plot_step_change, step_change, step_change_text

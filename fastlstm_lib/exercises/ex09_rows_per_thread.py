@@ -23,7 +23,7 @@ import numpy as np
 from numba import cuda, float32
 
 from ..kernels.geometry import blocks_for
-from ..kernels.persistent_layout import MAX_ROWS
+from ..kernels.persistent import MAX_ROWS
 from . import locate, symptoms
 from .base import Mistake, planted_kernel
 from .kernel_runs import KernelExercise, Probe

@@ -1,4 +1,5 @@
 """Planning the persistent kernel's grid (notebook 09): how many units per block, how many blocks.
+Host code beside the kernel (``persistent.py``), which step 09 calls before it launches anything.
 
 A grid barrier needs every block resident at once, so the plan must fit the chip: row groups x
 units (x splits) threads per block (each thread does ``rows`` batch rows, up to ``MAX_ROWS``), the
@@ -18,8 +19,8 @@ import dataclasses
 from .. import simulator
 from ..checks import check_int, check_int_list, check_str
 from ..gpus import Chip, chip as chip_limits, occupancy
-from .persistent import MAX_REGISTERS, STATIC_SHARED_BYTES, launch_signature, persistent_layer_kernel, prepared
-from .persistent_layout import MAX_ROWS, VECTOR, SharedLayout, check_layout
+from .persistent import MAX_REGISTERS, MAX_ROWS, STATIC_SHARED_BYTES, VECTOR, SharedLayout, check_layout, \
+    launch_signature, persistent_layer_kernel, prepared
 
 MAX_THREADS = 1024
 #: Threads per block worth aiming for when splitting the dot products on a GPU, and on the

@@ -1,8 +1,22 @@
 """Element-wise kernels on (rows, cols) device arrays: one thread per element.
 
-These are the small, separate kernels of the unfused LSTM: each reads its inputs from global
-memory and writes its result back, and each costs a launch. The fused step replaces a whole
-chain of them with a single kernel.
+Its versions, and the steps that launch them (the README's table counts them per pass):
+
+1. one kernel per operation: ``fill``, ``add``, ``add_bias``, ``mul``, ``sigmoid``, ``tanh``.
+   The unfused cell of steps 02-04 (baseline, combined_gemms, streams), 17 launches per
+   layer-step; ``fill`` zeroes the cell state in steps 02-08 and the gradients in bwd01-05. The
+   op-by-op backward (bwd01) chains ``add``, ``mul`` and ``tanh`` with the derivatives in
+   ``pointwise_backward.py``.
+2. ``lstm_cell``: all of version 1 for one layer-step in one kernel (notebook 05): steps 05-08
+   (fused_pointwise, pretransposed, combined_inputs, wavefront). Step 09's persistent kernel
+   (``persistent.py``) does the same work inside itself, with ``sigmoidf`` from here.
+
+The training versions (the fused cell that saves its gates, the activations' derivatives, the
+fused backward cell) are in ``pointwise_backward.py``.
+
+The version-1 kernels are the small, separate kernels of the unfused LSTM: each reads its inputs
+from global memory and writes its result back, and each costs a launch. The fused step replaces a
+whole chain of them with a single kernel.
 """
 
 from __future__ import annotations
@@ -115,7 +129,7 @@ def tanh(a, out, stream=0):
 
 
 # --------------------------------------------------------------------------------------------
-# The fused cell (notebook 05): everything above, for one layer-step, in one kernel.
+# Version 2, the fused cell (notebook 05): everything above, for one layer-step, in one kernel.
 
 
 @cuda.jit

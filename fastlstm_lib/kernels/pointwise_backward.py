@@ -1,6 +1,15 @@
 """Element-wise kernels of training: the forward cell that keeps what the backward needs, the
 derivatives of the activations op by op, and the fused backward cell (notebooks 40-42).
 
+Its versions, and the steps that launch them (the forward ones are in ``pointwise.py``):
+
+1. ``lstm_cell_train``: the forward pass of every backward step (bwd01-05,
+   ``backward/training_forward.py``).
+2. ``sigmoid_backward``, ``tanh_backward``: the backward cell op by op, with ``pointwise``'s
+   ``add``, ``mul`` and ``tanh``: bwd01 (op_by_op), 14 launches per layer-step.
+3. ``lstm_cell_backward``: version 2's work in one kernel per layer-step: bwd02-05
+   (fused_pointwise, combined_gemms, combined_weights, wavefront).
+
 ``lstm_cell_train``: the fused forward cell of ``pointwise.lstm_cell`` (notebook 05) that also
 stores step t's gate activations (i, f, g = tanh(z_c), o) and its cell state c_t: the backward
 pass needs both, and recomputing them would mean running the recurrence again.

@@ -1,5 +1,9 @@
 """The column sum: out[j] = sum over the rows r of a[r, j] (or out[j] += that sum), one reduction.
 
+One version, ``column_sum`` (``column_sum_kernel``): the bias gradient of bwd04-05
+(combined_weights, wavefront), one launch per layer and pass. bwd01-03 compute the same sum as a
+GEMM with a row of ones (``gemm.py``).
+
 The backward pass's bias gradient is such a sum, db = 1^T dZ over every row of dZ (notebook 41).
 Written as a GEMM with a row of ones, it is an M = 1 product: each block of the GEMM computes a
 tile of 32 or 64 output rows of which one is real, and issues a multiply-add for every entry of

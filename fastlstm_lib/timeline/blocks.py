@@ -12,7 +12,7 @@ Per launch (all its blocks alike, so computed once per launch, not per block):
   If the loop has F FFMAs among I instructions and every instruction issues with no stall, the
   FP32 pipe is busy a fraction  e = min(1, (F / I) x (32 / L))  of the time. For a blocked GEMM,
   F and I are those of a whole slab of K (``slab_ffma``, ``slab_instructions``: the k loop and the
-  cooperative loads times their trips, ``compile_matrix_sass.slab_mix``); for other kernels,
+  cooperative loads times their trips, ``slab_mix`` in tools/compile_matrix/sass.py); for other kernels,
   those of the main loop. sm_52 has no disassembly in the table (no tool reads Maxwell SASS): it
   uses the sm_75 build's mix, the nearest architecture with one; sm_70 (the V100) is not compiled
   at all and uses sm_75's registers and mix. Kernels with no main loop get ``no_loop_efficiency``.
@@ -32,7 +32,7 @@ from __future__ import annotations
 import dataclasses
 import functools
 
-from ..compile_matrix import read_table
+from ..sass import read_table
 from ..gpus import Chip, occupancy
 from ..kernels.gemm import GPU_LARGE, GPU_SMALL, GPU_WIDE, exact
 from ..profile.record import GEMM_KERNELS

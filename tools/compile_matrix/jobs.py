@@ -24,14 +24,17 @@ import sys
 import types
 from pathlib import Path
 
-from .compile_matrix_toolkits import arch_name, tool, toolkit_of
+from .toolkits import arch_name, tool, toolkit_of
 
 #: The persistent kernel's plans, as on the chip it was planned for: (hidden, batches, chip).
 PERSISTENT = (512, (1, 4, 64), "H100")
 
-#: The worker's command line, ``python -c BOOTSTRAP MAJOR.MINOR DIR``. numba.cuda imported first,
-#: with the simulator off, and ``import fastlstm_lib`` keeps Numba's real compiler, GPU or not.
-BOOTSTRAP = "import sys, numba.cuda; from fastlstm_lib.compile_matrix_jobs import main; main(sys.argv[1:])"
+#: The worker's command line, ``python -c BOOTSTRAP MAJOR.MINOR DIR`` (tools/ on its PYTHONPATH).
+#: numba.cuda imported first, with the simulator off, and ``import fastlstm_lib`` keeps Numba's
+#: real compiler, GPU or not.
+BOOTSTRAP = "import sys, numba.cuda; from compile_matrix.jobs import main; main(sys.argv[1:])"
+#: The folder that holds this package: the worker imports it from there.
+TOOLS = Path(__file__).resolve().parents[1]
 
 
 def command(cc: tuple[int, int], out: Path) -> tuple[list[str], dict[str, str]]:
@@ -39,6 +42,7 @@ def command(cc: tuple[int, int], out: Path) -> tuple[list[str], dict[str, str]]:
     env = {name: value for name, value in os.environ.items()
            if name not in ("NUMBA_FORCE_CUDA_CC", "FASTLSTM_SIMULATOR", "FASTLSTM_FAKE_GPU")}
     env["NUMBA_ENABLE_CUDASIM"] = "0"
+    env["PYTHONPATH"] = os.pathsep.join([str(TOOLS)] + [p for p in env.get("PYTHONPATH", "").split(os.pathsep) if p])
     if toolkit_of(cc) == "12":
         env["NUMBA_FORCE_CUDA_CC"] = f"{cc[0]}.{cc[1]}"
     return [sys.executable, "-c", BOOTSTRAP, f"{cc[0]}.{cc[1]}", str(out)], env
@@ -46,7 +50,7 @@ def command(cc: tuple[int, int], out: Path) -> tuple[list[str], dict[str, str]]:
 
 def prepare(cc: tuple[int, int]) -> None:
     """Point Numba at ``cc``'s toolkit, before its first compilation, and check that it took."""
-    from . import simulator
+    from fastlstm_lib import simulator
 
     if simulator.SIMULATOR:
         raise RuntimeError("the compile matrix's worker runs as `python -c BOOTSTRAP` (see command())")
@@ -62,7 +66,7 @@ def prepare(cc: tuple[int, int]) -> None:
     # Device functions ask the current GPU for its compute capability: say it is `cc`.
     dispatcher.get_current_device = lambda: types.SimpleNamespace(compute_capability=cc)
     paths = cuda_paths.get_cuda_paths()
-    paths["libdevice"] = paths["libdevice"]._replace(by="fastlstm_lib.compile_matrix", info=str(tool(toolkit, "libdevice")))
+    paths["libdevice"] = paths["libdevice"]._replace(by="compile_matrix", info=str(tool(toolkit, "libdevice")))
     used = Path(paths["nvvm"].info).resolve()
     if used != nvvm.resolve() or Path(libs.get_libdevice()) != tool(toolkit, "libdevice"):
         raise RuntimeError(f"Numba would use {used} and {libs.get_libdevice()}, not CUDA {toolkit}'s")
@@ -73,8 +77,8 @@ def inventory(cc: tuple[int, int]) -> dict:
     trip counts]) for every kernel."""
     from numba import boolean, float32
 
-    from .kernels import gemm as g, persistent as p, persistent_plan as plan, pointwise as pw, pointwise_backward as pwb
-    from .kernels import reduce
+    from fastlstm_lib.kernels import gemm as g, persistent as p, persistent_plan as plan, pointwise as pw
+    from fastlstm_lib.kernels import pointwise_backward as pwb, reduce
 
     A2, A1, C3, C2, C1 = float32[:, :], float32[:], float32[:, :, ::1], float32[:, ::1], float32[::1]
     gemm_args = (A2, A2, A2, boolean)
@@ -91,7 +95,7 @@ def inventory(cc: tuple[int, int]) -> dict:
         "blocked_gemm_t_strided": (g.blocked_gemm_kernel(L, True, True), gemm_args, blocking(L) + ", B^T strided"),
         "blocked_gemm_ta": (g.blocked_gemm_kernel(L, False, False, True), gemm_args, blocking(L) + ", A^T"),
         "blocked_gemm_ta_tb": (g.blocked_gemm_kernel(S, True, False, True), gemm_args, blocking(S) + ", A^T B^T"),
-        # gemm()'s choice where the tile divides the shape (kernels/gemm_exact.py)
+        # gemm()'s choice where the tile divides the shape (kernels/gemm.py's exact-tile version)
         "blocked_gemm_exact": (g.exact_gemm_kernel(L, False, False, pad), gemm_args, blocking(L) + ", exact"),
         "blocked_gemm_t_exact": (g.exact_gemm_kernel(S, True, False, pad), gemm_args, blocking(S) + ", B^T, exact"),
         "blocked_gemm_wide": (g.exact_gemm_kernel(W, False, False, pad), gemm_args, blocking(W) + ", exact"),
@@ -111,7 +115,7 @@ def inventory(cc: tuple[int, int]) -> dict:
     }
     found = {name: (kernel, signature, what, None, False) for name, (kernel, signature, what) in jobs.items()}
     for name in list(found):
-        if name.startswith("blocked_gemm"):  # the blocking's trip counts: compile_matrix_sass.slab_mix
+        if name.startswith("blocked_gemm"):  # the blocking's trip counts: sass.slab_mix
             b = S if name in ("blocked_gemm_t", "blocked_gemm_ta_tb", "blocked_gemm_t_exact") else L
             b = W if name == "blocked_gemm_wide" else b
             found[name] += ({"k": b.bk * b.tm * b.tn, "loads": (-(-b.bm * b.bk // b.threads), -(-b.bn * b.bk // b.threads))},)
@@ -143,7 +147,7 @@ def compile_all(cc: tuple[int, int], out: Path) -> None:
 def main(argv: list[str]) -> None:
     """``CC DIR``: e.g. ``9.0 /tmp/ptx``."""
     if len(argv) != 2:
-        raise SystemExit("usage: python -m fastlstm_lib.compile_matrix_jobs MAJOR.MINOR DIR")
+        raise SystemExit("usage: PYTHONPATH=tools python -m compile_matrix.jobs MAJOR.MINOR DIR")
     cc = tuple(int(part) for part in argv[0].split("."))
     prepare(cc)
     out = Path(argv[1])

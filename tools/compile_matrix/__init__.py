@@ -1,13 +1,15 @@
 """The compile matrix: every CUDA kernel of the library, built for every GPU architecture the
 course meets (sm_52 to sm_90), and what the compiler made of it: registers, spills, shared
 memory and the instruction mix of its main loop. No GPU needed, only pip's CUDA compilers.
+A tool of the course's authors and of its tests, not of the learner's package: the library reads
+what it writes (``fastlstm_lib.sass``: ``read_table``, the listings), and never imports it.
 
-    python -m fastlstm_lib.compile_matrix --out data/kernel_resources.csv   # regenerate
-    python -m fastlstm_lib.compile_matrix --check                           # exit 1 if stale
+    PYTHONPATH=tools python -m compile_matrix --out data/kernel_resources.csv   # regenerate
+    PYTHONPATH=tools python -m compile_matrix --check                           # exit 1 if stale
 
-For each architecture a worker process compiles every kernel to PTX (``compile_matrix_jobs``),
-ptxas assembles it as the driver would and reports its resources (``compile_matrix_toolkits``),
-and the cubin is disassembled to count its main loop's instructions (``compile_matrix_sass``).
+For each architecture a worker process compiles every kernel to PTX (``jobs``), ptxas assembles
+it as the driver would and reports its resources (``toolkits``), and the cubin is disassembled to
+count its main loop's instructions (``sass``).
 Results are cached under ``.cache/compile_matrix/``, keyed by a hash of the kernels' sources, the
 matrix's own code and the compilers' versions: with nothing changed, a run only reads the cache.
 The table (and each SASS listing) records that key in its header: ``--check`` says it is current
@@ -30,21 +32,20 @@ import sys
 import tempfile
 from pathlib import Path
 
-from .compile_matrix_sass import LOOP_COLUMNS, disassembly, main_loop_mix, main_loop_text, parse_nvdisasm, slab_mix
-from .compile_matrix_toolkits import ARCHS, arch_name, assemble, resources, toolkit_of, version_line, versions
+from fastlstm_lib.sass import LISTED, LISTINGS, TABLE, read_table  # what it writes, as the library reads it
 
-ROOT = Path(__file__).resolve().parents[1]
-TABLE = ROOT / "data" / "kernel_resources.csv"
+from .sass import LOOP_COLUMNS, disassembly, main_loop_mix, main_loop_text, parse_nvdisasm, slab_mix
+from .toolkits import ARCHS, arch_name, assemble, resources, toolkit_of, version_line, versions
+
+ROOT = Path(__file__).resolve().parents[2]
+TOOLS = ROOT / "tools"
 CACHE = ROOT / ".cache" / "compile_matrix"
-COMMAND = "python -m fastlstm_lib.compile_matrix --out data/kernel_resources.csv"
-#: The main loops kept as SASS text, for notebook 12: the checked GEMM, its exact-tile twin and
-#: the 128 x 128 patch, on a T4's and an H100's architecture.
-LISTINGS = ROOT / "data" / "kernel_sass"
-LISTED = {("blocked_gemm", "sm_75"), ("blocked_gemm", "sm_90"), ("blocked_gemm_exact", "sm_75"),
-          ("blocked_gemm_exact", "sm_90"), ("blocked_gemm_wide", "sm_75"), ("blocked_gemm_wide", "sm_90")}
+COMMAND = "PYTHONPATH=tools python -m compile_matrix --out data/kernel_resources.csv"
 #: Files whose content decides the table (besides the compilers): the kernels, the chip data the
-#: persistent kernel is planned with, and the matrix's own modules.
-SOURCES = ("fastlstm_lib/kernels/*.py", "fastlstm_lib/gpus.py", "data/gpus.csv", "fastlstm_lib/compile_matrix*.py")
+#: persistent kernel is planned with, the instruction classes the loop mix counts by, and the
+#: matrix's own modules.
+SOURCES = ("fastlstm_lib/kernels/*.py", "fastlstm_lib/gpus.py", "data/gpus.csv", "fastlstm_lib/sass.py",
+           "tools/compile_matrix/*.py")
 
 #: column -> what it holds (the table's header says it too).
 COLUMNS = {
@@ -64,7 +65,7 @@ COLUMNS = {
     "loop_local": "of which local-memory loads and stores (LDL, STL: spills)",
     "loop_integer": "of which integer and address arithmetic (IMAD, IADD3, LEA, SHF, LOP3, ISETP, XMAD...)",
     "loop_barriers": "of which block barriers (BAR)",
-    "slab_instructions": "a blocked GEMM's instructions per slab of K, inner loops times their trips (compile_matrix_sass.slab_mix)",
+    "slab_instructions": "a blocked GEMM's instructions per slab of K, inner loops times their trips (compile_matrix.sass.slab_mix)",
     "slab_ffma": "of which FFMA",
     "what": "the variant",
 }
@@ -81,7 +82,7 @@ def cache_key() -> str:
 
 def build_arch(cc: tuple[int, int], where: Path) -> list[dict]:
     """Compile, assemble and disassemble every kernel for ``cc`` in ``where``; the table's rows."""
-    from .compile_matrix_jobs import command
+    from .jobs import command
 
     argv, env = command(cc, where)
     done = subprocess.run(argv, env=env, capture_output=True, text=True, timeout=1200, cwd=ROOT)
@@ -131,7 +132,7 @@ def build(cache: Path = CACHE, workers: int | None = None, archs=None) -> list[d
     chosen = list(ARCHS) if archs is None else list(archs)
     if not chosen or any(cc not in ARCHS for cc in chosen):
         raise ValueError(f"archs must be a non-empty list of {sorted(ARCHS)}, got {archs!r}")
-    from .numba_compat import require_numba_cuda
+    from fastlstm_lib.numba_compat import require_numba_cuda
 
     require_numba_cuda("the compile matrix")  # it compiles with numba-cuda's real path, never the simulator
     key = cache_key()
@@ -159,7 +160,7 @@ def render(rows: list[dict], key: str | None = None) -> str:
     header = ["# Every CUDA kernel of fastlstm_lib, compiled for each GPU architecture without a GPU:",
               f"# {version_line()}.", f"{KEY_LINE}{key or cache_key()} (compile_matrix.cache_key).",
               "# ptxas -O3 as the driver's JIT does; the persistent kernel with -c (its grid barrier calls the",
-              "# device runtime) and its register cap. Main loop: see fastlstm_lib/compile_matrix_sass.py.",
+              "# device runtime) and its register cap. Main loop: see tools/compile_matrix/sass.py.",
               "# sm_52 has no SASS columns: no disassembler on PyPI reads it (nvdisasm 13 dropped Maxwell).",
               f"# Regenerate: {COMMAND}  (checked by tests/test_compile_matrix.py)"]
     header += [f"#   {column}: {meaning}" for column, meaning in COLUMNS.items()]
@@ -180,12 +181,6 @@ def listings(rows: list[dict], where: Path = LISTINGS, key: str | None = None) -
                       f" instructions. {version_line()}. Regenerate: {COMMAND}\n{KEY_LINE}{key}.\n")
             found[Path(where) / f"{row['kernel']}.{row['arch']}.sass"] = header + row["sass"]
     return found
-
-
-def read_table(path: Path = TABLE) -> list[dict]:
-    """The committed table's rows (strings), without its header."""
-    lines = [line for line in Path(path).read_text().splitlines() if not line.startswith("#")]
-    return list(csv.DictReader(lines))
 
 
 def recorded_key(path: Path = TABLE) -> str | None:
@@ -220,7 +215,7 @@ def stale(out: Path, where: Path) -> list[str]:
 
 def main(argv: list[str] | None = None) -> int:
     """Command line: ``--out PATH`` writes the table, ``--check`` compares it with ``--out``'s file."""
-    parser = argparse.ArgumentParser(prog="python -m fastlstm_lib.compile_matrix", description=__doc__.split("\n\n")[0])
+    parser = argparse.ArgumentParser(prog="python -m compile_matrix", description=__doc__.split("\n\n")[0])
     parser.add_argument("--out", type=Path, default=TABLE, help="the table (default: data/kernel_resources.csv)")
     parser.add_argument("--check", action="store_true", help="write nothing, compile nothing; exit 1 when the "
                         "table or a listing was built from other sources or compilers than today's")
@@ -246,6 +241,3 @@ def main(argv: list[str] | None = None) -> int:
     print(f"wrote {args.out} ({len(text.splitlines())} lines) and {len(sass)} SASS listings")
     return 0
 
-
-if __name__ == "__main__":
-    sys.exit(main())

@@ -24,18 +24,10 @@ import subprocess
 from pathlib import Path
 from typing import NamedTuple
 
-from .compile_matrix_toolkits import tool, toolkit_of
+from fastlstm_lib.sass import GLOBAL_LOADS, INTEGER, LOCAL, SHARED_LOADS, base  # the instruction classes, defined once
 
-#: Integer and address arithmetic (a leading U, Turing's uniform datapath, counts too).
-INTEGER = frozenset({
-    "IADD", "IADD3", "IADD32I", "IMAD", "IMAD32I", "IMADSP", "IMUL", "IMUL32I", "ISCADD", "ISCADD32I", "XMAD", "LEA",
-    "SHF", "SHL", "SHR", "LOP", "LOP3", "LOP32I", "ISETP", "ISET", "ICMP", "IMNMX", "IABS", "BFE", "BFI", "PRMT",
-    "SEL", "POPC", "FLO", "BREV", "SGXT", "IDP",
-})
-#: Loads: shared (LDS, Turing's LDSM), global (LDG, and LD: a generic address, global in our kernels).
-SHARED_LOADS = frozenset({"LDS", "LDSM"})
-GLOBAL_LOADS = frozenset({"LDG", "LD"})
-LOCAL = frozenset({"LDL", "STL"})
+from .toolkits import tool, toolkit_of
+
 LOOP_COLUMNS = ("loop_instructions", "loop_ffma", "loop_shared_loads", "loop_global_loads", "loop_local",
                 "loop_integer", "loop_barriers")
 SLAB_COLUMNS = ("slab_instructions", "slab_ffma")
@@ -45,12 +37,6 @@ class Instruction(NamedTuple):
     address: int
     opcode: str  # with its modifiers: "LDS.128", "FFMA"
     target: int | None  # a branch's destination address
-
-
-def base(opcode: str) -> str:
-    """The opcode without modifiers or the uniform-datapath U: "LDS.U.128" -> "LDS", "UIADD3" -> "IADD3"."""
-    name = opcode.split(".", 1)[0]
-    return name[1:] if name.startswith("U") and name[1:] in INTEGER else name
 
 
 _LINE = re.compile(r"^\s*/\*([0-9a-f]{4,})\*/\s+(?:@!?U?P[T0-9]+\s+)?([A-Z][A-Z0-9_.]*)([^;]*);")
