@@ -1,0 +1,175 @@
+"""The learner writes before seeing: no cell above an exercise's check shows its answer.
+
+Every cell that calls ``fl.check("<name>", ...)`` grades an exercise; the cells above it (their
+source, and their stored outputs: stream text and text/plain) must not show the code the learner
+is about to write. The answer is the exercise's solution (``fl.exercises.solution(name)``) and
+the library code it mirrors (``MIRRORS``), less what the exercise's own scaffold (the stub with
+``raise NotImplementedError`` that defines the candidate) already gives. Both are compared line
+by line, normalised: stripped, comments dropped, and blank, docstring, ``def``/``class``,
+decorator and import lines dropped, as are lines shorter than ``MIN_LENGTH`` (``h_prev = hs[t]``
+and the like say nothing on their own). A cell above the check that holds ``THRESHOLD`` or more
+of the answer's lines shows the answer. The step's code belongs after the check.
+
+Reads the notebooks' JSON only: nothing is executed.
+"""
+
+import ast
+import importlib
+import inspect
+import json
+import re
+import textwrap
+from pathlib import Path
+
+import pytest
+
+from fastlstm_lib import exercises
+
+ROOT = Path(__file__).resolve().parents[1]
+NOTEBOOKS = sorted((ROOT / "notebooks").glob("*.ipynb"))
+
+#: A cell above the check showing this many of the answer's lines shows the answer. One line may be
+#: a coincidence or a hint (``i = cuda.grid(1)``, ``cuda.syncthreads()``); two are code copied.
+THRESHOLD = 2
+#: Shorter lines are left out of the comparison: too generic to tell anything.
+MIN_LENGTH = 15
+
+#: The library code each exercise mirrors, besides its solution: "module:qualified.name", a name
+#: inside a function found by its ``def`` (the kernel factories define their kernels inside).
+MIRRORS = {
+    "add_bias": ["fastlstm_lib.kernels.pointwise:_add_bias"],
+    "tile_loads": ["fastlstm_lib.kernels.gemm:tiled_gemm_kernel.tiled_gemm"],
+    "gate_products": ["fastlstm_lib.steps.step03_combined_gemms:CombinedGemms.gate_products",
+                      "fastlstm_lib.steps.step03_combined_gemms:CombinedGemms.input_gemm",
+                      "fastlstm_lib.steps.step03_combined_gemms:CombinedGemms.recurrent_gemm"],
+    "side_stream": ["fastlstm_lib.steps.step04_streams:Streams.run_layer"],
+    "fused_cell": ["fastlstm_lib.kernels.pointwise:_lstm_cell"],
+    "upload": ["fastlstm_lib.steps.step06_pretransposed:Pretransposed.upload_weights"],
+    "input_chunks": ["fastlstm_lib.steps.step07_combined_inputs:CombinedInputs.run_layer"],
+    "diagonals": ["fastlstm_lib.steps.step08_wavefront:Wavefront.run"],
+    "grid_step": ["fastlstm_lib.kernels.persistent:persistent_layer_kernel.persistent_layer"],
+    # the exercise's gate_dots is the library's dot_quad written plainly (its solution says so)
+    "rows_per_thread": ["fastlstm_lib.kernels.persistent:persistent_layer_kernel.dot_quad"],
+    "column_sum": ["fastlstm_lib.kernels.reduce:column_sum_kernel.column_sum"],
+}
+
+CHECK = re.compile(r"""\bfl\.check\(\s*["'](\w+)["']\s*,\s*(\w+)""")
+COMMENT = re.compile(r"\s+#(\s.*)?$")
+SKIPPED = ("def ", "async def ", "class ", "@", "import ", "from ")
+TRIPLE_QUOTE = re.compile(r"""^[rRbBuUfF]*("{3}|'{3})""")
+
+
+def significant_lines(text: str) -> set[str]:
+    """The lines of ``text`` that can tell code apart, normalised (see the module docstring)."""
+    lines, in_string = set(), None
+    for raw in text.splitlines():
+        line = raw.strip()
+        if in_string:  # inside a docstring (or any triple-quoted block): skip to its end
+            if in_string in line:
+                in_string = None
+            continue
+        opening = TRIPLE_QUOTE.match(line)
+        if opening:
+            quote = opening.group(1)
+            if line.count(quote) == 1:  # it goes on over the next lines
+                in_string = quote
+            continue
+        if line.startswith("#"):
+            continue
+        line = COMMENT.sub("", line).rstrip()
+        if len(line) < MIN_LENGTH or line.startswith(SKIPPED):
+            continue
+        lines.add(line)
+    return lines
+
+
+def source_of(spec: str) -> str:
+    """The source of "module:qualified.name"; a part that is no attribute is a ``def`` inside the one before."""
+    module, qualname = spec.split(":")
+    obj, source = importlib.import_module(module), None
+    for part in qualname.split("."):
+        if source is None and hasattr(obj, part):
+            obj = getattr(obj, part)
+            continue
+        if source is None:
+            source = textwrap.dedent(inspect.getsource(getattr(obj, "py_func", None) or obj))
+        found = [node for node in ast.walk(ast.parse(source))
+                 if isinstance(node, (ast.FunctionDef, ast.ClassDef)) and node.name == part]
+        assert found, f"{spec}: no def {part} inside"
+        source = textwrap.dedent(ast.get_source_segment(source, found[0], padded=True))
+    if source is None:
+        source = inspect.getsource(getattr(obj, "py_func", None) or getattr(obj, "fn", None) or obj)
+    return source
+
+
+def cell_text(cell) -> str:
+    """A cell's source and its stored outputs' text (stream text, text/plain)."""
+    parts = ["".join(cell["source"])]
+    for output in cell.get("outputs", []):
+        for text in (output.get("text", ""), output.get("data", {}).get("text/plain", "")):
+            parts.append("".join(text) if isinstance(text, list) else text)
+    return "\n".join(parts)
+
+
+def checks(cells):
+    """(cell index, exercise name, candidate name) of every cell that calls fl.check on an exercise."""
+    return [(index, match.group(1), match.group(2)) for index, cell in enumerate(cells) if cell["cell_type"] == "code"
+            for match in CHECK.finditer("".join(cell["source"]))]
+
+
+def scaffold_index(cells, check_index: int, candidate: str) -> int | None:
+    """The last code cell above the check that defines the candidate: the exercise's stub."""
+    defines = re.compile(rf"^\s*(def|class)\s+{re.escape(candidate)}\b", re.M)
+    return next((index for index in range(check_index - 1, -1, -1)
+                 if cells[index]["cell_type"] == "code" and defines.search("".join(cells[index]["source"]))), None)
+
+
+def answer_lines(name: str, given: set[str] = frozenset()) -> set[str]:
+    """The exercise's answer, line by line: its solution and the code it mirrors, less what the stub gives."""
+    lines = significant_lines(exercises.solution(name))
+    for spec in MIRRORS.get(name, []):
+        lines |= significant_lines(source_of(spec))
+    return lines - set(given)
+
+
+def test_every_exercise_has_a_mirror_and_a_check_in_a_notebook():
+    checked = {name for path in NOTEBOOKS for _, name, _ in checks(json.loads(path.read_text())["cells"])}
+    assert sorted(MIRRORS) == sorted(exercises.names())
+    assert checked == set(exercises.names())
+
+
+@pytest.mark.parametrize("name", exercises.names())
+def test_the_rule_sees_each_answer(name):
+    """The solution printed above the check would be caught: the rule is not vacuous for any exercise."""
+    for path in NOTEBOOKS:
+        cells = json.loads(path.read_text())["cells"]
+        for index, exercise, candidate in checks(cells):
+            if exercise != name:
+                continue
+            stub = scaffold_index(cells, index, candidate)
+            given = significant_lines(cell_text(cells[stub])) if stub is not None else set()
+            assert len(answer_lines(name, given) & significant_lines(exercises.solution(name))) >= THRESHOLD, (
+                f"{path.name}: the rule would hardly see {name}'s solution")
+
+
+@pytest.mark.parametrize("path", NOTEBOOKS, ids=lambda p: p.name)
+def test_no_cell_above_a_check_shows_the_answer(path):
+    cells = json.loads(path.read_text())["cells"]
+    problems = []
+    for check_index, name, candidate in checks(cells):
+        stub = scaffold_index(cells, check_index, candidate)
+        if stub is None:
+            problems.append(f"{path.name}: cell {check_index} checks {name} with {candidate}, defined in no cell above it")
+            continue
+        stub_source = "".join(cells[stub]["source"])
+        if "NotImplementedError" not in stub_source:
+            problems.append(f"{path.name}: cell {stub}, the stub of {name}, is not a stub (no NotImplementedError)")
+        answer = answer_lines(name, significant_lines(stub_source))
+        for index in range(check_index):
+            if index == stub:
+                continue
+            shown = sorted(answer & significant_lines(cell_text(cells[index])))
+            if len(shown) >= THRESHOLD:
+                problems.append(f"{path.name}: cell {index} (above the check of {name!r} in cell {check_index}) shows "
+                                f"{len(shown)} lines of its answer:\n    " + "\n    ".join(shown))
+    assert not problems, "the learner writes before seeing: move the answer after the check\n" + "\n".join(problems)
