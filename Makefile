@@ -16,7 +16,7 @@ STAMP  := $(VENV)/.installed
 ALLOW_ROOT := $(shell [ "$$(id -u 2>/dev/null)" = 0 ] && echo --allow-root)
 LAB_ARGS ?=
 
-.PHONY: setup lab test test-fake-gpu-notebooks bench gpu-bundle gpu-rehearsal clean
+.PHONY: setup lab test test-tools test-fake-gpu-notebooks bench gpu-bundle gpu-rehearsal clean
 
 $(STAMP): pyproject.toml
 	$(PYTHON) fastlstm_lib/requirements.py
@@ -30,17 +30,25 @@ setup: $(STAMP)
 lab: $(STAMP)
 	$(BIN)/python -m jupyter lab $(ALLOW_ROOT) $(LAB_ARGS) notebooks/
 
-# Two workers (pytest-xdist), each notebook and test file whole in one of them (--dist loadfile).
+# The course: the library's tests and every notebook. Two workers (pytest-xdist), each notebook
+# and test file whole in one of them (--dist loadfile).
 test: $(STAMP)
-	$(BIN)/python -m pytest -n 2 --dist loadfile
+	$(BIN)/python -m pytest -n 2 --dist loadfile -m "not tools"
+
+# The project's own tools and test modes (marked `tools`; Linux, pip's CUDA compilers): the fake
+# GPU's tours on five GPUs, the compile matrix against data/kernel_resources.csv, the GPU run's
+# rehearsal on a fake H100. CI runs it after `make test`.
+test-tools: $(STAMP)
+	$(BIN)/python -m pytest -n 2 --dist loadfile -m tools tests
 
 # The GPU-only cells of the GPU notebooks, executed on the fake GPU (Linux; no GPU needed; outputs
-# not compared, nothing computed: see fastlstm_lib/fakegpu). CI runs it for Colab's T4 after
-# `make test`; FAKE_GPU=H100 (or A100, L4, M40) for another. About a minute per notebook.
+# not compared, nothing computed: see tests/fakegpu, test code run with tests/ on PYTHONPATH). CI
+# runs it for Colab's T4 after `make test`; FAKE_GPU=H100 (or A100, L4, M40) for another. About a
+# minute per notebook.
 FAKE_GPU ?= T4
 GPU_NOTEBOOKS := $(wildcard notebooks/0[2-9]_*.ipynb notebooks/1[012]_*.ipynb notebooks/4[12]_*.ipynb)
 test-fake-gpu-notebooks: $(STAMP)
-	$(BIN)/python -m fastlstm_lib.fakegpu notebooks --gpu $(FAKE_GPU) $(GPU_NOTEBOOKS)
+	PYTHONPATH=$(CURDIR)/tests $(BIN)/python -m fakegpu notebooks --gpu $(FAKE_GPU) $(GPU_NOTEBOOKS)
 
 # On a machine with an NVIDIA GPU, nothing else running: every measurement the notebooks read, in
 # one staged, budgeted command (tools/gpu_run.sh; data/results/README.md): smoke, correctness at

@@ -162,6 +162,7 @@ def test_torch_lstm_holds_the_course_weights(backward):
 # ---- the rehearsal: every stage on a fake H100, at small sizes --------------------------------
 
 @needs_fake_gpu
+@pytest.mark.tools  # make test-tools: the whole command, every kernel compiled for a fake H100
 def test_the_gpu_command_rehearses_every_stage_on_a_fake_h100(tmp_path):
     out = tmp_path / "out"
     env = {key: value for key, value in os.environ.items() if key not in ("NUMBA_ENABLE_CUDASIM", "FASTLSTM_SIMULATOR")}

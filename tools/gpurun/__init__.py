@@ -5,6 +5,7 @@ only) fills in from ``.gpu-bundle/`` what the machine lacks, then ``python3 -m g
 stages of ``stages.py`` in one process (each kernel compiles once) within the budget
 (``runner.py``), and the wrapper packs ``OUT_DIR`` into one archive beside ``summary.txt``.
 ``bundle.py`` builds the bundle here (``bash tools/gpu_bundle.sh``). With ``FASTLSTM_FAKE_GPU=H100``
-the same command rehearses every stage on this machine (nothing is computed on a GPU, and the
-files say so); ``tests/test_gpu_run.py`` runs that rehearsal at small sizes in ``make test``.
+the same command rehearses every stage on this machine on the fake GPU (``tests/fakegpu``, which
+``gpu_env.sh`` then puts on PYTHONPATH; nothing is computed on a GPU, and the files say so);
+``tests/test_gpu_run.py`` runs that rehearsal at small sizes in ``make test-tools``.
 """

@@ -65,7 +65,7 @@ def on_the_cpu(cfg, counts: dict) -> tuple:
 # ---- sizes ------------------------------------------------------------------------------------
 
 def sizes(quick: bool) -> dict:
-    """The configs each stage uses; ``quick``: the rehearsal's, small enough for ``make test``."""
+    """The configs each stage uses; ``quick``: the rehearsal's, small enough for ``make test-tools``."""
     LSTMConfig = fl().LSTMConfig
     odd = LSTMConfig(batch=3, seq_len=5, input_size=7, hidden=13, layers=2)
     many = LSTMConfig(batch=37, seq_len=6, input_size=129, hidden=200, layers=3)  # many blocks per kernel
@@ -74,7 +74,7 @@ def sizes(quick: bool) -> dict:
     # Hidden 1024: the U slice of a block of 8 units is 128 KiB, over the 48 KiB a block gets
     # without opting in (the plan asks for it; the driver must grant it).
     large_shared = LSTMConfig(batch=4, seq_len=4, input_size=64, hidden=1024, layers=1)
-    # Quick (make test): every code path once, each kernel compiled once (the persistent kernel
+    # Quick (make test-tools): every code path once, each kernel compiled once (the persistent kernel
     # compiles per plan): no many-block size, one persistent plan, the sweep at the odd batch.
     return {"odd": odd, "many": None if quick else many, "article": article,
             "persistent": [] if quick else persistent, "large_shared": None if quick else large_shared,
