@@ -5,7 +5,7 @@ measurement of it.
     python tools/readme_table.py            # print the table
     python tools/readme_table.py --write    # put it in README.md, between its two markers
 
-Launches are counted by the library's dry run (``fastlstm_lib.profile.dryrun.dry_run``, what
+Launches are counted by the library's dry run (``fastlstm_lib.profile.record.record_pass``, what
 ``fl.profile`` records a pass with): each step's own ``setup`` outside the count, then one pass
 of its ``run``, every launch recorded, none performed, with an H100's launch geometry (which
 GEMM version runs where depends on the chip's SMs; the counts do not). A second of CPU, no GPU.
@@ -20,7 +20,6 @@ import inspect
 import sys
 from pathlib import Path
 
-import numpy as np
 
 ROOT = Path(__file__).resolve().parents[1]
 README = ROOT / "README.md"
@@ -34,24 +33,13 @@ VARIANTS = {"exact_gemm_kernel": "exact-tile"}
 
 
 def pass_launches(step, *, chip: str = CHIP, **options) -> collections.Counter:
-    """(name, version, file: ``kernel_label``) -> launches in one pass of ``step`` at the article's size, recorded
-    by a dry run: ``setup`` first (uploads, zeroed buffers), uncounted, as ``fl.profile`` does."""
-    from numba import cuda
-
+    """(name, version, file: ``kernel_label``) -> launches in one pass of ``step`` at the article's size, as
+    ``fl.profile`` records it (``record_pass``: ``setup`` first, uncounted), kernels kept as objects."""
     from fastlstm_lib.config import LSTMConfig
     from fastlstm_lib.gpus import chip as chip_limits
-    from fastlstm_lib.profile.dryrun import dry_run
-    from fastlstm_lib.profile.record import zero_params
+    from fastlstm_lib.profile.record import record_pass
 
-    cfg, limits = LSTMConfig.article(), chip_limits(chip)
-    if "chip" in inspect.signature(step.setup).parameters:
-        options["chip"] = limits
-    with dry_run(limits) as recording:
-        state = step.setup(zero_params(cfg), cfg, **options)
-        recording.launches.clear()
-        x = cuda.device_array((cfg.seq_len, cfg.batch, cfg.input_size), dtype=np.float32)
-        out = cuda.device_array((cfg.seq_len, cfg.batch, cfg.hidden), dtype=np.float32)
-        step.run(state, x, out)
+    recording, _ = record_pass(step, LSTMConfig.article(), chip_limits(chip), options)
     return collections.Counter(kernel_label(call.kernel) for call in recording.launches)
 
 

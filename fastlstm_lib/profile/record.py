@@ -198,7 +198,28 @@ def _record(step, cfg, chip, options: dict) -> Profile:
     if not isinstance(cfg, LSTMConfig):
         raise TypeError(f"cfg must be an LSTMConfig or None (the article's size), got {type(cfg).__name__} {cfg!r}")
     limits = None if chip is None else chip_limits(chip)
-    setup_options = dict(options)
+    recording, setup_launches = record_pass(step, cfg, limits, options)
+    kind = default_stream_kind()
+    deps = dependencies(recording.ops, [call.stream for call in recording.launches], kind)
+    launches = tuple(_launch_record(i, call, deps[i]) for i, call in enumerate(recording.launches))
+    stream_ops, issued = [], 0
+    for op in recording.ops:
+        if op.kind == "launch":
+            issued += 1
+        else:
+            stream_ops.append({"op": op.kind, "event": op.index, "stream": op.stream, "after": issued})
+    return Profile(step=step.name, config=cfg.as_dict(), options=dict(options), chip=_chip_name(limits),
+                   default_stream=kind, streams=recording.streams, launches=launches,
+                   stream_ops=tuple(stream_ops), setup_launches=setup_launches)
+
+
+def record_pass(step, cfg: LSTMConfig, limits=None, options: dict | None = None):
+    """(the dry run's ``Recording`` of one pass of ``step``'s ``run`` at ``cfg``, the launches its
+    ``setup`` made): setup first, on zero weights, its launches and stream operations left out, then
+    one pass, every launch recorded and none performed, with the launch geometry of ``limits`` (a
+    ``gpus.Chip``; None: this device's). What ``profile`` records, before any formula is applied;
+    any step with ``setup`` and ``run`` (the backward ladder's too), checked by the caller."""
+    setup_options = dict(options or {})
     if limits is not None and "chip" in inspect.signature(step.setup).parameters:
         setup_options["chip"] = limits
     with dry_run(limits) as recording:
@@ -215,18 +236,7 @@ def _record(step, cfg, chip, options: dict) -> Profile:
         x = cuda.device_array((cfg.seq_len, cfg.batch, cfg.input_size), dtype=np.float32)
         out = cuda.device_array((cfg.seq_len, cfg.batch, cfg.hidden), dtype=np.float32)
         step.run(state, x, out)
-    kind = default_stream_kind()
-    deps = dependencies(recording.ops, [call.stream for call in recording.launches], kind)
-    launches = tuple(_launch_record(i, call, deps[i]) for i, call in enumerate(recording.launches))
-    stream_ops, issued = [], 0
-    for op in recording.ops:
-        if op.kind == "launch":
-            issued += 1
-        else:
-            stream_ops.append({"op": op.kind, "event": op.index, "stream": op.stream, "after": issued})
-    return Profile(step=step.name, config=cfg.as_dict(), options=dict(options), chip=_chip_name(limits),
-                   default_stream=kind, streams=recording.streams, launches=launches,
-                   stream_ops=tuple(stream_ops), setup_launches=setup_launches)
+    return recording, setup_launches
 
 
 def _chip_name(limits) -> str:
