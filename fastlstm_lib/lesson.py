@@ -8,21 +8,25 @@
 - ``bounds(step)``: every step so far at the article's size: bytes, the critical path, and the
   lower bound on an M40 and an H100 with a C++ host and with Python, beside the article's M40
   measurement; a chart. Deterministic: data sheets, counts and dependencies, no clock.
-- ``standing(step)``: the three above in one cell, as the ladder notebooks show them: the check's
-  verdicts, this step beside the one before (launches, critical path, bytes, bounds: a few lines),
-  and one chart of the ladder so far, which grows by one step per notebook.
+- ``standing(step)``: the check's verdicts, then this step beside the one before in one line each:
+  launches per pass, the lower bound and the timeline model's estimate (notebook 02 explains both),
+  the article's M40 measurement.
+- ``ladder_chart(step)``: the ladder's one chart, which grows by one step per notebook: ms per
+  pass of every step so far, measured (the article's M40, committed GPU results, this run) and
+  estimated, each labelled.
 - ``nsight(step)``: how to see the step's effect on a GPU with Nsight Systems (each pass an NVTX
   range, ``nvtx.py``), or Nsight Compute where a kernel's memory access is the point: the commands,
   and what to look for. Printed the same on every machine; nothing is run.
-- ``measure(step)``: on a GPU, every step so far checked and timed at the article's size, with
-  the committed results and the article in one chart; on the simulator nothing is timed (it would
-  measure Python threads) and it says so.
+- ``measure(step)``: on a GPU, every step so far checked and timed at the article's size; on the
+  simulator nothing is timed (it would measure Python threads) and it says so. Then the ladder chart.
 
 Geometry is an M40's unless a notebook says otherwise (``CHIP``): the article's GPU, so that the
 recorded launches are the same on every machine.
 """
 
 from __future__ import annotations
+
+import math
 
 import numpy as np
 
@@ -130,6 +134,10 @@ def bounds(step: str, *, gpus=BOUND_GPUS, chart: bool = True) -> list[dict]:
 
 
 ARTICLE_LABEL = "the article's M40"
+#: The timeline model's estimates a ladder notebook shows (notebook 02 explains the model): the
+#: article's GPU issued from C++ (the article's own setting) and an H100 issued from Python (ours).
+ESTIMATES = ((ARTICLE_GPU, "cpp"), ("H100", "python"))
+HOST_WORDS = {"cpp": "C++", "python": "Python"}
 
 
 def _change(before, now, fmt: str = "{:,}") -> str:
@@ -137,63 +145,135 @@ def _change(before, now, fmt: str = "{:,}") -> str:
     return fmt.format(now) if before is None else f"{fmt.format(before)} -> {fmt.format(now)}"
 
 
-def _bound(row: dict, gpu: str, host: str) -> str:
-    ms = row.get(f"{gpu} {host} ms")
-    return "does not fit" if ms is None else f"{ms:.2f} ms ({row[f'{gpu} {host} binding']})"
+def estimate_ms(step: str, gpu: str, host: str) -> float | None:
+    """The timeline model's time for one pass of ``step`` at the article's size on ``gpu`` issued by
+    ``host`` (``fl.estimate``, recorded with that GPU's geometry), or None where the step cannot
+    run there (the persistent kernel needs a cooperative launch)."""
+    from .timeline.story import estimated_pass
+
+    try:
+        return estimated_pass(steps.get(step).name, gpu, host, LSTMConfig.article())[1].total_ms
+    except ValueError:
+        return None
 
 
-def standing(step: str, cfg: LSTMConfig = ODD, *, chip: str = CHIP, gpus=BOUND_GPUS, chart: bool = True) -> dict:
-    """Where ``step`` stands, in one call: ``check`` at ``cfg`` (the verdicts printed), then, at the
-    article's size and recorded without running, its launches, critical path, bytes and lower
-    bounds beside the step before (the change in a few lines), and one chart of every step so far
-    that grows by one step per notebook. ``chip``: the launch geometry of the check's recording and
-    of the launch counts (the bounds always use ``CHIP``'s, planning the persistent step per GPU). Deterministic: nbval compares all of it. Returns
-    {"errors": ``check``'s dict, "launches": ``launch_rows``, "bounds": ``ladder_bounds`` rows},
-    every step so far in both."""
-    from .profile.ladder import HOSTS, ladder_bounds
+def standing(step: str, cfg: LSTMConfig = ODD, *, chip: str = CHIP, gpus=BOUND_GPUS) -> dict:
+    """Where ``step`` stands, in one cell: ``check`` at ``cfg`` (the verdicts printed), then, at the
+    article's size and recorded without running, one line each beside the step before: launches
+    per pass, the lower bound and the timeline model's estimate on an H100 issued from Python, and
+    the article's M40 measurement where it has one. Notebook 02 explains the bound and the model
+    once; their tables are ``bounds`` and ``timeline.step_change``. ``chip``: the launch geometry of
+    the check's recording and of the launch counts. Deterministic: nbval compares all of it.
+    Returns {"errors": ``check``'s dict, "launches": ``launch_rows``, "bounds": ``ladder_bounds``
+    rows, "estimates": {(step, gpu, host): ms}}, every step so far in each."""
+    from .profile.ladder import ladder_bounds
 
     errors = check(step, cfg, chip=chip)
     names = steps_so_far(step)
     counted = launch_rows(names, chip=chip)
     rows = ladder_bounds(gpus=gpus, steps=names, chip=CHIP)  # the persistent step is planned per GPU there
+    estimates = {(name, gpu, host): estimate_ms(name, gpu, host) for name in names[-2:] for gpu, host in ESTIMATES}
     now, was = rows[-1], (rows[-2] if len(rows) > 1 else None)
+    before = was["step"] if was else None
     old = (lambda key: None) if was is None else (lambda key: was[key])
-    print(f"\nAt the article's size, recorded by fl.profile without running"
-          + (f" ({was['step']} -> {step}):" if was else f" ({step}):"))
-    changes = [["launches per pass", _change(old("launches"), now["launches"])
-                + f"  ({counted[-1]['gemm']:,} GEMMs, {counted[-1]['other']:,} element-wise)"],
-               ["critical path", f"{_change(old('critical_launches'), now['critical_launches'])} launches"]]
-    megabytes = old("bytes_read") and old("bytes_read") / 1e6
-    changes.append(["MB loaded", _change(megabytes, now["bytes_read"] / 1e6, "{:,.0f}")])
-    for gpu in gpus:
-        for host in HOSTS:
-            label = f"bound, {gpu}, {'C++' if host == 'cpp' else 'Python'} host"
-            changes.append([label, _bound(now, gpu, host) if was is None else
-                            f"{_bound(was, gpu, host)} -> {_bound(now, gpu, host)}"])
+    gpu, host = ESTIMATES[-1]
+    bound = (f"{_change(old(f'{gpu} {host} ms'), now[f'{gpu} {host} ms'], '{:.1f}')} ms, "
+             f"set by {now[f'{gpu} {host} binding']}")
+    lines = [["launches per pass", _change(old("launches"), now["launches"])
+              + f" ({counted[-1]['gemm']:,} GEMMs, {counted[-1]['other']:,} element-wise)"],
+             [f"lower bound, {gpu}, {HOST_WORDS[host]} host", bound]]
+    for gpu, host in ESTIMATES[::-1]:
+        after, earlier = estimates[step, gpu, host], before and estimates[before, gpu, host]
+        text = ("cannot run there" if after is None else
+                _change(earlier, after, "{:.1f}") + " ms" if earlier is not None or before is None else f"{after:.1f} ms")
+        lines.append([f"estimate, {gpu}, {HOST_WORDS[host]} host", text])
     if "article_ms" in now:
-        article = _change(was.get("article_ms") if was else None, now["article_ms"], "{:.1f}")
-        changes.append([ARTICLE_LABEL, f"{article} ms (measured)"])
-    print(table((Column("", "<", 25), Column()), changes, sep="", indent="  ", header=False))
-    print("  binding: host = issuing launches, flop = all FLOPs at peak, chain = dependent launches, bytes = DRAM; "
-          "hosts: data/host_launch_costs.csv")
-    if chart:
-        import matplotlib.pyplot as plt
+        lines.append([ARTICLE_LABEL, _change(was.get("article_ms") if was else None, now["article_ms"], "{:.1f}")
+                      + " ms (measured)"])
+    print(f"\nAt the article's size ({before + ' -> ' + step if before else step}; recorded by fl.profile, "
+          "nothing run; bound and model: notebook 02):")
+    print(table((Column("", "<", 32), Column()), lines, sep="", indent="  ", header=False))
+    return {"errors": errors, "launches": counted, "bounds": rows, "estimates": estimates}
 
-        from .plots import launch_chart
-        from .profile.charts import ladder_bounds_chart
 
-        fig, (left, right) = plt.subplots(1, 2, figsize=(13, 1.8 + 0.55 * len(rows)), gridspec_kw={"width_ratios": [2, 3]})
-        launch_chart({row["step"]: row["kernels"] for row in counted}, LSTMConfig.article().layers * LSTMConfig.article().seq_len,
-                     ax=left)
-        ladder_bounds_chart(rows, gpus=gpus, ax=right, title="lower bounds, and the article's M40 measured")
-        left.set_xlabel("kernel launches per layer-step")
-        left.legend(loc="lower right", fontsize="small")
-        right.set_xlabel("milliseconds per forward pass at the article's size (log scale)")
-        right.legend(loc="upper center", bbox_to_anchor=(0.5, -0.12 - 0.3 / len(rows)), ncol=3, fontsize="small")
-        fig.suptitle(f"The ladder so far, up to {step}")
-        fig.tight_layout()
-        plt.show()
-    return {"errors": errors, "launches": counted, "bounds": rows}
+def ladder_times(step: str, measured=()) -> list[dict]:
+    """Per step so far, at the article's size: ms per pass from every source the ladder chart
+    shows, each labelled: "{label}": ms. Measured: the article's M40 (published), every result
+    committed under data/results/ (device and file named), and ``measured`` (``fl.bench`` results
+    of this run). Estimated (``fl.estimate``): ``ESTIMATES``, and each measured GPU that
+    data/gpus.csv knows, issued from Python as our runs are. Simulator results carry no time."""
+    from .gpus import find_gpu
+    from .results import check_results, committed_results
+
+    names = steps_so_far(step)
+    article = LSTMConfig.article()
+    ran = [dict(r, file="this run") for r in check_results("measured", list(measured)) if "skipped" not in r]
+    found = [r for r in committed_results() + ran
+             if r.get("times_meaningful") and r["config"] == article.as_dict() and r["step"] in names]
+    estimated = list(ESTIMATES)
+    for r in found:
+        gpu = find_gpu(r["device"]["name"])
+        if gpu is not None and (gpu["name"], "python") not in estimated:
+            estimated.append((gpu["name"], "python"))
+    published = {row["step"]: row["ms"] for row in article_ms()}
+    rows = []
+    for name in names:
+        row = {"step": name}
+        if name in published:
+            row[f"{ARTICLE_LABEL} (measured, published)"] = published[name]
+        for r in found:
+            if r["step"] == name:
+                row[f"{r['device']['name']} (measured, {r['file']})"] = r["time_ms"]["median"]
+        for gpu, host in estimated:
+            ms = estimate_ms(name, gpu, host)
+            if ms is not None:
+                row[f"{gpu}, {HOST_WORDS[host]} host (estimate)"] = ms
+        rows.append(row)
+    return rows
+
+
+def article_ms() -> list[dict]:
+    """The article's published steps as {"step", ms per pass at its size} (from its GFLOP/s)."""
+    from .article import article_numbers
+    from .config import flops
+
+    cfg = LSTMConfig.article()
+    return [{"step": row["step"], "ms": flops(cfg) / (row["gflops"] * 1e9) * 1e3} for row in article_numbers()]
+
+
+def ladder_chart(step: str, measured=(), *, ax=None):
+    """One chart of the ladder so far (``ladder_times``): ms per pass at the article's size, log
+    scale, one group of bars per step, measured bars solid and estimates hatched, each labelled
+    with its GPU, host or file. Returns the figure."""
+    rows = ladder_times(step, measured)
+    import matplotlib.pyplot as plt
+
+    labels = list(dict.fromkeys(label for row in rows for label in row if label != "step"))
+    legend_rows = -(-len(labels) // 2)
+    if ax is None:
+        fig, ax = plt.subplots(figsize=(10, 1.5 + 0.22 * len(rows) * len(labels) + 0.25 * legend_rows))
+    else:
+        fig = ax.figure
+    height = 0.8 / len(labels)
+    colors = plt.get_cmap("tab10").colors
+    for index, label in enumerate(labels):
+        ys = [len(rows) - 1 - i - 0.4 + height * (index + 0.5) for i, row in enumerate(rows) if label in row]
+        ms = [row[label] for row in rows if label in row]
+        estimate = label.endswith("(estimate)")
+        ax.barh(ys, ms, height=height * 0.92, color="white" if estimate else colors[index % len(colors)],
+                edgecolor=colors[index % len(colors)], hatch="///" if estimate else None, label=label)
+        for y, value in zip(ys, ms):
+            ax.annotate(f"{value:.3g}", (value, y), xytext=(3, 0), textcoords="offset points", va="center", fontsize=7)
+    ax.set_yticks(range(len(rows)), [row["step"] for row in rows][::-1])
+    ax.set_xscale("log")
+    least = min(value for row in rows for label, value in row.items() if label != "step")
+    ax.set_xlim(10 ** math.floor(math.log10(least / 1.5)), None)  # bars start at a power of ten, not at the data
+    ax.set_xlabel("milliseconds per forward pass at the article's size (log scale; shorter is faster)")
+    ax.set_title(f"The ladder so far, up to {steps.get(step).name}: measured (solid) and estimated (hatched)")
+    handles, names = ax.get_legend_handles_labels()
+    fig.legend(handles, names, loc="lower center", ncol=2, fontsize="small")
+    fig.tight_layout(rect=(0, (0.1 + 0.22 * legend_rows) / fig.get_figheight(), 1, 1))
+    return fig
 
 
 #: Per ladder step: what its change looks like in Nsight Systems' timeline (or Nsight Compute's counters).
@@ -240,27 +320,23 @@ def nsight(step: str) -> None:
 
 
 def measure(step: str, *, chart: bool = True) -> list[dict]:
-    """On a GPU: every step so far, checked and timed at the article's size (``fl.bench``), with
-    the committed results and the article's numbers in one chart. On the simulator: nothing."""
+    """On a GPU: every step so far, checked and timed at the article's size (``fl.bench``), a table.
+    On the simulator nothing is timed, and it says so. Then (``chart``) the ladder's one chart,
+    ``ladder_chart``: this run's times beside the committed results, the article and the estimates."""
+    results = []
     if simulator.SIMULATOR:
         print("The CUDA simulator runs kernels as Python threads: a time taken here would say nothing "
-              "about a GPU, so nothing is timed. The counts and bounds above stand in for a measurement: they "
-              "are computed from what the steps launch and from data sheets. On a GPU this cell times every "
-              "step so far at the article's size.")
-        return []
-    from .results import committed_results, format_table
+              "about a GPU, so nothing is timed. The chart shows the article's M40, any GPU result committed "
+              "under data/results/, and the timeline model's estimates. On a GPU this cell times every step "
+              "so far at the article's size and adds them.")
+    else:
+        from .results import format_table
 
-    article = LSTMConfig.article()
-    so_far = steps_so_far(step)
-    results = bench_steps(so_far, article)
-    print(format_table(results))
+        results = bench_steps(steps_so_far(step), LSTMConfig.article())
+        print(format_table(results))
     if chart:
         import matplotlib.pyplot as plt
 
-        from .plots import ladder_chart
-
-        committed = [r for r in committed_results() if r["config"] == article.as_dict() and r["step"] in so_far]
-        ladder_chart(committed + results, published=so_far,
-                     title=f"Up to {step}: GFLOP/s at the article's size (higher is faster)")
+        ladder_chart(step, results)
         plt.show()
     return results

@@ -42,17 +42,49 @@ def test_measure_says_why_it_times_nothing_on_the_simulator(capsys):
     assert "nothing is timed" in capsys.readouterr().out
 
 
-def test_standing_prints_the_change_and_returns_every_step_so_far(capsys, keras_available):
-    facts = lesson.standing("streams", chart=False)
+def test_standing_prints_one_line_each_and_returns_every_step_so_far(capsys, keras_available):
+    facts = lesson.standing("streams")
     out = capsys.readouterr().out
     assert facts["errors"]["reference"] <= fl.RTOL and facts["errors"]["keras"] <= fl.RTOL
     assert [row["step"] for row in facts["bounds"]] == [row["step"] for row in facts["launches"]] == [
         "baseline", "combined_gemms", "streams"]
-    assert "(combined_gemms -> streams)" in out
-    assert "critical path            7,604 -> 7,204 launches" in out  # the side stream leaves the chain
-    assert "the article's M40        148.3 -> 108.0 ms (measured)" in out
-    first = lesson.standing("baseline", chart=False)
-    assert len(first["bounds"]) == 1 and "(baseline)" in capsys.readouterr().out
+    assert "(combined_gemms -> streams;" in out
+    assert "lower bound, H100, Python host  128.2 -> 128.2 ms, set by host" in out  # the host still binds
+    assert "estimate, M40, C++ host         64.0 -> 51.3 ms" in out  # the side stream overlaps there
+    assert "the article's M40               148.3 -> 108.0 ms (measured)" in out
+    assert "critical path" not in out  # the bound's table is notebook 02's, not every lesson's
+    first = lesson.standing("baseline")
+    assert len(first["bounds"]) == 1 and "(baseline;" in capsys.readouterr().out
+
+
+def _result(step, ms, device="NVIDIA H100 80GB HBM3"):
+    return {"step": step, "config": fl.LSTMConfig.article().as_dict(), "device": {"name": device},
+            "times_meaningful": True, "time_ms": {"median": ms, "min": ms, "max": ms}, "gflops": 1.0,
+            "relative_error": {"after": 0.0}}
+
+
+def test_ladder_times_label_every_source_and_estimate_each_measured_gpu():
+    rows = lesson.ladder_times("persistent", [_result("baseline", 150.0), _result("wavefront", 9.0)])
+    by = {row["step"]: row for row in rows}
+    assert list(by) == fl.steps.names()
+    assert by["baseline"]["NVIDIA H100 80GB HBM3 (measured, this run)"] == 150.0
+    assert "NVIDIA H100 80GB HBM3 (measured, this run)" not in by["streams"]
+    assert abs(by["baseline"]["the article's M40 (measured, published)"] - 307.66) < 0.01
+    assert "the article's M40 (measured, published)" not in by["persistent"]  # the article stops at the wavefront
+    assert "M40, C++ host (estimate)" not in by["persistent"]  # no cooperative launch on a Maxwell GPU
+    assert by["persistent"]["H100, Python host (estimate)"] < by["wavefront"]["H100, Python host (estimate)"]
+    simulated = dict(_result("baseline", 1.0), times_meaningful=False)
+    assert len(lesson.ladder_times("baseline", [simulated])[0]) == 1 + 3  # step, the article, two estimates
+
+
+def test_ladder_chart_draws_one_bar_per_source_and_step():
+    import matplotlib.pyplot as plt
+
+    fig = lesson.ladder_chart("combined_gemms", [_result("baseline", 150.0)])
+    bars = [patch for patch in fig.axes[0].patches]
+    assert len(bars) == 2 + 1 + 2 + 2  # the article, this run (baseline only), two estimates
+    assert "log" in fig.axes[0].get_xscale() and "milliseconds" in fig.axes[0].get_xlabel()
+    plt.close(fig)
 
 
 def test_nsight_says_how_to_record_each_step_and_what_to_look_for(capsys):

@@ -50,3 +50,15 @@ def test_stored_outputs_are_clean(path):
 def test_every_notebook_is_in_the_readme():
     readme = (ROOT / "README.md").read_text()
     assert [p.name for p in NOTEBOOKS if p.name not in readme] == []
+
+
+#: The ladder's lessons (one optimization each) and the most cells any of them may have; others get OTHER_CELLS.
+LADDER = ("02_", "03_", "04_", "05_", "06_", "07_", "08_", "09_", "41_")
+LADDER_CELLS, OTHER_CELLS = 25, 30
+
+
+@pytest.mark.parametrize("path", NOTEBOOKS, ids=lambda p: p.name)
+def test_each_lesson_fits_one_sitting(path):
+    cells = len(json.loads(path.read_text())["cells"])
+    most = LADDER_CELLS if path.name.startswith(LADDER) else OTHER_CELLS
+    assert cells <= most, f"{path.name}: {cells} cells, at most {most} for a {'ladder ' if most == LADDER_CELLS else ''}lesson"

@@ -51,9 +51,10 @@ def _pair(step, against) -> tuple[str, str]:
 
 
 @functools.lru_cache(maxsize=64)
-def _pass(step: str, gpu: str, host, cfg: LSTMConfig):
-    """(profile, estimate, bound) of one pass, once per process: ``plot_step_change`` draws what
-    ``step_change`` estimated. Read-only: none of it leaves this module."""
+def estimated_pass(step: str, gpu: str, host, cfg: LSTMConfig):
+    """(profile, estimate, bound) of one pass at ``cfg`` recorded with ``gpu``'s geometry, once per
+    process: ``plot_step_change`` draws what ``step_change`` estimated, and the ladder notebooks'
+    chart (``lesson.ladder_chart``) reads the same passes. Read-only: callers copy what they keep."""
     from ..profile.record import shared_profile as profile  # read-only here: no copy needed
 
     p = profile(step, cfg, chip=gpu)
@@ -75,8 +76,8 @@ def step_change(step: str, gpus=GPUS, hosts=HOSTS, against: str | None = None) -
         for host in hosts:
             row = {"gpu": gpu, "host": host, "before": before, "after": after}
             try:
-                p0, e0, b0 = _pass(before, gpu, host, cfg)
-                p1, e1, b1 = _pass(after, gpu, host, cfg)
+                p0, e0, b0 = estimated_pass(before, gpu, host, cfg)
+                p1, e1, b1 = estimated_pass(after, gpu, host, cfg)
             except ValueError as error:  # e.g. the persistent layer does not fit this GPU
                 rows.append({**row, "cannot": str(error)})
                 continue
@@ -148,7 +149,7 @@ def plot_step_change(step: str, gpu: str = "T4", host="cpp", against: str | None
         raise (TypeError if not isinstance(by, str) else ValueError)(f"by must be one of {BY}, got {by!r}")
     fig, axes = plt.subplots(2, 1, figsize=(10, 5.5 if by == "stream" else 8))
     for ax, name in zip(axes, (before, after)):
-        e = _pass(name, gpu, host, cfg)[1]
+        e = estimated_pass(name, gpu, host, cfg)[1]
         span = 6 * e.total_ms / (cfg.layers * cfg.seq_len)
         plot_timeline(e, window=(e.total_ms / 4, e.total_ms / 4 + span), ax=ax, by=by)
     fig.tight_layout()
