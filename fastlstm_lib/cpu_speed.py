@@ -11,7 +11,9 @@ Each experiment builds seeded float32 inputs; checks every variant against float
 poisoned with NaN first; relative error at most ``RTOL``) before timing and again after, and raises
 ``WrongResultError`` if one is wrong; warms up; then times rounds of all variants in turn (``repeats``
 rounds, or those that start within ``max_seconds``, 3 at least) with a wall clock
-(``time.perf_counter``, through ``timing.wall_times``). It returns a JSON-able dict:
+(``time.perf_counter``, through ``timing.wall_times``), with every BLAS and OpenMP thread pool
+held at ``threads`` (1 by default: a stated, fixed count, so that the BLAS's own threads neither
+help nor fight the comparison; threadpoolctl). It returns a JSON-able dict:
 each variant's median, min and max, the ratio of the first variant's median to the last one's,
 the sizes, the machine, and how busy other processes kept the CPUs meanwhile. The times depend on
 the machine and on what else runs: never a test's pass or fail.
@@ -70,10 +72,22 @@ def _check(experiment: str, checks: dict, when: str) -> dict:
     return errors
 
 
-def _run(experiment, sizes, unit, per, variants, checks, *, repeats, max_seconds, progress, started, flop=None) -> dict:
-    """Check, warm up, time rounds of every variant (alternating their order), check again.
+def _run(experiment, sizes, unit, per, variants, checks, *, repeats, max_seconds, progress, started, threads,
+         flop=None) -> dict:
+    """Check, warm up, time rounds of every variant (alternating their order), check again, with
+    the BLAS and OpenMP thread pools held at ``threads`` (threadpoolctl) throughout.
     ``started``: when the experiment began (its inputs and float64 results are made before);
     ``flop``: the FLOPs of one ``unit`` (matrix products), None where they are not the point."""
+    from threadpoolctl import threadpool_info, threadpool_limits
+
+    with threadpool_limits(limits=threads):
+        result = _timed(experiment, sizes, unit, per, variants, checks, repeats=repeats, max_seconds=max_seconds,
+                        progress=progress, started=started, flop=flop)
+    pools = sorted({f"{pool['internal_api']}" for pool in threadpool_info()})
+    return {**result, "threads": threads, "thread_pools": pools}
+
+
+def _timed(experiment, sizes, unit, per, variants, checks, *, repeats, max_seconds, progress, started, flop) -> dict:
     errors = _check(experiment, checks, "before")  # the first calls: a njit loop compiles here
     labels = list(variants)
     snapshot = cpu_snapshot()
@@ -96,23 +110,23 @@ def _run(experiment, sizes, unit, per, variants, checks, *, repeats, max_seconds
             "hardware_dependent": True}
 
 
-def _validate(sizes: dict, repeats, max_seconds, seed, progress) -> tuple:
+def _validate(sizes: dict, repeats, max_seconds, seed, progress, threads) -> tuple:
     for name, value in sizes.items():
         check_int(name, value)
     return (check_int("repeats", repeats), check_seconds("max_seconds", max_seconds),
-            check_int("seed", seed, minimum=0), check_bool("progress", progress))
+            check_int("seed", seed, minimum=0), check_bool("progress", progress), check_int("threads", threads))
 
 
 def stacked_gemms(batch: int = _ARTICLE.batch, input_size: int = _ARTICLE.input_size,
                   hidden: int = _ARTICLE.hidden, *, steps: int = 10, repeats: int = 15,
-                  max_seconds: float = 2.0, seed: int = 0, progress: bool = True) -> dict:
+                  max_seconds: float = 2.0, seed: int = 0, progress: bool = True, threads: int = 1) -> dict:
     """Notebook 03 on the CPU: per layer-step, x_t @ W_g and h @ U_g for each gate g (8 products,
     each (batch, in) x (in, hidden)) against x_t @ W and h @ U with the gates stacked (2 products,
     each (batch, in) x (in, 4 hidden); ``in`` is ``hidden`` for U). Each timed sample runs ``steps``
     layer-steps; times are ms per layer-step.
     ``repeats`` rounds, or as many as start within ``max_seconds`` (3 at least)."""
     sizes = {"batch": batch, "input_size": input_size, "hidden": hidden, "steps": steps}
-    repeats, max_seconds, seed, progress = _validate(sizes, repeats, max_seconds, seed, progress)
+    repeats, max_seconds, seed, progress, threads = _validate(sizes, repeats, max_seconds, seed, progress, threads)
     started = time.perf_counter()
     rng, H = np.random.default_rng(seed), hidden
     x, h = _rng_array(rng, (batch, input_size)), _rng_array(rng, (batch, H))
@@ -146,16 +160,17 @@ def stacked_gemms(batch: int = _ARTICLE.batch, input_size: int = _ARTICLE.input_
     labels = ("8 products, one per gate", "2 products, gates stacked")
     return _run("stacked_gemms", sizes, "ms per layer-step", steps, dict(zip(labels, (eight, two))),
                 dict(zip(labels, (check_eight, check_two))), repeats=repeats, max_seconds=max_seconds,
-                progress=progress, started=started, flop=2 * batch * (input_size + H) * 4 * H)
+                progress=progress, started=started, threads=threads, flop=2 * batch * (input_size + H) * 4 * H)
 
 
 def fused_pointwise(batch: int = _ARTICLE.batch, hidden: int = _ARTICLE.hidden, *, steps: int = 20,
-                    repeats: int = 15, max_seconds: float = 2.0, seed: int = 0, progress: bool = True) -> dict:
+                    repeats: int = 15, max_seconds: float = 2.0, seed: int = 0, progress: bool = True,
+                    threads: int = 1) -> dict:
     """Notebook 05 on the CPU: one layer-step's element-wise work (bias, gates, c and h) as
     ``numpy_cell`` against ``fused_cell_libm`` and ``fused_cell_rational``, all float32 and single
     threaded. Each timed sample runs ``steps`` layer-steps (c carried); times are ms per layer-step."""
     sizes = {"batch": batch, "hidden": hidden, "steps": steps}
-    repeats, max_seconds, seed, progress = _validate(sizes, repeats, max_seconds, seed, progress)
+    repeats, max_seconds, seed, progress, threads = _validate(sizes, repeats, max_seconds, seed, progress, threads)
     started = time.perf_counter()
     rng = np.random.default_rng(seed)
     x_gates, h_gates = _rng_array(rng, (batch, 4 * hidden), 2.0), _rng_array(rng, (batch, 4 * hidden), 2.0)
@@ -184,17 +199,17 @@ def fused_pointwise(batch: int = _ARTICLE.batch, hidden: int = _ARTICLE.hidden, 
     return _run("fused_pointwise", sizes, "ms per layer-step", steps,
                 {label: timed(cell) for label, cell in cells.items()},
                 {label: checked(cell) for label, cell in cells.items()},
-                repeats=repeats, max_seconds=max_seconds, progress=progress, started=started)
+                repeats=repeats, max_seconds=max_seconds, progress=progress, started=started, threads=threads)
 
 
 def combined_inputs(batch: int = _ARTICLE.batch, seq_len: int = _ARTICLE.seq_len,
                     input_size: int = _ARTICLE.input_size, hidden: int = _ARTICLE.hidden, *, repeats: int = 10,
-                    max_seconds: float = 2.0, seed: int = 0, progress: bool = True) -> dict:
+                    max_seconds: float = 2.0, seed: int = 0, progress: bool = True, threads: int = 1) -> dict:
     """Notebook 07 on the CPU: a layer's input products x_t @ W for every step, as ``seq_len``
     products of (batch, in) x (in, 4 hidden) against one of (seq_len * batch, in) x (in, 4 hidden).
     Times are ms per layer (all its steps)."""
     sizes = {"batch": batch, "seq_len": seq_len, "input_size": input_size, "hidden": hidden}
-    repeats, max_seconds, seed, progress = _validate(sizes, repeats, max_seconds, seed, progress)
+    repeats, max_seconds, seed, progress, threads = _validate(sizes, repeats, max_seconds, seed, progress, threads)
     started = time.perf_counter()
     rng = np.random.default_rng(seed)
     x, W = _rng_array(rng, (seq_len, batch, input_size)), _rng_array(rng, (input_size, 4 * hidden), input_size ** -0.5)
@@ -218,7 +233,7 @@ def combined_inputs(batch: int = _ARTICLE.batch, seq_len: int = _ARTICLE.seq_len
     labels = (f"{seq_len} products, one per step", "1 tall product for all steps")
     return _run("combined_inputs", sizes, "ms per layer", 1, dict(zip(labels, (per_step, tall))),
                 {label: checked(run) for label, run in zip(labels, (per_step, tall))}, repeats=repeats,
-                max_seconds=max_seconds, progress=progress, started=started,
+                max_seconds=max_seconds, progress=progress, started=started, threads=threads,
                 flop=2 * seq_len * batch * input_size * 4 * hidden)
 
 
@@ -264,6 +279,9 @@ def summary(result: dict) -> str:
     m = result["machine"]
     lines.append(f"machine: {m['cpu']}, {m['logical_cpus']} logical CPUs, NumPy {m['numpy']} ({m['blas']}), "
                   f"Numba {m['numba']}")
+    if "threads" in result:
+        lines.append(f"thread pools ({', '.join(result['thread_pools']) or 'none found'}) held at {result['threads']} "
+                     f"thread{'s' if result['threads'] > 1 else ''} each (threadpoolctl)")
     busy = result["busy_elsewhere"]
     if busy is None:
         lines.append("how busy other processes kept the CPUs cannot be read here (no /proc): let nothing else run")

@@ -134,3 +134,12 @@ def test_summary_says_when_it_cannot_tell_how_busy_the_cpus_were(results):
     text = cpu_speed.summary({**results["combined_inputs"], "busy_elsewhere": None})
     assert "cannot be read here" in text
     assert "disturbed" in cpu_speed.summary({**results["combined_inputs"], "busy_elsewhere": 0.5})
+
+
+def test_thread_pools_are_held_at_the_stated_count():
+    result = cpu_speed.combined_inputs(batch=3, seq_len=5, input_size=7, hidden=13, repeats=3, max_seconds=0.1,
+                                       progress=False)
+    assert result["threads"] == 1
+    assert "held at 1 thread each (threadpoolctl)" in cpu_speed.summary(result)
+    with pytest.raises(ValueError, match="threads"):
+        cpu_speed.stacked_gemms(batch=3, input_size=7, hidden=13, threads=0)
