@@ -2,6 +2,8 @@
 planted on purpose in the solution, fails with its own name; stubs are "not attempted yet";
 the words are the same every time."""
 
+import importlib
+import pkgutil
 import subprocess
 import sys
 
@@ -18,8 +20,6 @@ from conftest import ODD, problem
 #: Every exercise, in notebook order, and the mistakes its catalog must recognise.
 CATALOG = {
     "add_bias": ["unguarded_tail", "same_elements_every_block", "bias_missing", "bias_along_rows"],
-    "tile_loads": ["unguarded_load", "missing_sync_after_loads", "missing_sync_before_next_loads",
-                   "wrong_load_index", "edge_not_zeroed"],
     "gate_products": ["no_transpose", "per_gate_gemms", "recurrent_product_missing", "h_prev_ignored"],
     "side_stream": ["event_on_wrong_stream", "missing_wait", "wait_on_wrong_stream", "layer_input_unordered",
                     "slot_reused", "c_not_reset"],
@@ -37,6 +37,8 @@ CATALOG = {
     "rows_per_thread": ["unguarded_last_group", "one_row_per_thread", "rows_overlap", "thread_index_swapped",
                         "sums_not_zeroed", "added_to_z", "k_stops_early", "last_k_only", "gate_columns_interleaved",
                         "one_h_row_per_thread"],
+    "tile_loads": ["unguarded_load", "missing_sync_after_loads", "missing_sync_before_next_loads",
+                   "wrong_load_index", "edge_not_zeroed"],
     "column_sum": ["rows_and_columns_swapped", "accumulate_always", "same_columns_every_block",
                    "unguarded_column_edge", "missing_sync_before_tree", "every_thread_writes", "missing_sync_in_tree",
                    "tree_drops_partial_sums", "stride_skips_rows", "stride_double_counts_rows", "accumulate_ignored"],
@@ -54,8 +56,14 @@ SIMULATOR_JUDGED = {("tile_loads", "missing_sync_after_loads"), ("tile_loads", "
 
 def test_exercises_in_notebook_order():
     assert exercises.names() == list(CATALOG)
-    assert [exercises.get(n).notebook for n in exercises.names()] == ["02", "02", "03", "04", "05", "06", "07", "08",
-                                                                       "09", "09", "41"]
+    assert [exercises.get(n).notebook for n in exercises.names()] == ["02", "03", "04", "05", "06", "07", "08",
+                                                                       "09", "09", "12", "41"]
+    # the module's number is the notebook that checks it (ex12_tile_loads: notebook 12)
+    for module in pkgutil.iter_modules(exercises.__path__):
+        number = exercises.EXERCISE_MODULE.fullmatch(module.name)
+        if number:
+            notebook = importlib.import_module(f"fastlstm_lib.exercises.{module.name}").EXERCISE.notebook
+            assert number.group(1) == notebook, f"{module.name} is checked in notebook {notebook}"
     assert all(exercises.get(n).difficulty in ("easy", "medium", "hard") for n in exercises.names())
 
 

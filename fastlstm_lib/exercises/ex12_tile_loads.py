@@ -1,4 +1,4 @@
-"""Exercise (notebook 02): the shared-memory tile loads of the tiled GEMM, and its barriers.
+"""Exercise (notebook 12): the shared-memory tile loads of the tiled GEMM, and its barriers.
 
 The learner writes, inside the given ``tiled_gemm(a, b, c, accumulate)`` kernel, the loads of
 one element of A and one of B into the shared tiles (zeros past the edges of the matrices) and
@@ -63,7 +63,7 @@ def wrong_without_edges(evidence):
 
 class TileLoads(KernelExercise):
     name = "tile_loads"
-    notebook = "02"
+    notebook = "12"
     title = ("in tiled_gemm, load one element of A and one of B into the shared tiles (zero past the edges of "
              "the matrices), and put the two cuda.syncthreads() where the block must wait")
     difficulty = "medium"
