@@ -40,7 +40,9 @@ def timeline_chart(bound: Bound, first: int | None = None, count: int = 30, *, a
     """Launches per stream over time in the bound's schedule, for the time launches ``first`` to
     ``first + count - 1`` span (default: 30 launches a tenth of the way into the pass), every
     launch running in that window shown. A top row marks when the host issues each launch;
-    hatched bars are limited by DRAM bytes rather than FLOPs."""
+    hatched bars are limited by DRAM bytes rather than FLOPs. The x-axis label says what the
+    schedule is: each launch at the whole GPU's peak, so launches that overlap in it would in fact
+    share the SMs (a lower bound, not a picture of a GPU)."""
     from matplotlib.patches import Patch
 
     if not isinstance(bound, Bound):
@@ -62,7 +64,9 @@ def timeline_chart(bound: Bound, first: int | None = None, count: int = 30, *, a
     ax.set_yticks(range(len(streams) + 1),
                   [f"stream {s}" + (" (default)" if s == 0 else "") for s in streams] + ["host issues"])
     ax.set_xlim(0, (end - start) * 1e3)
-    ax.set_xlabel(f"time in the lower-bound schedule (µs after {start:.3f} ms)")
+    ax.set_xlabel(f"time in the lower-bound schedule (µs after {start:.3f} ms)\n"
+                  "the lower bound's schedule: each launch drawn at the whole GPU's peak; "
+                  "kernels that overlap here in fact share the SMs")
     kinds = dict.fromkeys(KERNEL_LABELS.get(e["kernel"], "element-wise") for e in shown)
     colors = {label: KERNEL_COLORS.get(name, ELEMENTWISE_COLOR) for name, label in KERNEL_LABELS.items()}
     ax.legend(handles=[Patch(color=colors.get(kind, ELEMENTWISE_COLOR), label=kind) for kind in kinds],
