@@ -49,9 +49,9 @@ def small_call_latency(*, device: str = CPU, n_features: int = 64, hidden: int =
     fewer by default. Returns {"device", "outputs_agree", "tf32", "callers_ms": {name: [ms, ...]}}.
 
     Everything runs with TF32 off (``keras_backend.strict_float32``): on Ampere and newer GPUs
-    float32 matmuls could otherwise run in TF32 (~1e-3 relative error), and a compiled caller
-    may round differently from an eager one. With strict float32 the callers differ only in
-    summation order, so ``outputs_agree`` uses a tolerance of 1e-4 (relative) on any device."""
+    float32 matmuls could otherwise run in TF32 (1e-4 to 1e-3 relative error, notebook 10), and a
+    compiled caller may round differently from an eager one. With strict float32 the callers differ
+    only in summation order, so ``outputs_agree`` uses a tolerance of 1e-4 (relative) on any device."""
     if not isinstance(device, str):
         raise TypeError(f"device must be a string like 'cpu' or 'gpu:0', got {device!r}")
     repeats = {"model.predict(x)": 15, "default": 200} if repeats is None else repeats
