@@ -270,7 +270,7 @@ def test_the_doctor_runs_in_a_python_without_numpy_or_numba(module, args):
     assert "Traceback" not in done.stderr, done.stderr
     assert done.returncode == 1, done.stdout + done.stderr  # the course will not run: said, not crashed
     out = done.stdout
-    assert "fail  numpy, numba, numba-cuda, nvtx, tensorflow, keras, matplotlib, tqdm are not installed" in out, out
+    assert "fail  numpy, numba, numba-cuda, nvtx, tensorflow, keras, matplotlib, tqdm, threadpoolctl are not installed" in out, out
     one_command = [line for line in out.splitlines() if '-m pip install "numpy==' in line]
     numba_cuda = numba_cuda_pin_here()
     assert len(one_command) == 1 and f'"numba==0.68.1" "{numba_cuda}" "nvtx==0.2.17" "tensorflow==2.21.0"' in one_command[0]
