@@ -145,3 +145,19 @@ def test_sectors_chart_draws(sector_rows):
     fig = charts.sectors_chart(sector_rows)
     assert "sectors" in fig.axes[0].get_xlabel()
     matplotlib.pyplot.close(fig)
+
+
+def test_distinct_bytes_equals_the_bytes_touched_counted_one_by_one():
+    """Apart (the fast path: no two spans meet), interleaved (one gate's columns and the next's)
+    and overlapping views, each against the set of byte addresses its elements cover."""
+    from fastlstm_lib.profile.views import view_of
+
+    base = np.zeros((6, 20), np.float32)
+    other = np.zeros((3, 5), np.float32)
+    cases = [[base[:, :5], other], [base[:, :5], base[:, 5:10]], [base[1:4, 2:9], base[2:6, 5:12], base[0]],
+             [base[::2, ::3], base[1::2, ::3]], [base, base[2:3]], [base[:0], other]]
+    for arrays in cases:
+        views = [view_of(a) for a in arrays]
+        touched = {int(start) + byte for v in views if v.elements for start in np.atleast_1d(v.runs()[0])
+                   for byte in range(v.runs()[1])}
+        assert distinct_bytes(views) == len(touched), [a.shape for a in arrays]

@@ -102,6 +102,9 @@ def distinct_bytes(views) -> int:
     unique = list(dict.fromkeys(v for v in views if v.elements))
     if len(unique) <= 1:
         return unique[0].nbytes if unique else 0
+    spans = sorted(v.span() for v in unique)
+    if all(end <= start for (_, end), (start, _) in zip(spans, spans[1:])):
+        return sum(v.nbytes for v in unique)  # no two views' spans meet: nothing to merge (most launches)
     starts, ends = [], []
     for view in unique:
         first, run = view.runs()
