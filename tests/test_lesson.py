@@ -10,6 +10,9 @@ else:
 import fastlstm_lib as fl  # noqa: E402
 from fastlstm_lib import lesson  # noqa: E402
 
+#: Odd sizes smaller than lesson.ODD, for the checks standing() runs before its article-size lines.
+SMALL = fl.LSTMConfig(batch=3, seq_len=2, input_size=5, hidden=7, layers=2)
+
 
 def test_check_prints_verdicts_and_counted_launches_equal_the_dry_run(capsys, keras_available):
     errors = lesson.check("fused_pointwise")
@@ -43,7 +46,7 @@ def test_measure_says_why_it_times_nothing_on_the_simulator(capsys):
 
 
 def test_standing_prints_one_line_each_and_returns_every_step_so_far(capsys, keras_available):
-    facts = lesson.standing("streams")
+    facts = lesson.standing("streams", SMALL)
     out = capsys.readouterr().out
     assert facts["errors"]["reference"] <= fl.RTOL and facts["errors"]["keras"] <= fl.RTOL
     assert [row["step"] for row in facts["bounds"]] == [row["step"] for row in facts["launches"]] == [
@@ -53,7 +56,7 @@ def test_standing_prints_one_line_each_and_returns_every_step_so_far(capsys, ker
     assert "estimate, M40, C++ host         64.0 -> 51.3 ms" in out  # the side stream overlaps there
     assert "the article's M40               148.3 -> 108.0 ms (measured)" in out
     assert "critical path" not in out  # the bound's table is notebook 02's, not every lesson's
-    first = lesson.standing("baseline")
+    first = lesson.standing("baseline", SMALL)
     assert len(first["bounds"]) == 1 and "(baseline;" in capsys.readouterr().out
 
 
