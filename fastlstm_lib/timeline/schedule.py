@@ -42,6 +42,10 @@ def place(available: np.ndarray, blocks: int, seconds: float) -> np.ndarray:
         counts[order[: blocks % sms]] += 1
         return counts
     low = available.min()
+    if low == available.max():  # every SM free at once (the GPU was waiting): whole waves, the rest to the first SMs
+        counts = np.full(sms, blocks // sms)
+        counts[: blocks % sms] += 1
+        return counts
     waves = min(blocks, math.ceil(blocks / sms) + 1 + int((available.max() - low) / seconds))
     starts = available[:, None] + seconds * np.arange(waves)[None, :]
     flat = starts.ravel()
