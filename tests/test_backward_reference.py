@@ -20,7 +20,7 @@ def test_forward_with_cache_is_reference_forward():
     x, params = problem(ODD)
     y, caches = ref_module.forward_with_cache(x, params)
     assert np.array_equal(y, fl.reference_forward(x, params))
-    assert [c.gates.shape for c in caches] == [(3, 5, 52)] * 2
+    assert [c.gates.shape for c in caches] == [(3, 5, 28)] * 2
 
 
 def test_reference_equals_finite_differences():
@@ -70,9 +70,9 @@ def test_reference_equals_keras_gradients(keras_available):
 
 
 @pytest.mark.parametrize("dy, error, words", [
-    (np.zeros((3, 5, 12), np.float32), ValueError, r"dy must have the forward output's shape .* \(3, 5, 13\)"),
-    (np.zeros((3, 5, 13), np.int64), TypeError, "dy must have dtype"),
-    (np.full((3, 5, 13), np.nan, np.float32), ValueError, "dy contains NaN"),
+    (np.zeros((3, 5, 6), np.float32), ValueError, r"dy must have the forward output's shape .* \(3, 5, 7\)"),
+    (np.zeros((3, 5, 7), np.int64), TypeError, "dy must have dtype"),
+    (np.full((3, 5, 7), np.nan, np.float32), ValueError, "dy contains NaN"),
     ([[0.0]], TypeError, "dy must be a NumPy array"),
 ])
 def test_bad_dy(dy, error, words):
@@ -83,8 +83,8 @@ def test_bad_dy(dy, error, words):
 
 def test_bad_x_gets_validate_input_words():
     x, params = problem(ODD)
-    with pytest.raises(ValueError, match="x has 6 features per step but the first layer.s kernel expects 7"):
-        fl.reference_backward(x[:, :, :6], params, fl.backward.output_gradient(ODD))
+    with pytest.raises(ValueError, match="x has 4 features per step but the first layer.s kernel expects 5"):
+        fl.reference_backward(x[:, :, :4], params, fl.backward.output_gradient(ODD))
 
 
 def test_nan_never_passes():

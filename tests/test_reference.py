@@ -23,13 +23,13 @@ def test_flops_count_the_first_layers_input_size():
 def test_params_follow_the_keras_layout():
     params = fl.init_params(ODD, seed=0)
     assert len(params) == ODD.layers
-    assert params[0].kernel.shape == (7, 52)
-    assert params[1].kernel.shape == (13, 52)
+    assert params[0].kernel.shape == (5, 28)
+    assert params[1].kernel.shape == (7, 28)
     for layer in params:
-        assert layer.recurrent_kernel.shape == (13, 52) and layer.bias.shape == (52,)
+        assert layer.recurrent_kernel.shape == (7, 28) and layer.bias.shape == (28,)
         assert all(a.dtype == np.float32 for a in layer)
     x = fl.random_input(ODD, seed=1)
-    assert x.shape == (3, 5, 7) and x.dtype == np.float32
+    assert x.shape == (3, 5, 5) and x.dtype == np.float32
 
 
 def test_seeds_make_runs_repeatable():
