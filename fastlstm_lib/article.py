@@ -32,6 +32,14 @@ def article_numbers() -> list[dict]:
     ]
 
 
+def article_ms() -> dict[str, float]:
+    """{step: the article's ms per pass at its size}, from its published GFLOP/s."""
+    from .config import flops
+
+    cfg = LSTMConfig.article()
+    return {row["step"]: flops(cfg) / (row["gflops"] * 1e9) * 1e3 for row in article_numbers()}
+
+
 def article_source() -> str:
     """The comment lines at the top of the CSV: conditions and source."""
     return "\n".join(line[2:].rstrip() for line in CSV.read_text().splitlines() if line.startswith("#"))

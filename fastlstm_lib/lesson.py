@@ -215,7 +215,9 @@ def ladder_times(step: str, measured=()) -> list[dict]:
         gpu = find_gpu(r["device"]["name"])
         if gpu is not None and (gpu["name"], "python") not in estimated:
             estimated.append((gpu["name"], "python"))
-    published = {row["step"]: row["ms"] for row in article_ms()}
+    from .article import article_ms
+
+    published = article_ms()
     rows = []
     for name in names:
         row = {"step": name}
@@ -230,15 +232,6 @@ def ladder_times(step: str, measured=()) -> list[dict]:
                 row[f"{gpu}, {HOST_WORDS[host]} host (estimate)"] = ms
         rows.append(row)
     return rows
-
-
-def article_ms() -> list[dict]:
-    """The article's published steps as {"step", ms per pass at its size} (from its GFLOP/s)."""
-    from .article import article_numbers
-    from .config import flops
-
-    cfg = LSTMConfig.article()
-    return [{"step": row["step"], "ms": flops(cfg) / (row["gflops"] * 1e9) * 1e3} for row in article_numbers()]
 
 
 def ladder_chart(step: str, measured=(), *, ax=None):
