@@ -34,6 +34,7 @@ from . import simulator, steps
 from .article import ARTICLE_GPU
 from .config import LSTMConfig
 from .harness import bench_steps, problem
+from .kept import kept
 from .launches import count_launches
 from .nvtx import DOMAIN as DOMAIN_NAME
 from .profile.record import shared_profile as profile  # read-only here: no copy needed
@@ -148,11 +149,18 @@ def _change(before, now, fmt: str = "{:,}") -> str:
 def estimate_ms(step: str, gpu: str, host: str) -> float | None:
     """The timeline model's time for one pass of ``step`` at the article's size on ``gpu`` issued by
     ``host`` (``fl.estimate``, recorded with that GPU's geometry), or None where the step cannot
-    run there (the persistent kernel needs a cooperative launch)."""
+    run there (the persistent kernel needs a cooperative launch). Kept on disk for the next
+    notebook (``kept.py``)."""
+    name = steps.get(step).name
+    return kept(("estimate_ms", name, gpu, host, LSTMConfig.article().as_dict()), lambda: _estimate_ms(name, gpu, host),
+                (float, type(None)))
+
+
+def _estimate_ms(name: str, gpu: str, host: str) -> float | None:
     from .timeline.story import estimated_pass
 
     try:
-        return estimated_pass(steps.get(step).name, gpu, host, LSTMConfig.article())[1].total_ms
+        return estimated_pass(name, gpu, host, LSTMConfig.article())[1].total_ms
     except ValueError:
         return None
 

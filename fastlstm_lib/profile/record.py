@@ -31,6 +31,7 @@ from .. import simulator
 from ..checks import check_str
 from ..config import LSTMConfig
 from ..gpus import chip as chip_limits, find_gpu
+from ..kept import kept
 from ..params import LayerParams
 from ..steps import LSTMStep, get as get_step, names as ladder_names
 from .dryrun import default_stream_kind, dry_run
@@ -161,8 +162,9 @@ def profile(step, cfg: LSTMConfig | None = None, *, chip: str | None = None, **o
     needs a chip at any size beyond one block). ``options`` go to the step (``chunk=``).
 
     A step named by a string is recorded once per (step, cfg, chip, options) in a process: the
-    notebooks ask for the same ladder several times, and a recording never changes. Each call
-    returns its own copy: changing one profile changes no other.
+    notebooks ask for the same ladder several times, and a recording never changes. With a
+    ``chip``, it is also kept on disk for the next process (``fastlstm_lib/kept.py``: every ladder notebook
+    shows the ladder so far). Each call returns its own copy: changing one profile changes no other.
     """
     if chip is not None:
         check_str("chip", chip, example="H100")
@@ -189,7 +191,10 @@ def _cacheable(step, cfg, chip, options: dict) -> bool:
 
 @functools.lru_cache(maxsize=128)
 def _recorded(step: str, cfg, chip, options: tuple) -> Profile:
-    return _record(step, cfg, chip, dict(options))
+    if chip is None:  # this device's geometry: not kept on disk
+        return _record(step, cfg, chip, dict(options))
+    key = ("profile", step, (LSTMConfig.article() if cfg is None else cfg).as_dict(), chip, options)
+    return kept(key, lambda: _record(step, cfg, chip, dict(options)), Profile)
 
 
 def _record(step, cfg, chip, options: dict) -> Profile:
