@@ -93,10 +93,13 @@ def _fake_gpu_items(items):
 
 
 def pytest_collection_modifyitems(session, config, items):
-    """The fake-GPU tests go last: their tours run in the background (one core) meanwhile (under
-    pytest-xdist, in the first worker: fake_gpu_runs)."""
-    fake = _fake_gpu_items(items)
-    items[:] = [item for item in items if item not in fake] + fake
+    """The notebooks first: pytest-xdist (``--dist loadfile``) hands out whole files in this order,
+    and a notebook is the largest unit (10-55 s on the simulator), so the test files, most of them a
+    few seconds, are left to fill in whichever worker is free at the end. The fake-GPU tests go
+    last: their tours run in the background (one core) meanwhile (under pytest-xdist, in the first
+    worker: fake_gpu_runs)."""
+    fake = {item.nodeid for item in _fake_gpu_items(items)}
+    items.sort(key=lambda item: (item.nodeid in fake, not item.nodeid.split("::")[0].endswith(".ipynb")))
 
 
 def pytest_collection_finish(session):
