@@ -34,14 +34,14 @@ import tempfile
 import zlib
 from pathlib import Path
 
-from . import simulator
-
 PACKAGE = Path(__file__).resolve().parent
 DATA = PACKAGE.parent / "data"
 
 
 def cache_root() -> Path:
-    """``$FASTLSTM_CACHE``, else ``~/.cache/fastlstm``."""
+    """``$FASTLSTM_CACHE``, else ``~/.cache/fastlstm``: the project's one cache folder (the fake GPU's
+    driver is built under it too, ``tests/fakegpu/shim.py``). Importing this module imports nothing
+    of the library's, so the fake GPU can ask before the library has chosen its backend."""
     return Path(os.environ.get("FASTLSTM_CACHE") or Path.home() / ".cache" / "fastlstm")
 
 
@@ -53,6 +53,8 @@ def enabled() -> bool:
 def fingerprint() -> str:
     """What every kept recording depends on, hashed (see the module doc)."""
     from importlib import metadata
+
+    from . import simulator
 
     digest = hashlib.sha256()
     try:
@@ -87,7 +89,7 @@ def kept(key: tuple, make, kind: type):
         found = pickle.loads(zlib.decompress(path.read_bytes()))
         if isinstance(found, kind):
             return found
-    except Exception:  # absent, half-written by a crashed writer, another version's: record it again
+    except Exception:  # absent, half-written by a crashed writer, another version's: made again
         pass
     made = make()
     _keep(path, made)
@@ -103,7 +105,7 @@ def _keep(path: Path, value) -> None:
                     shutil.rmtree(old, ignore_errors=True)
             folder.mkdir(parents=True, exist_ok=True)
         handle, temporary = tempfile.mkstemp(dir=folder, suffix=".tmp")
-    except OSError:  # nowhere to keep it: the recording is still returned
+    except OSError:  # nowhere to keep it: the value is still returned
         return
     try:
         with os.fdopen(handle, "wb") as out:

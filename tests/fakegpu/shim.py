@@ -98,9 +98,11 @@ class ShimUnavailable(RuntimeError):
 
 
 def cache_dir() -> Path:
-    """Where the built library is kept: $FASTLSTM_CACHE, else ~/.cache/fastlstm."""
-    root = os.environ.get("FASTLSTM_CACHE") or os.path.join(os.path.expanduser("~"), ".cache", "fastlstm")
-    return Path(root) / "fakegpu"
+    """Where the built library is kept: ``fakegpu/`` in the project's cache folder ($FASTLSTM_CACHE,
+    else ~/.cache/fastlstm: ``fastlstm_lib.kept.cache_root``)."""
+    from fastlstm_lib.kept import cache_root
+
+    return cache_root() / "fakegpu"
 
 
 def build() -> Path:
