@@ -214,7 +214,7 @@ def set_tf32(enabled: bool) -> None:
 def strict_float32():
     """TF32 off inside (true float32 convolutions and matrix math), each flag restored on the way
     out: TensorFlow and torch run float32 convolutions as TF32 on Ampere and newer GPUs by default
-    (relative errors of 1e-4 to 1e-3: 9.6e-05 on the article-size LSTM, notebook 10), so
+    (relative errors of 1e-4 to 1e-3: 9.8e-05 on the article-size LSTM, notebook 10), so
     comparisons that mean float32 run inside this. torch's two flags are saved apart (their
     defaults differ: cuDNN's on, matmul's off)."""
     backend = backend_name()
