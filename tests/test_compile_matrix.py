@@ -17,7 +17,7 @@ from pathlib import Path
 import pytest
 
 import compile_matrix as cm
-from compile_matrix.sass import Instruction, main_loop_mix, parse_nvdisasm
+from compile_matrix.sass import Instruction, main_loop_mix, parse_nvdisasm, staged_loads
 from compile_matrix.toolkits import ARCHS, arch_name, assemble, resources, tool
 from fastlstm_lib.kernels.gemm import GPU_LARGE
 from fastlstm_lib.kernels.persistent import MAX_REGISTERS
@@ -92,6 +92,32 @@ def test_the_persistent_kernel_spills_within_its_bound_at_its_register_cap(rows)
             bound = PERSISTENT_SPILL_BOUND[row["arch"]]
             assert row["max_registers"] == MAX_REGISTERS and row["registers"] <= MAX_REGISTERS, row
             assert row["spill_stores"] <= bound and row["spill_loads"] <= bound, row
+
+
+def test_the_persistent_kernel_stages_h_with_many_loads_in_flight(rows):
+    """Issue 43: every step, the persistent kernel copies h_{t-1} from L2 to shared memory. One
+    load then its store, element after element, waited out one L2 round trip per element (1 load
+    in flight: 128 round trips in a row per step at batch 64); now each thread issues
+    ``STAGE_LOADS`` (8) loads before its first store, all 16 of its elements at batch 1, on every
+    architecture with a disassembler."""
+    from fastlstm_lib.kernels.persistent import STAGE_LOADS
+
+    for row in rows:
+        if row["kernel"].startswith("persistent") and row["arch"] != "sm_52":
+            assert row["staged_loads"] >= STAGE_LOADS == 8, row
+
+
+def test_staged_loads_counts_the_loads_a_shared_store_ends():
+    def code(*opcodes, jumps=()):
+        return [Instruction(16 * n, opcode, jumps[n] if n < len(jumps) else None) for n, opcode in enumerate(opcodes)]
+
+    assert staged_loads(code("LDG.E", "STS", "LDG.E", "STS")) == 1  # one element at a time
+    assert staged_loads(code("LDG.E", "LDG.E", "IMAD", "BSSY", "LDG.E", "STS", "STS", "STS")) == 3
+    assert staged_loads(code("LDG.E", "LDG.E", "BAR.SYNC", "LDG.E", "STS")) == 1  # a barrier ends the run
+    assert staged_loads(code("LDG.E", "LDG.E", "BRA", "STS")) == 0  # so does a jump...
+    assert staged_loads(code("BRA", "LDG.E", "LDG.E", "LDG.E", "STS", jumps=(32,))) == 2  # ...and where one lands
+    assert staged_loads(code("LDG.E", "LDG.E", "FFMA", "STG.E")) == 0  # no copy to shared memory
+    assert staged_loads(None) == ""
 
 
 def test_register_blocking_shows_in_the_main_loop(rows):

@@ -26,7 +26,10 @@ would otherwise have 4 threads, each doing 8192 multiply-adds one after the othe
 
 Per step t:
 1. every thread adds its share of h_{t-1} . U for its rows; h_{t-1} is staged in shared memory,
-   all of it at once when it fits, else chunk by chunk;
+   all of it at once when it fits, else chunk by chunk, each thread issuing ``STAGE_LOADS`` loads
+   from L2 before it stores the first (their latencies overlap instead of adding up), with no
+   division in the loop and only the bounds tests the plan's padding needs; the step's input
+   pre-activations (plus the bias, read once per launch) are loaded before, so they arrive meanwhile;
 2. with ``splits`` > 1 the partial sums go through shared memory, and the pair's threads add them
    up between them (thread s the values s, s + splits, ...: no one thread adds all of them);
 3. for each row, one thread of the pair adds the input pre-activations (one GEMM over all steps
@@ -70,6 +73,10 @@ from .pointwise import sigmoidf
 VECTOR = 4
 #: Batch rows per thread, at most: each weight loaded from shared memory feeds this many FMAs.
 MAX_ROWS = 4
+#: Elements of h_{t-1} each thread loads from global memory (L2) before it stores the first of them
+#: to shared memory: that many loads in flight at once, where one load then its store would wait
+#: out one L2 round trip per element.
+STAGE_LOADS = 8
 
 
 @dataclasses.dataclass(frozen=True)
@@ -164,7 +171,7 @@ def check_layout(layout: SharedLayout) -> None:
 STATIC_SHARED_BYTES = 48 * 1024
 #: Registers per thread the kernel is compiled to fit (``max_registers``), so that the residency
 #: of a plan can be predicted for any chip: two 256-thread blocks share an SM's 65536 registers.
-#: Under this cap ptxas uses 86 to 124 registers for the H100 plans at hidden 512 (4 rows per thread
+#: Under this cap ptxas uses 64 to 106 registers for the H100 plans at hidden 512 (4 rows per thread
 #: keep 16 sums and 4 cell states), from sm_52 to sm_90, and spills nothing (data/kernel_resources.csv,
 #: checked by tests/test_compile_matrix.py).
 MAX_REGISTERS = 128
@@ -199,6 +206,19 @@ def persistent_layer_kernel(hidden: int, units: int, batch: int, k_chunk: int, s
     options = {} if simulator.SIMULATOR else {"max_registers": MAX_REGISTERS}
     u_rounds = -(-hidden_p * gate_cols // threads)  # U elements each thread loads (zeros beyond hidden)
     h_rounds = -(-rows_p * k_chunk // threads)  # h elements each thread stages, per chunk
+    # Staging h: a thread's element of round i is e = tid + i * threads, at row e // k_chunk and k
+    # e % k_chunk of the chunk. Where the block's threads divide a chunk's row (every GPU plan at
+    # hidden 512), or a row divides them, that is a constant row and a constant offset from the
+    # thread's own k: the loads and stores then take their offsets as immediates, with no division
+    # and no index held in a register. Each guard exists only where the plan's padding needs it
+    # (compile-time constants: the others compile to nothing).
+    per_row = k_chunk // threads if k_chunk % threads == 0 else 0  # rounds per row of h
+    rows_per_round = threads // k_chunk if threads % k_chunk == 0 else 0
+    ragged = rows_p * k_chunk % threads != 0  # the last round runs past the staged rows
+    whole_batches = h_rounds % STAGE_LOADS == 0  # no round past the last: no test
+    pad_k = hidden_p != hidden  # the last chunk runs past hidden: zeros
+    pad_rows = rows_p != batch  # the last row group runs past the batch: zeros
+    mine = -(-rows // splits)  # rows whose cell one thread of a pair updates (row r: thread r % splits)
 
     @cuda.jit(device=True, inline="always")
     def dot_quad(smem, h_at, u_at, acc):
@@ -216,6 +236,16 @@ def persistent_layer_kernel(hidden: int, units: int, batch: int, k_chunk: int, s
                 acc[1, r] += h * u_f
                 acc[2, r] += h * u_c
                 acc[3, r] += h * u_o
+
+    @cuda.jit(device=True, inline="always")
+    def stage_element(tid, i):
+        # (row, k within the chunk) of thread tid's element of round i (see per_row above)
+        if per_row:
+            return uint64(i // per_row), uint64(tid) + uint64((i % per_row) * threads)
+        if rows_per_round:
+            return uint64(tid // k_chunk) + uint64(i * rows_per_round), uint64(tid % k_chunk)
+        e = uint64(tid) + uint64(i * threads)
+        return e // uint64(k_chunk), e % uint64(k_chunk)
 
     @cuda.jit(**options)
     def persistent_layer(x_gates, recurrent, bias, hs):
@@ -240,7 +270,13 @@ def persistent_layer_kernel(hidden: int, units: int, batch: int, k_chunk: int, s
         u_at = jj * u_stride + share * VECTOR
         shares_at = shares_offset + pair * 4 * rows * share_stride  # the pair's partial sums
         acc = cuda.local.array((4, rows), float32)  # z of gates i, f, c, o for each of its rows
-        c = cuda.local.array(rows, float32)  # each row's cell state, for the whole sequence
+        c = cuda.local.array(mine, float32)  # the cell state of each row whose cell it updates, for the whole sequence
+        x_in = cuda.local.array((4, mine), float32)  # this step's input pre-activations + bias, its cells' rows
+        staged = cuda.local.array(STAGE_LOADS, float32)  # h elements loaded, not yet stored
+        bias_i = bias[j] if j < hidden else float32(0.0)  # the bias, read once per launch
+        bias_f = bias[hidden + j] if j < hidden else float32(0.0)
+        bias_c = bias[2 * hidden + j] if j < hidden else float32(0.0)
+        bias_o = bias[3 * hidden + j] if j < hidden else float32(0.0)
 
         for i in range(u_rounds):  # once per launch, not per step
             e = tid + i * threads
@@ -249,22 +285,38 @@ def persistent_layer_kernel(hidden: int, units: int, batch: int, k_chunk: int, s
             if e < hidden_p * gate_cols:
                 value = recurrent[uint64(k), uint64((col // units) * hidden + unit)] if unit < hidden and k < hidden else float32(0.0)
                 smem[uint64(col * u_stride + k)] = value
-        for r in range(rows):
-            c[r] = float32(0.0)
+        for m in range(mine):
+            c[m] = float32(0.0)
         cuda.syncthreads()
 
         for t in range(hs.shape[0]):
             for r in range(rows):
                 for g in range(4):
                     acc[g, r] = float32(0.0)
+            for m in range(mine):  # this step's inputs, loaded now: they arrive while h is staged
+                b = group * rows + share + m * splits
+                if j < hidden and share + m * splits < rows and b < batch:
+                    x_in[0, m] = x_gates[uint64(t), uint64(b), uint64(j)] + bias_i
+                    x_in[1, m] = x_gates[uint64(t), uint64(b), uint64(hidden + j)] + bias_f
+                    x_in[2, m] = x_gates[uint64(t), uint64(b), uint64(2 * hidden + j)] + bias_c
+                    x_in[3, m] = x_gates[uint64(t), uint64(b), uint64(3 * hidden + j)] + bias_o
             if t > 0:  # h_{-1} = 0: step 0 has no recurrent term
+                h_prev = hs[uint64(t - 1)]
                 for k0 in range(0, hidden_p, k_chunk):
-                    for i in range(h_rounds):  # stage h_{t-1}[:, k0:k0 + k_chunk], zeros beyond hidden and batch
-                        e = tid + i * threads
-                        r, kk = e // k_chunk, e % k_chunk
-                        if e < rows_p * k_chunk:
-                            staged = hs[t - 1, r, k0 + kk] if k0 + kk < hidden and r < batch else float32(0.0)
-                            smem[uint64(h_offset + r * h_stride + kk)] = staged
+                    # Stage h_{t-1}[:, k0:k0 + k_chunk], zeros beyond hidden and batch: STAGE_LOADS
+                    # independent loads, then their stores, so the loads' latencies overlap.
+                    for i0 in range(0, h_rounds, STAGE_LOADS):
+                        for u in range(STAGE_LOADS):
+                            if whole_batches or i0 + u < h_rounds:
+                                row, kk = stage_element(tid, i0 + u)
+                                inside = (not ragged or row < rows_p) and (not pad_k or k0 + kk < hidden) \
+                                    and (not pad_rows or row < batch)
+                                staged[u] = h_prev[row, uint64(k0) + kk] if inside else float32(0.0)
+                        for u in range(STAGE_LOADS):
+                            if whole_batches or i0 + u < h_rounds:
+                                row, kk = stage_element(tid, i0 + u)
+                                if not ragged or row < rows_p:
+                                    smem[uint64(h_offset) + row * uint64(h_stride) + kk] = staged[u]
                     cuda.syncthreads()
                     for q in range(quads):
                         dot_quad(smem, h_at + q * step, u_at + k0 + q * step, acc)
@@ -286,9 +338,10 @@ def persistent_layer_kernel(hidden: int, units: int, batch: int, k_chunk: int, s
                         smem[uint64(shares_at + v * share_stride)] = total
                 cuda.syncthreads()
             if j < hidden:
-                for r in range(rows):
+                for m in range(mine):
+                    r = share + m * splits  # row r's cell: thread r of the pair (mod splits)
                     b = group * rows + r
-                    if b < batch and r % splits == share:  # row r's cell: thread r of the pair (mod splits)
+                    if r < rows and b < batch:
                         if splits > 1:
                             z_i = smem[uint64(shares_at + r * share_stride)]
                             z_f = smem[uint64(shares_at + (rows + r) * share_stride)]
@@ -296,12 +349,12 @@ def persistent_layer_kernel(hidden: int, units: int, batch: int, k_chunk: int, s
                             z_o = smem[uint64(shares_at + (3 * rows + r) * share_stride)]
                         else:
                             z_i, z_f, z_c, z_o = acc[0, r], acc[1, r], acc[2, r], acc[3, r]
-                        z_i += x_gates[t, b, j] + bias[j]
-                        z_f += x_gates[t, b, hidden + j] + bias[hidden + j]
-                        z_c += x_gates[t, b, 2 * hidden + j] + bias[2 * hidden + j]
-                        z_o += x_gates[t, b, 3 * hidden + j] + bias[3 * hidden + j]
-                        c[r] = sigmoidf(z_f) * c[r] + sigmoidf(z_i) * math.tanh(z_c)
-                        hs[t, b, j] = sigmoidf(z_o) * math.tanh(c[r])
+                        z_i += x_in[0, m]
+                        z_f += x_in[1, m]
+                        z_c += x_in[2, m]
+                        z_o += x_in[3, m]
+                        c[m] = sigmoidf(z_f) * c[m] + sigmoidf(z_i) * math.tanh(z_c)
+                        hs[uint64(t), uint64(b), uint64(j)] = sigmoidf(z_o) * math.tanh(c[m])
             grid.sync()  # every block's h_t is in memory before any block reads it (and shares is free)
 
     return persistent_layer

@@ -34,7 +34,7 @@ from pathlib import Path
 
 from fastlstm_lib.sass import LISTED, LISTINGS, TABLE, read_table  # what it writes, as the library reads it
 
-from .sass import LOOP_COLUMNS, disassembly, main_loop_mix, main_loop_text, parse_nvdisasm, slab_mix
+from .sass import LOOP_COLUMNS, disassembly, main_loop_mix, main_loop_text, parse_nvdisasm, slab_mix, staged_loads
 from .toolkits import ARCHS, arch_name, assemble, resources, toolkit_of, version_line, versions
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -65,6 +65,7 @@ COLUMNS = {
     "loop_local": "of which local-memory loads and stores (LDL, STL: spills)",
     "loop_integer": "of which integer and address arithmetic (IMAD, IADD3, LEA, SHF, LOP3, ISETP, XMAD...)",
     "loop_barriers": "of which block barriers (BAR)",
+    "staged_loads": "global loads in flight per copy to shared memory: the longest run of loads ended by a shared store (compile_matrix.sass.staged_loads)",
     "slab_instructions": "a blocked GEMM's instructions per slab of K, inner loops times their trips (compile_matrix.sass.slab_mix)",
     "slab_ffma": "of which FFMA",
     "what": "the variant",
@@ -99,7 +100,8 @@ def build_arch(cc: tuple[int, int], where: Path) -> list[dict]:
         code = None if listing is None else parse_nvdisasm(listing, job["entry"])
         loop = main_loop_mix(code)
         rows.append({"kernel": name, "arch": arch_name(cc), "max_registers": job["max_registers"] or "",
-                     **counts, **loop, **slab_mix(code, job.get("trips")), "what": job["what"]})
+                     **counts, **loop, "staged_loads": staged_loads(code), **slab_mix(code, job.get("trips")),
+                     "what": job["what"]})
         if (name, arch_name(cc)) in LISTED:
             rows[-1]["sass"] = main_loop_text(listing, job["entry"])
     (where / "rows.json").write_text(json.dumps(rows, indent=1))

@@ -160,6 +160,33 @@ def main_loop_mix(code: list[Instruction] | None) -> dict[str, int | str]:
     return {"instructions": sum(base(i.opcode) != "NOP" for i in code), **loop}
 
 
+#: Where a run of loads stops without reaching shared memory: a block barrier or a change of
+#: control (a jump, or an instruction a jump lands on). The convergence bookkeeping between them
+#: (BSSY, BSYNC, WARPSYNC) neither waits on memory nor jumps: it does not stop a run.
+_JUMPS = frozenset({"BRA", "JMP", "BRX", "JMX", "CALL", "RET", "EXIT"})
+
+
+def staged_loads(code: list[Instruction] | None) -> int | str:
+    """How many global loads the kernel's copies to shared memory keep in flight at once: the
+    longest run of global loads (LDG, LD) issued one after another in straight-line code and ended
+    by a store to shared memory (STS), with no barrier or branch between. A loop that loads one
+    element and stores it before loading the next has 1: each element waits out a whole memory
+    round trip. 0 where no run reaches shared memory; empty without a disassembly."""
+    if code is None:
+        return ""
+    landings = {i.target for i in code if i.target is not None and base(i.opcode) in _JUMPS}
+    best = run = 0
+    for instruction in code:
+        name = base(instruction.opcode)
+        if instruction.address in landings or name in _JUMPS or name == "BAR":
+            run = 0
+        if name == "STS":
+            best, run = max(best, run), 0
+        elif name in GLOBAL_LOADS:
+            run += 1
+    return best
+
+
 def slab_mix(code: list[Instruction] | None, trips: dict | None) -> dict[str, int | str]:
     """``slab_instructions`` and ``slab_ffma`` of a blocked GEMM (see the module docstring), given
     ``trips`` = {"k": k loop trips x its FFMAs, i.e. bk x tm x tn; "loads": (A's trips, B's)};
