@@ -194,3 +194,26 @@ def test_a_plan_for_a_named_gpu_is_the_same_on_every_machine():
     for batch in (1, 4, 64):
         assert persistent_plan.plan(512, batch, chip="H100") == persistent_plan.plan(
             512, batch, chip="H100", target_threads=persistent_plan.GPU_TARGET_THREADS)
+
+
+@pytest.mark.parametrize("batch", [1, 4, 16, 64, 128])
+def test_the_h100_plans_read_u_and_h_without_bank_conflicts(batch):
+    """dot_quad's 128-bit shared loads: no quarter-warp reads two different 16-byte words from the
+    same four banks, for U or for staged h, in the H100's plans at hidden 512. At batch 64 (4 units x
+    4 splits) U's rows, 516 floats apart, put units 0 and 1 of a quarter-warp on the same banks (2
+    ways); the padded stride, 528, moves them 4 banks apart."""
+    layout = persistent_plan.plan(512, batch, chip="H100", single_block=False,
+                                  target_threads=persistent_plan.GPU_TARGET_THREADS).layout
+    found = persistent.lds128_conflicts(layout.units, layout.splits, layout.rows, layout.threads,
+                                        layout.u_stride, layout.h_stride)
+    assert found == {"u": 1, "h": 1}, (layout, found)
+    if batch == 64:
+        assert (layout.units, layout.splits, layout.u_stride) == (4, 4, 528)
+        assert persistent.lds128_conflicts(4, 4, 4, layout.threads, 516, layout.h_stride)["u"] == 2
+
+
+def test_the_bank_model_counts_distinct_words_per_bank_quartet():
+    # 8 threads, one unit each (splits 1): rows 4 words (16 floats) apart fall on 2 bank quartets, 4 ways each
+    assert persistent.lds128_conflicts(8, 1, 1, 8, 16, 4)["u"] == 4
+    assert persistent.lds128_conflicts(8, 1, 1, 8, 4, 4)["u"] == 1  # rows one word apart: 8 quartets
+    assert persistent.lds128_conflicts(1, 8, 1, 8, 4, 4) == {"u": 1, "h": 1}  # one row, 8 consecutive words

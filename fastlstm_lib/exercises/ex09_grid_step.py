@@ -30,7 +30,7 @@ UNITS = HIDDEN if simulator.SIMULATOR else 5
 #: stage an element are not the ones that wrote it, and a missing grid barrier shows.
 PLAN = persistent_plan.Plan(HIDDEN, BATCH, units=UNITS, blocks=-(-HIDDEN // UNITS), splits=1, k_chunk=4)
 ODD = f"batch {BATCH}, hidden {HIDDEN}, {STEPS} steps, {PLAN.blocks} block(s) of {PLAN.threads} threads"
-BIAS_LINES = ("+ bias[j]\n", "+ bias[hidden + j]\n", "+ bias[2 * hidden + j]\n", "+ bias[3 * hidden + j]\n")
+BIAS_LINES = ("+ bias_i\n", "+ bias_f\n", "+ bias_c\n", "+ bias_o\n")
 AXES = ("step", "batch row", "unit")
 
 
@@ -128,16 +128,16 @@ EXERCISE.catalog = (
     Mistake("reads_current_step", "the recurrent term reads h_t instead of h_{t-1}",
             "step t reads hs[t - 1], the previous step's output; hs[t] is what this step writes",
             "step 0 right, NaN from step 1 on (hs[t] is still NaN when it is read)",
-            nan_from_step(1), _plant(("hs[t - 1, r, k0 + kk]", "hs[t, r, k0 + kk]"))),
+            nan_from_step(1), _plant(("hs[t - 1, row, uint64(k0) + kk]", "hs[t, row, uint64(k0) + kk]"))),
     Mistake("c_reset_each_step", "c is reset at every step",
             "c lives across the whole sequence: set it to 0 once, before the time loop, and update it in place",
             "the output equals an LSTM with c = i*g", symptoms.cell_variant(ODD, "c_not_carried", layer_outputs),
             _plant(("    for t in range(hs.shape[0]):\n",
-                    "    for t in range(hs.shape[0]):\n        for r in range(rows):\n            c[r] = float32(0.0)\n"))),
+                    "    for t in range(hs.shape[0]):\n        for m in range(mine):\n            c[m] = float32(0.0)\n"))),
     Mistake("gate_order", "the gates are taken in the wrong order",
             "gates i, f, c, o: column g*HIDDEN + j of x_gates, U and bias; c = f*c + i*tanh(z_c), h = o*tanh(c)",
             "the output equals an LSTM that reads the gate blocks in another order", symptoms.any_gate_order(ODD, layer_outputs),
-            _plant(("sigmoidf(z_f) * c[r] + sigmoidf(z_i)", "sigmoidf(z_i) * c[r] + sigmoidf(z_f)"))),
+            _plant(("sigmoidf(z_f) * c[m] + sigmoidf(z_i)", "sigmoidf(z_i) * c[m] + sigmoidf(z_f)"))),
     Mistake("bias_twice", "the bias is added twice",
             "x_gates holds x_t @ W without the bias: add the bias once per gate",
             "the output equals an LSTM with twice the bias", symptoms.cell_variant(ODD, "bias_twice", layer_outputs),

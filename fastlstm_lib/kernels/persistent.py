@@ -85,9 +85,10 @@ class SharedLayout:
 
     Every dot product runs over whole groups of ``VECTOR`` k, so both U's rows and h's rows are
     padded with zeros: U's k up to ``hidden_p`` (a whole number of chunks), h's rows up to
-    ``rows_p`` (a whole number of row groups). Strides are multiples of ``VECTOR`` plus
-    ``VECTOR``: every group starts on a 16-byte boundary (one 128-bit load), and where a row's
-    length is a multiple of 32 floats, neighbouring rows start 4 banks apart.
+    ``rows_p`` (a whole number of row groups). Strides are the row's length plus 1 to 8 x
+    ``VECTOR``: every group starts on a 16-byte boundary (one 128-bit load), and the padding is
+    the least that lets a quarter-warp's 128-bit loads in ``dot_quad`` read their rows without a
+    bank conflict (``lds128_conflicts``; one ``VECTOR`` where no padding does).
     """
 
     hidden: int
@@ -115,15 +116,18 @@ class SharedLayout:
 
     @property
     def u_stride(self) -> int:
-        return self.hidden_p + VECTOR
+        """U's row stride: the first of hidden_p + VECTOR, + 2 VECTOR, ... whose rows a quarter-warp's
+        128-bit loads in ``dot_quad`` read without a bank conflict (``lds128_conflicts``)."""
+        return _padded_stride(self, "u_stride", self.hidden_p)
+
+    @property
+    def h_stride(self) -> int:
+        """Staged h's row stride, chosen the same way for the h loads."""
+        return _padded_stride(self, "h_stride", self.k_chunk)
 
     @property
     def h_offset(self) -> int:
         return 4 * self.units * self.u_stride
-
-    @property
-    def h_stride(self) -> int:
-        return self.k_chunk + VECTOR
 
     @property
     def h_floats(self) -> int:
@@ -150,6 +154,52 @@ class SharedLayout:
     @property
     def bytes(self) -> int:
         return 4 * self.floats
+
+
+#: Threads per phase of a warp's 128-bit shared-memory load: a quarter warp, whose 8 x 16 bytes
+#: span the 32 four-byte banks once (CUDA C++ Programming Guide, shared memory: a 128-bit access
+#: is served in four phases). Two threads of a phase that read different 16-byte words in the same
+#: four banks wait for each other; threads reading the same word share it (a broadcast).
+LDS128_PHASE = 8
+
+
+def lds128_conflicts(units: int, splits: int, rows: int, threads: int, u_stride: int, h_stride: int) -> dict[str, int]:
+    """The worst bank conflict of ``dot_quad``'s 128-bit loads, of U and of staged h: the most
+    distinct 16-byte words that one quarter-warp reads from the same four banks (1: none). Each
+    thread's word, up to an offset all threads share: U at unit jj's row plus its ``share`` group of
+    k, h at its row group's first row plus the same group of k (thread -> share, unit, group as in
+    the kernel)."""
+    worst = {"u": 1, "h": 1}
+    for first in range(0, threads, LDS128_PHASE):
+        words = {"u": set(), "h": set()}
+        for tid in range(first, min(first + LDS128_PHASE, threads)):
+            share, pair = tid % splits, tid // splits
+            group, jj = pair // units, pair % units
+            words["u"].add((jj * u_stride + share * VECTOR) // VECTOR)
+            words["h"].add((group * rows * h_stride + share * VECTOR) // VECTOR)
+        for name, found in words.items():
+            per_banks: dict[int, int] = {}
+            for word in found:
+                per_banks[word % (32 // VECTOR)] = per_banks.get(word % (32 // VECTOR), 0) + 1
+            worst[name] = max(worst[name], max(per_banks.values()))
+    return worst
+
+
+def _padded_stride(layout: SharedLayout, which: str, length: int) -> int:
+    """``length`` + VECTOR x d for the least d in 1..8 that leaves ``which``'s loads conflict-free
+    (d = 1 where none does: then as before)."""
+    return _least_conflict_free(which, length, layout.units, layout.splits, layout.rows, layout.threads)
+
+
+@functools.lru_cache(maxsize=4096)
+def _least_conflict_free(which: str, length: int, units: int, splits: int, rows: int, threads: int) -> int:
+    for d in range(1, 32 // VECTOR + 1):
+        stride = length + VECTOR * d
+        # U's words depend on u_stride alone, h's on h_stride alone: the other stride is immaterial here
+        found = lds128_conflicts(units, splits, rows, threads, u_stride=stride, h_stride=stride)
+        if found["u" if which == "u_stride" else "h"] == 1:
+            return stride
+    return length + VECTOR
 
 
 def check_layout(layout: SharedLayout) -> None:
@@ -301,7 +351,6 @@ def persistent_layer_kernel(hidden: int, units: int, batch: int, k_chunk: int, s
                     x_in[2, m] = x_gates[uint64(t), uint64(b), uint64(2 * hidden + j)] + bias_c
                     x_in[3, m] = x_gates[uint64(t), uint64(b), uint64(3 * hidden + j)] + bias_o
             if t > 0:  # h_{-1} = 0: step 0 has no recurrent term
-                h_prev = hs[uint64(t - 1)]
                 for k0 in range(0, hidden_p, k_chunk):
                     # Stage h_{t-1}[:, k0:k0 + k_chunk], zeros beyond hidden and batch: STAGE_LOADS
                     # independent loads, then their stores, so the loads' latencies overlap.
@@ -311,7 +360,7 @@ def persistent_layer_kernel(hidden: int, units: int, batch: int, k_chunk: int, s
                                 row, kk = stage_element(tid, i0 + u)
                                 inside = (not ragged or row < rows_p) and (not pad_k or k0 + kk < hidden) \
                                     and (not pad_rows or row < batch)
-                                staged[u] = h_prev[row, uint64(k0) + kk] if inside else float32(0.0)
+                                staged[u] = hs[t - 1, row, uint64(k0) + kk] if inside else float32(0.0)
                         for u in range(STAGE_LOADS):
                             if whole_batches or i0 + u < h_rounds:
                                 row, kk = stage_element(tid, i0 + u)

@@ -157,7 +157,8 @@ def persistent_traffic(args, grid, block, constants) -> Traffic:
 
     U: each block loads its units' 4 columns once per launch, H x 4H elements in all. h_{t-1}:
     every block stages all of it, B x H elements, at every step but the first. The pair leaders
-    load their 4 input pre-activations and biases and store h, at every step. FLOPs: the dot
+    load their 4 input pre-activations and store h, at every step; every thread of a unit loads
+    its 4 biases once per launch. FLOPs: the dot
     products of the layer's B x H pairs (4 gates x H multiply-adds) at every step but the first
     (h_{-1} = 0), the sums of split shares, and the cell's arithmetic.
     """
@@ -165,7 +166,8 @@ def persistent_traffic(args, grid, block, constants) -> Traffic:
     steps, batch, hidden = hs.shape
     blocks, splits = grid[0], constants["splits"]
     pairs = batch * hidden
-    loads = {"x_gates": 4 * pairs * steps, "recurrent": 4 * hidden * hidden, "bias": 4 * pairs * steps,
+    unit_threads = -(-batch // constants["rows"]) * splits  # threads per unit: row groups x splits
+    loads = {"x_gates": 4 * pairs * steps, "recurrent": 4 * hidden * hidden, "bias": 4 * hidden * unit_threads,
              "hs": blocks * (steps - 1) * batch * hidden}
     flop = 8 * pairs * hidden * (steps - 1) + steps * pairs * (CELL_FLOP + (4 * splits if splits > 1 else 0))
     inputs = (view_of(args["x_gates"]).head(steps, batch, 4 * hidden), view_of(args["recurrent"]).head(hidden, 4 * hidden),
