@@ -7,5 +7,6 @@ training counterparts (notebooks 40-42); ``reduce``: the column sum (the bias gr
 41). ``persistent``: the persistent LSTM layer and its shared-memory layout (notebook 09);
 ``persistent_plan``: how its grid is cut for a chip (host code). ``geometry``: block and grid
 sizes of the element-wise kernels, which differ on the simulator (every simulated thread costs
-~0.15 ms per launch).
+~0.15 ms per launch). ``catalog``: every version runnable on its own against float64 NumPy, which
+``python -m fastlstm_lib.kernels`` validates (and, on a GPU, times).
 """

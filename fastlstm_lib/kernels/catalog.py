@@ -1,0 +1,250 @@
+"""Every kernel version of the family files, each runnable on its own against float64 NumPy: what
+``python -m fastlstm_lib.kernels`` validates (everywhere) and times (on a GPU), llm.c-style.
+
+One ``Version`` per kernel: its family (the file), its number in that file's docstring list, the
+kernel's name, one line on what it adds, and ``case(size, rng)``: fresh inputs at ``size`` ("odd":
+no dimension a multiple of any tile or block, except the exact-tile GEMM, which runs only where
+its tile divides the shape; "article": the article's shapes, for a GPU), its outputs poisoned
+with NaN, and a ``Case`` that launches it and knows the float64 answer and the work done.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from typing import Callable
+
+import numpy as np
+from numba import cuda
+
+from ..reference import relative_error, sigmoid64
+from . import gemm as g, persistent, persistent_plan, pointwise as pw, pointwise_backward as pwb, reduce
+
+SIZES = ("odd", "article")
+
+
+@dataclasses.dataclass
+class Case:
+    """One run of a kernel version: ``launch()`` runs it on the device arrays; ``outputs`` names
+    them, ``expected`` holds the float64 answers; ``flop`` and ``bytes`` are one launch's work."""
+
+    shape: str
+    launch: Callable[[], None]
+    outputs: dict
+    expected: dict
+    flop: float
+    bytes: float
+    reset: Callable[[], None] = lambda: None  # puts in-place outputs back before a check
+
+    def error(self) -> float:
+        """The largest relative error over the outputs (``relative_error``: inf on any NaN)."""
+        return max(relative_error(self.outputs[name].copy_to_host(), want) for name, want in self.expected.items())
+
+
+@dataclasses.dataclass(frozen=True)
+class Version:
+    family: str
+    number: int
+    kernel: str
+    what: str
+    case: Callable[[str, np.random.Generator], Case]
+
+    @property
+    def label(self) -> str:
+        return f"{self.family} {self.number}: {self.kernel}"
+
+
+def _f32(rng, *shape, scale=1.0):
+    return (rng.standard_normal(shape) * scale).astype(np.float32)
+
+
+def _poisoned(*shape):
+    return cuda.to_device(np.full(shape, np.nan, np.float32))
+
+
+# ---- gemm.py ---------------------------------------------------------------------------------
+#: (M, N, K): odd, and the article's recurrent GEMM of one step and input GEMM of all steps.
+GEMM_SHAPES = {"odd": [(7, 13, 11)], "article": [(64, 2048, 512), (6400, 2048, 512)]}
+
+
+def _gemm_case(version: int):
+    def case(size, rng):
+        cases = []
+        for m, n, k in GEMM_SHAPES[size]:
+            blocking = g.choose_blocking(m, n, k)
+            if version == 3:  # the exact-tile kernel needs a shape its tile divides: the next one up
+                m, n, k = (-(-m // blocking.bm) * blocking.bm, -(-n // blocking.bn) * blocking.bn,
+                           -(-k // blocking.bk) * blocking.bk)
+            a, b = _f32(rng, m, k), _f32(rng, k, n)
+            a_d, b_d, c_d = cuda.to_device(a), cuda.to_device(b), _poisoned(m, n)
+            grid = (-(-n // blocking.bn), -(-m // blocking.bm))
+            if version == 1:
+                tile = g.TILE
+                kernel, grid, block = g.tiled_gemm_kernel(tile), (-(-n // tile), -(-m // tile)), (tile, tile)
+            elif version == 2:
+                kernel, block = g.blocked_gemm_kernel(blocking, False), blocking.threads
+            else:
+                kernel, block = g.exact_gemm_kernel(blocking, False, False, g.SHARED_PADDING), blocking.threads
+
+            def launch(kernel=kernel, grid=grid, block=block, a_d=a_d, b_d=b_d, c_d=c_d):
+                kernel[grid, block](a_d, b_d, c_d, False)
+
+            cases.append(Case(f"{m} x {n} x {k}", launch, {"c": c_d}, {"c": a.astype(np.float64) @ b},
+                              2.0 * m * n * k, 4.0 * (m * k + k * n + m * n)))
+        return cases
+    return case
+
+
+# ---- pointwise.py, pointwise_backward.py --------------------------------------------------------
+#: (rows, hidden units): the element-wise kernels run on (rows, 4 x units) or (rows, units).
+CELL_SHAPES = {"odd": (3, 7), "article": (64, 512)}
+
+
+def _elementwise_case(name: str):
+    def case(size, rng):
+        rows, units = CELL_SHAPES[size]
+        cols = 4 * units
+        a, b, bias = _f32(rng, rows, cols), _f32(rng, rows, cols), _f32(rng, cols)
+        a_d, b_d, bias_d, out = cuda.to_device(a), cuda.to_device(b), cuda.to_device(bias), _poisoned(rows, cols)
+        a64, b64 = a.astype(np.float64), b.astype(np.float64)
+        runs = {
+            "fill": (lambda: pw.fill(out, 0.5), np.full((rows, cols), 0.5), 1),
+            "add": (lambda: pw.add(a_d, b_d, out), a64 + b64, 3),
+            "add_bias": (lambda: pw.add_bias(a_d, bias_d, out), a64 + bias, 3),
+            "mul": (lambda: pw.mul(a_d, b_d, out), a64 * b64, 3),
+            "sigmoid": (lambda: pw.sigmoid(a_d, out), sigmoid64(a64), 2),
+            "tanh": (lambda: pw.tanh(a_d, out), np.tanh(a64), 2),
+            "sigmoid_backward": (lambda: pwb.sigmoid_backward(a_d, b_d, out), a64 * b64 * (1 - b64), 3),
+            "tanh_backward": (lambda: pwb.tanh_backward(a_d, b_d, out), a64 * (1 - b64 * b64), 3),
+        }
+        launch, want, arrays = runs[name]
+        return [Case(f"{rows} x {cols}", launch, {"out": out}, {"out": want}, rows * cols, 4.0 * arrays * rows * cols)]
+    return case
+
+
+def _cell64(x_gates, h_gates, bias, c):
+    z = x_gates.astype(np.float64) + h_gates + bias
+    units = c.shape[1]
+    i, f, gg, o = (z[:, q * units:(q + 1) * units] for q in range(4))
+    i, f, gg, o = sigmoid64(i), sigmoid64(f), np.tanh(gg), sigmoid64(o)
+    c_new = f * c + i * gg
+    return c_new, o * np.tanh(c_new), np.concatenate([i, f, gg, o], axis=1)
+
+
+def _cell_case(train: bool):
+    def case(size, rng):
+        rows, units = CELL_SHAPES[size]
+        x_gates, h_gates = _f32(rng, rows, 4 * units, scale=0.5), _f32(rng, rows, 4 * units, scale=0.5)
+        bias, c0 = _f32(rng, 4 * units, scale=0.1), _f32(rng, rows, units, scale=0.5)
+        c_new, h_new, gates = _cell64(x_gates, h_gates, bias, c0.astype(np.float64))
+        xg, hg, b_d, c_d, h_d = (cuda.to_device(x_gates), cuda.to_device(h_gates), cuda.to_device(bias),
+                                 cuda.to_device(c0), _poisoned(rows, units))
+        outputs, expected = {"c": c_d, "h": h_d}, {"c": c_new, "h": h_new}
+        if train:
+            gates_d, saved_d = _poisoned(rows, 4 * units), _poisoned(rows, units)
+            outputs.update(gates=gates_d, c_saved=saved_d)
+            expected.update(gates=gates, c_saved=c_new)
+
+            def launch():
+                pwb.lstm_cell_train(xg, hg, b_d, c_d, h_d, gates_d, saved_d)
+        else:
+            def launch():
+                pw.lstm_cell(xg, hg, b_d, c_d, h_d)
+        words = 9 * units + 5 * units * train  # per row: 2 x 4H in, c in and out, h out (+ gates, c saved)
+        return [Case(f"{rows} x {units} units", launch, outputs, expected, 40.0 * rows * units,
+                     4.0 * rows * words + 16.0 * units, reset=lambda: c_d.copy_to_device(c0))]
+    return case
+
+
+def _cell_backward_case(size, rng):
+    rows, units = CELL_SHAPES[size]
+    dh_out, dh_rec, c_prev, dc = (_f32(rng, rows, units) for _ in range(4))
+    gates = np.concatenate([1 / (1 + np.exp(-_f32(rng, rows, units))), 1 / (1 + np.exp(-_f32(rng, rows, units))),
+                            np.tanh(_f32(rng, rows, units)), 1 / (1 + np.exp(-_f32(rng, rows, units)))], axis=1).astype(np.float32)
+    c = _f32(rng, rows, units)
+    i, f, gg, o = (gates[:, q * units:(q + 1) * units].astype(np.float64) for q in range(4))
+    dh = dh_out.astype(np.float64) + dh_rec
+    tanh_c = np.tanh(c.astype(np.float64))
+    dc_t = dh * o * (1 - tanh_c ** 2) + dc
+    dz = np.concatenate([dc_t * gg * i * (1 - i), dc_t * c_prev * f * (1 - f), dc_t * i * (1 - gg ** 2),
+                         dh * tanh_c * o * (1 - o)], axis=1)
+    arrays = [cuda.to_device(a) for a in (dh_out, dh_rec, gates, c, c_prev, dc)]
+    dz_d = _poisoned(rows, 4 * units)
+
+    def launch():
+        pwb.lstm_cell_backward(*arrays, dz_d)
+
+    return [Case(f"{rows} x {units} units", launch, {"dc": arrays[5], "dz": dz_d}, {"dc": dc_t * f, "dz": dz},
+                 30.0 * rows * units, 4.0 * rows * units * 14, reset=lambda: arrays[5].copy_to_device(dc))]
+
+
+# ---- reduce.py -----------------------------------------------------------------------------------
+REDUCE_SHAPES = {"odd": (13, 37), "article": (6400, 2048)}  # dZ of every step: (T x B, 4H)
+
+
+def _column_sum_case(size, rng):
+    rows, cols = REDUCE_SHAPES[size]
+    a = _f32(rng, rows, cols)
+    a_d, out = cuda.to_device(a), _poisoned(cols)
+    return [Case(f"{rows} x {cols}", lambda: reduce.column_sum(a_d, out), {"out": out},
+                 {"out": a.astype(np.float64).sum(axis=0)}, float(rows * cols), 4.0 * (rows * cols + cols))]
+
+
+# ---- persistent.py -------------------------------------------------------------------------------
+#: (batch, steps, hidden): one layer's whole sequence.
+PERSISTENT_SHAPES = {"odd": (3, 5, 7), "article": (64, 100, 512)}
+
+
+def _persistent_case(size, rng):
+    batch, steps, hidden = PERSISTENT_SHAPES[size]
+    scale = 0.5 / np.sqrt(2 * hidden)  # the gates stay in their steep middle
+    x_gates = _f32(rng, steps, batch, 4 * hidden, scale=1.0 / np.sqrt(hidden))
+    recurrent, bias = _f32(rng, hidden, 4 * hidden, scale=scale), _f32(rng, 4 * hidden, scale=0.1)
+    h = np.zeros((batch, hidden))
+    c = np.zeros((batch, hidden))
+    want = np.empty((steps, batch, hidden))
+    for t in range(steps):
+        c, h, _ = _cell64(x_gates[t], h @ recurrent, bias, c)
+        want[t] = h
+    plan = persistent_plan.plan(hidden, batch)
+    arrays = [cuda.to_device(a) for a in (x_gates, recurrent, bias)]
+    hs = _poisoned(steps, batch, hidden)
+    flop = steps * batch * hidden * (8.0 * hidden + 40.0)
+    moved = 4.0 * (x_gates.size + recurrent.size + bias.size + hs.size + plan.blocks * (steps - 1) * batch * hidden)
+    return [Case(f"batch {batch}, {steps} steps, hidden {hidden}: {plan.blocks} blocks x {plan.threads} threads",
+                 lambda: persistent.launch(plan, *arrays, hs), {"hs": hs}, {"hs": want}, flop, moved)]
+
+
+VERSIONS = (
+    Version("gemm", 1, "tiled_gemm", "a shared-memory tile, one output per thread (notebook 02)", _gemm_case(1)),
+    Version("gemm", 2, "blocked_gemm", "tm x tn outputs per thread in registers, every edge checked", _gemm_case(2)),
+    Version("gemm", 3, "blocked_gemm (exact tile)", "2 without the checks, unrolled, where the tile divides the shape",
+            _gemm_case(3)),
+    *(Version("pointwise", 1, name, "one element-wise operation per launch (steps 02-04)", _elementwise_case(name))
+      for name in ("fill", "add", "add_bias", "mul", "sigmoid", "tanh")),
+    Version("pointwise", 2, "lstm_cell", "the whole cell of a layer-step in one launch (notebook 05)", _cell_case(False)),
+    Version("pointwise_backward", 1, "lstm_cell_train", "the fused cell that also saves gates and c (bwd01-05)",
+            _cell_case(True)),
+    *(Version("pointwise_backward", 2, name, "one derivative per launch (bwd01)", _elementwise_case(name))
+      for name in ("sigmoid_backward", "tanh_backward")),
+    Version("pointwise_backward", 3, "lstm_cell_backward", "the cell's backward in one launch (bwd02-05)",
+            _cell_backward_case),
+    Version("reduce", 1, "column_sum", "out[j] = sum of column j, a shared-memory tree (bwd04-05)", _column_sum_case),
+    Version("persistent", 1, "persistent_layer", "a layer's whole sequence in one launch, U in shared memory (notebook 09)",
+            _persistent_case),
+)
+
+
+def select(name: str | None = None, number: int | None = None) -> list[Version]:
+    """The versions of family or kernel ``name`` (all when None), of number ``number`` (all when
+    None). A name or number that matches nothing raises ValueError naming what exists."""
+    if name is not None and not isinstance(name, str):
+        raise TypeError(f"name must be a str (a family or a kernel), got {type(name).__name__}")
+    if number is not None and (not isinstance(number, int) or isinstance(number, bool)):
+        raise TypeError(f"version must be an int, got {type(number).__name__}")
+    found = [v for v in VERSIONS if name in (None, v.family, v.kernel) and number in (None, v.number)]
+    if not found:
+        families = sorted({v.family for v in VERSIONS})
+        kernels = sorted({v.kernel for v in VERSIONS})
+        raise ValueError(f"no kernel version matches name {name!r}, version {number!r}: families {families}, "
+                         f"kernels {kernels}")
+    return found

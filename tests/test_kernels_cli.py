@@ -1,0 +1,77 @@
+"""python -m fastlstm_lib.kernels: every kernel version listed, validated on its own against
+float64 NumPy (here on the simulator: validation only), a wrong kernel reported, bad names refused."""
+
+import ast
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+import fastlstm_lib as fl
+from fastlstm_lib.kernels import __main__ as cli, catalog
+
+KERNELS = Path(fl.__file__).parent / "kernels"
+
+
+def test_every_kernel_of_the_family_files_has_a_version():
+    """A @cuda.jit kernel (no device function) in kernels/ is in the catalog: a new one needs its Version."""
+    names = set()
+    for path in KERNELS.glob("*.py"):
+        for node in ast.walk(ast.parse(path.read_text())):
+            if isinstance(node, ast.FunctionDef) and any(
+                    ast.unparse(d).startswith("cuda.jit") and "device=True" not in ast.unparse(d) for d in node.decorator_list):
+                names.add(node.name.lstrip("_"))
+    listed = {version.kernel.split(" ")[0] for version in catalog.VERSIONS} | {"persistent_layer"}
+    assert names and names <= listed, names - listed
+
+
+def test_every_version_validates_on_the_simulator(capsys):
+    assert cli.main([]) == 0
+    out = capsys.readouterr().out
+    assert "every version is validated at odd sizes; times need a GPU" in out
+    assert f"{len(catalog.VERSIONS)} of {len(catalog.VERSIONS)} versions correct" in out
+
+
+def test_one_family_one_version_and_the_list(capsys):
+    assert cli.main(["gemm", "3"]) == 0
+    assert "gemm 3: blocked_gemm (exact tile)" in capsys.readouterr().out
+    assert cli.main(["--list"]) == 0
+    assert len(capsys.readouterr().out.splitlines()) == len(catalog.VERSIONS)
+
+
+def test_a_wrong_kernel_is_reported_not_passed(monkeypatch, capsys):
+    """A kernel that writes nothing leaves its poisoned outputs NaN: the check fails, and says so."""
+    version = catalog.select("column_sum")[0]
+
+    def idle(size, rng):
+        cases = version.case(size, rng)
+        for case in cases:
+            case.launch = lambda: None
+        return cases
+
+    broken = catalog.Version(version.family, version.number, version.kernel, version.what, idle)
+    assert cli.run([broken]) == 1
+    out = capsys.readouterr().out
+    assert "FAILED: 13 x 37: relative error inf > 1e-05" in out and "0 of 1 versions correct" in out
+
+
+def test_bad_names_are_refused_naming_what_exists(capsys):
+    with pytest.raises(SystemExit) as exit_:
+        cli.main(["gemmm"])
+    assert exit_.value.code == 2 and "no kernel version matches name 'gemmm'" in capsys.readouterr().err
+    with pytest.raises(ValueError, match="families .*'gemm'"):
+        catalog.select("gemm", 9)
+    with pytest.raises(TypeError, match="version must be an int"):
+        catalog.select("gemm", "3")
+    with pytest.raises(TypeError, match="name must be a str"):
+        catalog.select(3)
+
+
+def test_the_article_cases_are_the_article_shapes():
+    """Made, not launched (the simulator would take hours): the GEMMs of one step and of all steps."""
+    shapes = catalog.GEMM_SHAPES["article"]
+    article = fl.LSTMConfig.article()
+    assert shapes == [(article.batch, 4 * article.hidden, article.hidden),
+                      (article.seq_len * article.batch, 4 * article.hidden, article.input_size)]
+    assert catalog.PERSISTENT_SHAPES["article"] == (article.batch, article.seq_len, article.hidden)
+    assert np.all(np.array(catalog.PERSISTENT_SHAPES["odd"]) % 4 != 0)
