@@ -22,101 +22,43 @@ from __future__ import annotations
 import argparse
 import sys
 
-import numpy as np
-
 from .. import simulator
 from ..device import device_info
-from ..gpus import find_gpu
-from ..timing import issue_and_run_times
-from .catalog import SIZES, VERSIONS, select
-
-RTOL = 1e-5
-#: Launches per timed repeat, warm-up repeats, timed repeats.
-INNER, WARMUP, REPEATS = 20, 3, 30
+from .catalog import INNER, REPEATS, SIZES, WARMUP, measure, select
 
 
-def checked(case, when: str) -> float:
-    """The case's relative error, after a fresh launch; ``when`` says which check it is."""
-    case.reset()
-    case.launch()
-    error = case.error()
-    if not error <= RTOL:  # NaN and inf fail too
-        raise AssertionError(f"{case.shape}: relative error {error:.2g} > {RTOL:g} {when}")
-    return error
+def describe(row: dict) -> str:
+    """One line of a measured case."""
+    line = f"  {row['size']:<8} {row['shape']}: relative error {row['relative_error']:.1e}"
+    if "time_ms" in row:
+        t = row["time_ms"]
+        line += f"; {t['median']:.4f} ms [{t['min']:.4f}-{t['max']:.4f}], " + (
+            f"{row['gflops']:,.0f} GFLOP/s" + (f" of {row['peak_gflops']:,.0f} peak" if row.get("peak_gflops") else "")
+            if "gflops" in row else
+            f"{row['gb_s']:,.0f} GB/s" + (f" of {row['peak_gb_s']:,.0f} peak" if row.get("peak_gb_s") else ""))
+        if row.get("cublas_ms") is not None:
+            line += f"; cuBLAS {row['cublas_ms']:.4f} ms (ours at {row['cublas_ms'] / t['median']:.0%} of its speed)"
+    return line
 
 
-def timed(case) -> dict:
-    """Median, min and max milliseconds per launch (CUDA events around INNER launches)."""
-    def launches():
-        for _ in range(INNER):
-            case.launch()
-
-    times = np.asarray(issue_and_run_times(launches, warmup=WARMUP, repeats=REPEATS)["device"]) / INNER
-    return {"median": float(np.median(times)), "min": float(times.min()), "max": float(times.max())}
-
-
-def cublas_ms(m: int, n: int, k: int) -> float | None:
-    """cuBLAS's median ms for an (m x k) @ (k x n) FP32 product (torch, TF32 off), or None without torch."""
-    try:
-        import torch
-    except ImportError:
-        return None
-    torch.backends.cuda.matmul.allow_tf32 = False
-    a, b = torch.randn(m, k, device="cuda"), torch.randn(k, n, device="cuda")
-    start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
-    times = []
-    for repeat in range(WARMUP + REPEATS):
-        start.record()
-        for _ in range(INNER):
-            torch.matmul(a, b)
-        end.record()
-        torch.cuda.synchronize()
-        if repeat >= WARMUP:
-            times.append(start.elapsed_time(end) / INNER)
-    return float(np.median(times))
-
-
-def rate(case, ms: float, chip: dict | None, flop_bound: bool) -> str:
-    """GFLOP/s for the GEMMs and the persistent kernel, GB/s for the rest (memory-bound), with the chip's peak."""
-    if flop_bound:
-        peak = f" of {chip['fp32_tflops'] * 1e3:,.0f} peak" if chip else ""
-        return f"{case.flop / ms / 1e6:,.0f} GFLOP/s{peak}"
-    peak = f" of {chip['memory_gb_s']:,.0f} peak" if chip else ""
-    return f"{case.bytes / ms / 1e6:,.0f} GB/s{peak}"
-
-
-def run(versions, sizes=SIZES, out=print) -> int:
-    """Validate (and on a GPU time) ``versions``; the number of versions that failed."""
-    rng = np.random.default_rng(0)
-    info = device_info()
-    chip = None if simulator.SIMULATOR else find_gpu(info["name"])
+def run(versions, out=print) -> int:
+    """Validate (and on a GPU time) ``versions``, printing each; the number of versions that failed."""
     if simulator.SIMULATOR:
         out("On Numba's CUDA simulator: every version is validated at odd sizes; times need a GPU.")
         sizes = ("odd",)
     else:
-        out(f"On {info['name']}: validated at odd sizes, then checked and timed at the article's shapes "
+        out(f"On {device_info()['name']}: validated at odd sizes, then checked and timed at the article's shapes "
             f"(CUDA events, {INNER} launches x {REPEATS} repeats after {WARMUP}; median [min-max] per launch).")
+        sizes = SIZES
     failed = 0
     for version in versions:
         out(f"{version.label}: {version.what}")
-        for size in sizes:
-            try:
-                for case in version.case(size, rng):
-                    error = checked(case, "")
-                    line = f"  {size:<8} {case.shape}: relative error {error:.1e}"
-                    if size == "article":
-                        t = timed(case)
-                        checked(case, "after timing")
-                        line += f"; {t['median']:.4f} ms [{t['min']:.4f}-{t['max']:.4f}], {rate(case, t['median'], chip, version.family in ('gemm', 'persistent'))}"
-                        if version.family == "gemm":
-                            m, n, k = (int(part) for part in case.shape.split(" x "))
-                            reference = cublas_ms(m, n, k)
-                            if reference is not None:
-                                line += f"; cuBLAS {reference:.4f} ms ({reference / t['median']:.0%} of its speed ours)"
-                    out(line)
-            except AssertionError as error:
-                failed += 1
-                out(f"  {size:<8} FAILED: {error}")
+        try:
+            for row in measure(version, sizes):
+                out(describe(row))
+        except AssertionError as error:
+            failed += 1
+            out(f"  FAILED: {error}")
     out(f"{len(versions) - failed} of {len(versions)} versions correct" + ("" if not failed else f"; {failed} FAILED"))
     return failed
 

@@ -16,10 +16,16 @@ from typing import Callable
 import numpy as np
 from numba import cuda
 
+from .. import simulator
 from ..reference import relative_error, sigmoid64
+from ..timing import issue_and_run_times
 from . import gemm as g, persistent, persistent_plan, pointwise as pw, pointwise_backward as pwb, reduce
 
 SIZES = ("odd", "article")
+#: Largest relative error a version may have against float64.
+RTOL = 1e-5
+#: Launches per timed repeat, warm-up repeats, timed repeats.
+INNER, WARMUP, REPEATS = 20, 3, 30
 
 
 @dataclasses.dataclass
@@ -248,3 +254,89 @@ def select(name: str | None = None, number: int | None = None) -> list[Version]:
         raise ValueError(f"no kernel version matches name {name!r}, version {number!r}: families {families}, "
                          f"kernels {kernels}")
     return found
+
+
+# ---- validate, then time ---------------------------------------------------------------------------
+
+def checked(case: Case, when: str = "", check: bool = True) -> float:
+    """The case's relative error after a fresh launch; AssertionError beyond ``RTOL`` (NaN too).
+    ``check=False`` (a fake GPU, which computes nothing): launched, not compared, NaN returned."""
+    case.reset()
+    case.launch()
+    if not check:
+        return float("nan")
+    error = case.error()
+    if not error <= RTOL:
+        raise AssertionError(f"{case.shape}: relative error {error:.2g} > {RTOL:g}{' ' + when if when else ''}")
+    return error
+
+
+def timed(case: Case, counts: tuple = (INNER, WARMUP, REPEATS)) -> dict:
+    """Median, min and max milliseconds per launch: CUDA events around ``inner`` launches, after
+    ``warmup`` repeats, over ``repeats`` (``counts``)."""
+    inner, warmup, repeats = counts
+
+    def launches():
+        for _ in range(inner):
+            case.launch()
+
+    times = np.asarray(issue_and_run_times(launches, warmup=warmup, repeats=repeats)["device"]) / inner
+    return {"median": float(np.median(times)), "min": float(times.min()), "max": float(times.max())}
+
+
+def cublas_ms(m: int, n: int, k: int) -> float | None:
+    """cuBLAS's median ms for an (m x k) @ (k x n) FP32 product (torch, TF32 off), timed like ours;
+    None without torch or its GPU."""
+    try:
+        import torch
+    except ImportError:
+        return None
+    if not torch.cuda.is_available():
+        return None
+    torch.backends.cuda.matmul.allow_tf32 = False
+    a, b = torch.randn(m, k, device="cuda"), torch.randn(k, n, device="cuda")
+    start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+    times = []
+    for repeat in range(WARMUP + REPEATS):
+        start.record()
+        for _ in range(INNER):
+            torch.matmul(a, b)
+        end.record()
+        torch.cuda.synchronize()
+        if repeat >= WARMUP:
+            times.append(start.elapsed_time(end) / INNER)
+    return float(np.median(times))
+
+
+def measure(version: Version, sizes=SIZES, seed: int = 0, check: bool = True,
+            counts: tuple = (INNER, WARMUP, REPEATS)) -> list[dict]:
+    """One row per case of ``version`` at ``sizes``: checked against float64 (AssertionError if
+    wrong); at the article's shapes, where values are computed on a GPU, also timed and checked
+    again, with GFLOP/s (GEMMs, persistent) or GB/s (the memory-bound rest) beside the chip's peak
+    (data/gpus.csv) and, for a GEMM, cuBLAS's time. ``check=False`` and ``counts`` are the GPU
+    run's rehearsal on a fake GPU: every launch and event, no value compared, few repeats."""
+    from ..device import device_info
+    from ..gpus import find_gpu
+
+    chip = None if simulator.SIMULATOR else find_gpu(device_info()["name"])
+    rng = np.random.default_rng(seed)
+    rows = []
+    for size in sizes:
+        for case in version.case(size, rng):
+            row = {"kernel": version.kernel, "family": version.family, "version": version.number, "size": size,
+                   "shape": case.shape, "relative_error": checked(case, check=check), "flop": case.flop,
+                   "bytes": case.bytes}
+            if size == "article" and not simulator.SIMULATOR:
+                row["time_ms"] = timed(case, counts)
+                row["relative_error_after"] = checked(case, "after timing", check)
+                seconds = row["time_ms"]["median"] * 1e-3
+                if version.family in ("gemm", "persistent"):
+                    row["gflops"] = case.flop / seconds / 1e9
+                    row["peak_gflops"] = chip["fp32_tflops"] * 1e3 if chip else None
+                else:
+                    row["gb_s"] = case.bytes / seconds / 1e9
+                    row["peak_gb_s"] = chip["memory_gb_s"] if chip else None
+                if version.family == "gemm":
+                    row["cublas_ms"] = cublas_ms(*(int(part) for part in case.shape.split(" x ")))
+            rows.append(row)
+    return rows

@@ -6,7 +6,9 @@
  1 correctness  every forward step (recorded pass, replayed pass, graph=True) and backward step
                 against the float64 reference at odd sizes and at a size of many blocks per kernel;
                 the persistent kernel at hidden 512, batch 1-64, and a plan over 48 KiB of shared
-                memory; every run twice, bitwise identical; the exercises' own solutions
+                memory; every run twice, bitwise identical; every kernel version on its own,
+                checked, then timed at the article's shapes (fastlstm_lib/kernels/catalog.py);
+                the exercises' own solutions
  2 ladder       every step at the article's size, plain and as CUDA Graphs      -> ladder-DATE.json
  3 cudnn        torch.nn.LSTM (cuDNN) with the same weights, and Keras' LSTM three ways when
                 Keras is there; TF32 off                                        -> cudnn-DATE.json
@@ -317,6 +319,22 @@ def passes_checked(step, cfg, *, graph: bool = False, **options) -> dict:
             **({"plan": dataclasses.asdict(plan)} if plan is not None else {})}
 
 
+def kernel_versions(ctx) -> None:
+    """Every kernel version on its own (``python -m fastlstm_lib.kernels``): checked at odd sizes,
+    then at the article's shapes checked, timed (CUDA events) and checked again, one row per case.
+    On the fake GPU every launch and event is made, nothing compared, with few repeats."""
+    from fastlstm_lib.kernels import catalog
+
+    computed = values_computed()
+    counts = (catalog.INNER, catalog.WARMUP, catalog.REPEATS) if computed and not ctx.quick else (2, 0, 2)
+    for version in catalog.VERSIONS:
+        def one(version=version):
+            rows = catalog.measure(version, check=computed, counts=counts)
+            return [ctx.keep(dict(row, measurement="kernel_version", checked=computed)) for row in rows]
+
+        ctx.item(f"kernel {version.label}: validated, then timed at the article's shapes", one)
+
+
 def correctness(ctx) -> dict:
     lib = fl()
     size = sizes(ctx.quick)
@@ -343,6 +361,7 @@ def correctness(ctx) -> dict:
 
     if size["large_shared"]:
         ctx.item("persistent plan over 48 KiB of shared memory", large)
+    kernel_versions(ctx)
     for name in lib.exercises.names():
         if not values_computed():
             ctx.rows.append({"item": f"exercise {name}: its solution passes",
@@ -608,13 +627,16 @@ def profilers(ctx) -> dict:
 #: share (compiling, issuing every launch through numba-cuda and a slower fake driver) and none of
 #: the GPU's: smoke 2-4 s, correctness 24-28 s, ladder 100-108 s, clocks 50-55 s, sweep 15 s, backward 126 s;
 #: the article's passes take milliseconds on a GPU. Added: a CUDA context, torch's and Keras'
-#: import (~20 s here) and their passes. Backward's figure is its first part (the float64
+#: import (~20 s here) and their passes; to correctness, the kernel versions alone (an estimate,
+#: not yet rehearsed at full size: ~20,000 launches of microseconds, the persistent layer's ~700
+#: of a few milliseconds each, and the float64 answers on the CPU: ~20 s). Backward's figure is its first part (the float64
 #: reference and the op-by-op step); every later part is guarded by its own (BACKWARD_COSTS_S).
 STAGES = [
     Stage(0, "smoke", "versions, paths, NVVM; a plain and a grid-sync kernel; launch and barrier costs", smoke,
           cost_s=20, quick_cost_s=10, file="smoke-{date}.json"),
-    Stage(1, "correctness", "every step against the reference at odd sizes and many blocks, twice, bitwise",
-          correctness, cost_s=60, quick_cost_s=30, file="correctness-{date}.json"),
+    Stage(1, "correctness", "every step against the reference at odd sizes and many blocks, twice, bitwise; "
+          "each kernel version alone, checked then timed", correctness, cost_s=80, quick_cost_s=35,
+          file="correctness-{date}.json"),
     Stage(2, "ladder", "the ladder at the article's size, plain and as CUDA Graphs", ladder,
           cost_s=110, quick_cost_s=5, file="ladder-{date}.json"),
     Stage(3, "cudnn", "cuDNN with the same weights: torch.nn.LSTM, and Keras when it is there; TF32 off", cudnn,
