@@ -32,7 +32,8 @@ ARCH_NAMES = [arch_name(cc) for cc in ARCHS]
 #: sm_90, before its indices went unsigned and its load loops counted rounds; now none.
 PERSISTENT_SPILL_BOUND = {"sm_52": 0, "sm_75": 0, "sm_80": 0, "sm_89": 0, "sm_90": 0}
 KERNELS = {"tiled_gemm", "blocked_gemm", "blocked_gemm_t", "blocked_gemm_t_strided", "blocked_gemm_ta",
-           "blocked_gemm_ta_tb", "blocked_gemm_exact", "blocked_gemm_t_exact", "blocked_gemm_wide", "fill", "add", "add_bias", "mul", "sigmoid", "tanh", "lstm_cell", "lstm_cell_train",
+           "blocked_gemm_ta_tb", "blocked_gemm_exact", "blocked_gemm_t_exact", "blocked_gemm_wide",
+           "blocked_gemm_prefetch_wide", "blocked_gemm_prefetch_small", "fill", "add", "add_bias", "mul", "sigmoid", "tanh", "lstm_cell", "lstm_cell_train",
            "lstm_cell_backward", "sigmoid_backward", "tanh_backward", "column_sum", "persistent_b1", "persistent_b4",
            "persistent_b64"}
 
@@ -107,13 +108,25 @@ def test_the_persistent_kernel_stages_h_with_many_loads_in_flight(rows):
             assert row["staged_loads"] >= STAGE_LOADS == 8, row
 
 
+def test_the_prefetching_gemm_keeps_a_slab_of_loads_in_flight(rows):
+    """Versions 2 and 3 load an element of the slab and store it to shared memory before loading
+    the next (1 in flight); version 4 issues all of its next slab's loads (4 of A and 4 of B per
+    thread in the 128 x 128 patch) before this slab's FFMAs, with the same slab of 512 FFMAs."""
+    table = {(row["kernel"], row["arch"]): row for row in rows}
+    for arch in ("sm_75", "sm_90"):
+        assert table[("blocked_gemm_wide", arch)]["staged_loads"] == 1
+        prefetch = table[("blocked_gemm_prefetch_wide", arch)]
+        assert prefetch["staged_loads"] == 8 and prefetch["slab_ffma"] == 512, prefetch
+        assert (prefetch["spill_stores"], prefetch["spill_loads"]) == (0, 0), prefetch
+
+
 def test_staged_loads_counts_the_loads_a_shared_store_ends():
     def code(*opcodes, jumps=()):
         return [Instruction(16 * n, opcode, jumps[n] if n < len(jumps) else None) for n, opcode in enumerate(opcodes)]
 
     assert staged_loads(code("LDG.E", "STS", "LDG.E", "STS")) == 1  # one element at a time
     assert staged_loads(code("LDG.E", "LDG.E", "IMAD", "BSSY", "LDG.E", "STS", "STS", "STS")) == 3
-    assert staged_loads(code("LDG.E", "LDG.E", "BAR.SYNC", "LDG.E", "STS")) == 1  # a barrier ends the run
+    assert staged_loads(code("LDG.E", "LDG.E", "FFMA", "BAR.SYNC", "STS")) == 2  # in flight across a barrier
     assert staged_loads(code("LDG.E", "LDG.E", "BRA", "STS")) == 0  # so does a jump...
     assert staged_loads(code("BRA", "LDG.E", "LDG.E", "LDG.E", "STS", jumps=(32,))) == 2  # ...and where one lands
     assert staged_loads(code("LDG.E", "LDG.E", "FFMA", "STG.E")) == 0  # no copy to shared memory

@@ -77,7 +77,7 @@ def _gemm_case(version: int):
         cases = []
         for m, n, k in GEMM_SHAPES[size]:
             blocking = g.choose_blocking(m, n, k)
-            if version == 3:  # the exact-tile kernel needs a shape its tile divides: the next one up
+            if version >= 3:  # the exact-tile kernels need a shape their tile divides: the next one up
                 m, n, k = (-(-m // blocking.bm) * blocking.bm, -(-n // blocking.bn) * blocking.bn,
                            -(-k // blocking.bk) * blocking.bk)
             a, b = _f32(rng, m, k), _f32(rng, k, n)
@@ -88,8 +88,10 @@ def _gemm_case(version: int):
                 kernel, grid, block = g.tiled_gemm_kernel(tile), (-(-n // tile), -(-m // tile)), (tile, tile)
             elif version == 2:
                 kernel, block = g.blocked_gemm_kernel(blocking, False), blocking.threads
-            else:
+            elif version == 3:
                 kernel, block = g.exact_gemm_kernel(blocking, False, False, g.SHARED_PADDING), blocking.threads
+            else:
+                kernel, block = g.prefetch_gemm_kernel(blocking, g.SHARED_PADDING), blocking.threads
 
             def launch(kernel=kernel, grid=grid, block=block, a_d=a_d, b_d=b_d, c_d=c_d):
                 kernel[grid, block](a_d, b_d, c_d, False)
@@ -225,6 +227,8 @@ VERSIONS = (
     Version("gemm", 2, "blocked_gemm", "tm x tn outputs per thread in registers, every edge checked", _gemm_case(2)),
     Version("gemm", 3, "blocked_gemm (exact tile)", "2 without the checks, unrolled, where the tile divides the shape",
             _gemm_case(3)),
+    Version("gemm", 4, "blocked_gemm (prefetch)", "3 with the next slab loaded into registers during this one's FFMAs",
+            _gemm_case(4)),
     *(Version("pointwise", 1, name, "one element-wise operation per launch (steps 02-04)", _elementwise_case(name))
       for name in ("fill", "add", "add_bias", "mul", "sigmoid", "tanh")),
     Version("pointwise", 2, "lstm_cell", "the whole cell of a layer-step in one launch (notebook 05)", _cell_case(False)),

@@ -14,6 +14,13 @@ counts every step's launches at the article's size):
    other GEMM of every step at the article's size, with the 128 x 128 blocking ``GPU_WIDE``
    (``blocked_gemm_wide``) where its blocks still fill every SM.
 
+4. ``blocked_gemm`` prefetching (``prefetch_gemm_kernel``; ``blocked_gemm_prefetch_*`` in the
+   compile matrix): 3 with the next slab of K loaded into registers
+   while the block computes this one (register double buffering, as in SGEMM_CUDA's later
+   kernels), so a slab's global loads are in flight during its FFMAs instead of before them. A and
+   B as stored, exact tiles only. No step launches it yet: ``python -m fastlstm_lib.kernels gemm``
+   and the GPU run time it against 3, and ``gemm()`` takes it where a GPU shows it faster.
+
 ``transpose_a``, ``transpose_b`` and ``strided_b`` are layouts of versions 2 and 3, not versions.
 
 ``tiled_gemm`` (the textbook one, kept for notebook 02): a block of TILE x TILE threads computes
@@ -334,6 +341,98 @@ def exact_gemm_kernel(blocking, transpose_b: bool, transpose_a: bool, padding: i
             cuda.syncthreads()
             slab(a_tile, b_tile, 0, thread_m, thread_n, a_reg, b_reg, acc)
             cuda.syncthreads()  # nobody overwrites the tiles while others still read them
+        for i in range(tm):
+            row = uint32(row0 + thread_m + i * threads_m)
+            for j in range(tn):
+                col = uint32(col0 + thread_n + j * threads_n)
+                if accumulate:
+                    c[row, col] += acc[i, j]
+                else:
+                    c[row, col] = acc[i, j]
+
+    return blocked_gemm
+
+
+# --------------------------------------------------------------------------------------------
+# Version 4, the next slab prefetched: see the module docstring.
+
+
+@functools.lru_cache(maxsize=None)
+def prefetch_gemm_kernel(blocking, padding: int):
+    """Version 3 (exact tile, A (M, K) and B (K, N) as stored) with the next slab of K loaded into
+    registers while the block computes this one; launch it only where ``divides`` says so."""
+    bm, bn, bk, tm, tn = blocking
+    threads_n = bn // tn
+    threads_m = bm // tm
+    threads = threads_m * threads_n
+    a_loads = bm * bk // threads
+    b_loads = bn * bk // threads
+    a_shape = (bk, bm + padding)
+    b_shape = (bk, bn + padding)
+
+    @cuda.jit(device=True, inline="always")
+    def one_k(a_tile, b_tile, kk, thread_m, thread_n, a_reg, b_reg, acc):
+        for i in range(tm):
+            a_reg[i] = a_tile[kk, thread_m + i * threads_m]
+        for j in range(tn):
+            b_reg[j] = b_tile[kk, thread_n + j * threads_n]
+        for i in range(tm):
+            for j in range(tn):
+                acc[i, j] += a_reg[i] * b_reg[j]
+
+    slab, done = one_k, 1
+    while done < bk:
+        slab, done = _doubled(slab, done), done * 2
+
+    @cuda.jit(device=True, inline="always")
+    def load_slab(a, b, k0, row0, col0, tid, a_next, b_next):
+        # this thread's elements of the slab at k0, into registers (consecutive threads on
+        # consecutive k of A and consecutive n of B: the same order as version 3)
+        for rep in range(a_loads):
+            e = tid + rep * threads
+            a_next[rep] = a[uint32(row0 + e // bk), uint32(k0 + e % bk)]
+        for rep in range(b_loads):
+            e = tid + rep * threads
+            b_next[rep] = b[uint32(k0 + e // bn), uint32(col0 + e % bn)]
+
+    @cuda.jit(device=True, inline="always")
+    def store_slab(a_tile, b_tile, tid, a_next, b_next):
+        for rep in range(a_loads):
+            e = tid + rep * threads
+            a_tile[e % bk, e // bk] = a_next[rep]
+        for rep in range(b_loads):
+            e = tid + rep * threads
+            b_tile[e // bn, e % bn] = b_next[rep]
+
+    @cuda.jit
+    def blocked_gemm(a, b, c, accumulate):  # the name of versions 2 and 3: the profile's formula is theirs
+        a_tile = cuda.shared.array(a_shape, float32)
+        b_tile = cuda.shared.array(b_shape, float32)
+        acc = cuda.local.array((tm, tn), float32)
+        a_reg = cuda.local.array(tm, float32)
+        b_reg = cuda.local.array(tn, float32)
+        a_next = cuda.local.array(a_loads, float32)  # the next slab, on its way from memory
+        b_next = cuda.local.array(b_loads, float32)
+        tid = cuda.threadIdx.x
+        thread_m = tid // threads_n
+        thread_n = tid % threads_n
+        row0 = cuda.blockIdx.y * bm
+        col0 = cuda.blockIdx.x * bn
+        k_total = a.shape[1]
+        for i in range(tm):
+            for j in range(tn):
+                acc[i, j] = float32(0.0)
+        load_slab(a, b, 0, row0, col0, tid, a_next, b_next)
+        store_slab(a_tile, b_tile, tid, a_next, b_next)
+        cuda.syncthreads()
+        for k0 in range(0, k_total, bk):
+            # The next slab's loads go out first and arrive while this slab's FFMAs run. The last
+            # slab loads itself again rather than branch: one slab of loads in K / bk.
+            load_slab(a, b, min(k0 + bk, k_total - bk), row0, col0, tid, a_next, b_next)
+            slab(a_tile, b_tile, 0, thread_m, thread_n, a_reg, b_reg, acc)
+            cuda.syncthreads()  # every thread is done with the tiles...
+            store_slab(a_tile, b_tile, tid, a_next, b_next)
+            cuda.syncthreads()  # ...and the next slab is in them
         for i in range(tm):
             row = uint32(row0 + thread_m + i * threads_m)
             for j in range(tn):

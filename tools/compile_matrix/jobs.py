@@ -99,6 +99,9 @@ def inventory(cc: tuple[int, int]) -> dict:
         "blocked_gemm_exact": (g.exact_gemm_kernel(L, False, False, pad), gemm_args, blocking(L) + ", exact"),
         "blocked_gemm_t_exact": (g.exact_gemm_kernel(S, True, False, pad), gemm_args, blocking(S) + ", B^T, exact"),
         "blocked_gemm_wide": (g.exact_gemm_kernel(W, False, False, pad), gemm_args, blocking(W) + ", exact"),
+        # version 4, the next slab prefetched: the article's input GEMM's blocking and its recurrent one's
+        "blocked_gemm_prefetch_wide": (g.prefetch_gemm_kernel(W, pad), gemm_args, blocking(W) + ", exact, prefetch"),
+        "blocked_gemm_prefetch_small": (g.prefetch_gemm_kernel(S, pad), gemm_args, blocking(S) + ", exact, prefetch"),
         "fill": (pw._fill, (A2, float32), "element-wise"),
         "add": (pw._add, (A2, A2, A2), "element-wise"),
         "add_bias": (pw._add_bias, (A2, A1, A2), "element-wise"),
@@ -117,7 +120,8 @@ def inventory(cc: tuple[int, int]) -> dict:
     for name in list(found):
         if name.startswith("blocked_gemm"):  # the blocking's trip counts: sass.slab_mix
             b = S if name in ("blocked_gemm_t", "blocked_gemm_ta_tb", "blocked_gemm_t_exact") else L
-            b = W if name == "blocked_gemm_wide" else b
+            b = S if name == "blocked_gemm_prefetch_small" else b
+            b = W if name in ("blocked_gemm_wide", "blocked_gemm_prefetch_wide") else b
             found[name] += ({"k": b.bk * b.tm * b.tn, "loads": (-(-b.bm * b.bk // b.threads), -(-b.bn * b.bk // b.threads))},)
     hidden, batches, chip = PERSISTENT
     for batch in batches:

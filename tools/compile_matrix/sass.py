@@ -160,16 +160,17 @@ def main_loop_mix(code: list[Instruction] | None) -> dict[str, int | str]:
     return {"instructions": sum(base(i.opcode) != "NOP" for i in code), **loop}
 
 
-#: Where a run of loads stops without reaching shared memory: a block barrier or a change of
-#: control (a jump, or an instruction a jump lands on). The convergence bookkeeping between them
-#: (BSSY, BSYNC, WARPSYNC) neither waits on memory nor jumps: it does not stop a run.
+#: Where a run of loads stops without reaching shared memory: a change of control (a jump, or an
+#: instruction a jump lands on). A block barrier does not stop it (loads stay in flight across
+#: one: only an instruction that reads their registers waits), nor does the convergence
+#: bookkeeping (BSSY, BSYNC, WARPSYNC), which neither waits on memory nor jumps.
 _JUMPS = frozenset({"BRA", "JMP", "BRX", "JMX", "CALL", "RET", "EXIT"})
 
 
 def staged_loads(code: list[Instruction] | None) -> int | str:
     """How many global loads the kernel's copies to shared memory keep in flight at once: the
     longest run of global loads (LDG, LD) issued one after another in straight-line code and ended
-    by a store to shared memory (STS), with no barrier or branch between. A loop that loads one
+    by a store to shared memory (STS), with no branch between. A loop that loads one
     element and stores it before loading the next has 1: each element waits out a whole memory
     round trip. 0 where no run reaches shared memory; empty without a disassembly."""
     if code is None:
@@ -178,7 +179,7 @@ def staged_loads(code: list[Instruction] | None) -> int | str:
     best = run = 0
     for instruction in code:
         name = base(instruction.opcode)
-        if instruction.address in landings or name in _JUMPS or name == "BAR":
+        if instruction.address in landings or name in _JUMPS:
             run = 0
         if name == "STS":
             best, run = max(best, run), 0
