@@ -280,18 +280,11 @@ def _doubled(step, stride: int):
 
 
 @functools.lru_cache(maxsize=None)
-def exact_gemm_kernel(blocking, transpose_b: bool, transpose_a: bool, padding: int, strided_b: bool = False):
-    """The kernel for one blocking and layout (``strided_b``: a transposed B loaded in the naive
-    order, as ``blocked_gemm``'s); launch it only where ``divides`` says so."""
+def _slab_function(blocking):
+    """A device function doing a whole slab of K (bk k's, each tm + tn shared loads and tm x tn
+    FFMAs), unrolled by doubling so that every shared-memory index is a compile-time constant."""
     bm, bn, bk, tm, tn = blocking
-    threads_n = bn // tn
-    threads_m = bm // tm
-    threads = threads_m * threads_n
-    a_loads = bm * bk // threads
-    b_loads = bn * bk // threads
-    a_shape = (bk, bm + padding)
-    b_shape = (bk, bn + padding)
-    b_along_k = transpose_b and not strided_b
+    threads_n, threads_m = bn // tn, bm // tm
 
     @cuda.jit(device=True, inline="always")
     def one_k(a_tile, b_tile, kk, thread_m, thread_n, a_reg, b_reg, acc):
@@ -306,6 +299,43 @@ def exact_gemm_kernel(blocking, transpose_b: bool, transpose_a: bool, padding: i
     slab, done = one_k, 1
     while done < bk:
         slab, done = _doubled(slab, done), done * 2
+    return slab
+
+
+@functools.lru_cache(maxsize=None)
+def _store_patch(blocking):
+    """A device function writing a thread's tm x tn outputs to C (or adding them, ``accumulate``)."""
+    bm, bn, bk, tm, tn = blocking
+    threads_n, threads_m = bn // tn, bm // tm
+
+    @cuda.jit(device=True, inline="always")
+    def store_patch(c, acc, row0, col0, thread_m, thread_n, accumulate):
+        for i in range(tm):
+            row = uint32(row0 + thread_m + i * threads_m)
+            for j in range(tn):
+                col = uint32(col0 + thread_n + j * threads_n)
+                if accumulate:
+                    c[row, col] += acc[i, j]
+                else:
+                    c[row, col] = acc[i, j]
+
+    return store_patch
+
+
+@functools.lru_cache(maxsize=None)
+def exact_gemm_kernel(blocking, transpose_b: bool, transpose_a: bool, padding: int, strided_b: bool = False):
+    """The kernel for one blocking and layout (``strided_b``: a transposed B loaded in the naive
+    order, as ``blocked_gemm``'s); launch it only where ``divides`` says so."""
+    bm, bn, bk, tm, tn = blocking
+    threads_n = bn // tn
+    threads_m = bm // tm
+    threads = threads_m * threads_n
+    a_loads = bm * bk // threads
+    b_loads = bn * bk // threads
+    a_shape = (bk, bm + padding)
+    b_shape = (bk, bn + padding)
+    b_along_k = transpose_b and not strided_b
+    slab, store_patch = _slab_function(blocking), _store_patch(blocking)
 
     @cuda.jit
     def blocked_gemm(a, b, c, accumulate):
@@ -341,14 +371,7 @@ def exact_gemm_kernel(blocking, transpose_b: bool, transpose_a: bool, padding: i
             cuda.syncthreads()
             slab(a_tile, b_tile, 0, thread_m, thread_n, a_reg, b_reg, acc)
             cuda.syncthreads()  # nobody overwrites the tiles while others still read them
-        for i in range(tm):
-            row = uint32(row0 + thread_m + i * threads_m)
-            for j in range(tn):
-                col = uint32(col0 + thread_n + j * threads_n)
-                if accumulate:
-                    c[row, col] += acc[i, j]
-                else:
-                    c[row, col] = acc[i, j]
+        store_patch(c, acc, row0, col0, thread_m, thread_n, accumulate)
 
     return blocked_gemm
 
@@ -369,20 +392,7 @@ def prefetch_gemm_kernel(blocking, padding: int):
     b_loads = bn * bk // threads
     a_shape = (bk, bm + padding)
     b_shape = (bk, bn + padding)
-
-    @cuda.jit(device=True, inline="always")
-    def one_k(a_tile, b_tile, kk, thread_m, thread_n, a_reg, b_reg, acc):
-        for i in range(tm):
-            a_reg[i] = a_tile[kk, thread_m + i * threads_m]
-        for j in range(tn):
-            b_reg[j] = b_tile[kk, thread_n + j * threads_n]
-        for i in range(tm):
-            for j in range(tn):
-                acc[i, j] += a_reg[i] * b_reg[j]
-
-    slab, done = one_k, 1
-    while done < bk:
-        slab, done = _doubled(slab, done), done * 2
+    slab, store_patch = _slab_function(blocking), _store_patch(blocking)
 
     @cuda.jit(device=True, inline="always")
     def load_slab(a, b, k0, row0, col0, tid, a_next, b_next):
@@ -433,14 +443,7 @@ def prefetch_gemm_kernel(blocking, padding: int):
             cuda.syncthreads()  # every thread is done with the tiles...
             store_slab(a_tile, b_tile, tid, a_next, b_next)
             cuda.syncthreads()  # ...and the next slab is in them
-        for i in range(tm):
-            row = uint32(row0 + thread_m + i * threads_m)
-            for j in range(tn):
-                col = uint32(col0 + thread_n + j * threads_n)
-                if accumulate:
-                    c[row, col] += acc[i, j]
-                else:
-                    c[row, col] = acc[i, j]
+        store_patch(c, acc, row0, col0, thread_m, thread_n, accumulate)
 
     return blocked_gemm
 
