@@ -280,7 +280,7 @@ def _doubled(step, stride: int):
 
 
 @functools.lru_cache(maxsize=None)
-def _slab_function(blocking):
+def unrolled_slab(blocking):
     """A device function doing a whole slab of K (bk k's, each tm + tn shared loads and tm x tn
     FFMAs), unrolled by doubling so that every shared-memory index is a compile-time constant."""
     bm, bn, bk, tm, tn = blocking
@@ -303,7 +303,7 @@ def _slab_function(blocking):
 
 
 @functools.lru_cache(maxsize=None)
-def _store_patch(blocking):
+def patch_store(blocking):
     """A device function writing a thread's tm x tn outputs to C (or adding them, ``accumulate``)."""
     bm, bn, bk, tm, tn = blocking
     threads_n, threads_m = bn // tn, bm // tm
@@ -335,7 +335,7 @@ def exact_gemm_kernel(blocking, transpose_b: bool, transpose_a: bool, padding: i
     a_shape = (bk, bm + padding)
     b_shape = (bk, bn + padding)
     b_along_k = transpose_b and not strided_b
-    slab, store_patch = _slab_function(blocking), _store_patch(blocking)
+    slab, store_patch = unrolled_slab(blocking), patch_store(blocking)
 
     @cuda.jit
     def blocked_gemm(a, b, c, accumulate):
@@ -392,7 +392,7 @@ def prefetch_gemm_kernel(blocking, padding: int):
     b_loads = bn * bk // threads
     a_shape = (bk, bm + padding)
     b_shape = (bk, bn + padding)
-    slab, store_patch = _slab_function(blocking), _store_patch(blocking)
+    slab, store_patch = unrolled_slab(blocking), patch_store(blocking)
 
     @cuda.jit(device=True, inline="always")
     def load_slab(a, b, k0, row0, col0, tid, a_next, b_next):
