@@ -54,16 +54,35 @@ def per_launch_times(launch, warmup: int, repeats: int) -> dict:
     return {"device_ms": device, "issue_ms": issue, "host_bound": issue >= 0.9 * device}
 
 
+def cublas_matmul(a: np.ndarray, b: np.ndarray):
+    """A callable that runs cuBLAS's a @ b (torch.matmul, TF32 off, into a C kept on the GPU) on
+    the legacy default stream, which Numba's CUDA events are recorded on; and the result it
+    computes, for a check. RuntimeError without torch, or if torch queues on another stream (the
+    two clocks would not see each other)."""
+    for name, array in (("a", a), ("b", b)):
+        if not isinstance(array, np.ndarray) or array.ndim != 2 or array.dtype != np.float32:
+            raise TypeError(f"{name} must be a 2-D float32 NumPy array, got {getattr(array, 'dtype', type(array).__name__)} "
+                            f"of shape {getattr(array, 'shape', None)}")
+    if a.shape[1] != b.shape[0]:
+        raise ValueError(f"a @ b needs a's columns to equal b's rows, got a {a.shape} and b {b.shape}")
+    try:
+        import torch
+    except ImportError as error:
+        raise RuntimeError("cuBLAS is reached through PyTorch here: pip install torch") from error
+    torch.backends.cuda.matmul.allow_tf32 = False
+    torch.backends.cudnn.allow_tf32 = False
+    if torch.cuda.current_stream().cuda_stream != 0:
+        raise RuntimeError("torch's current stream is not the legacy default stream: CUDA events recorded "
+                           "by Numba would not time its matmul")
+    a_t, b_t = torch.from_numpy(np.ascontiguousarray(a)).cuda(), torch.from_numpy(np.ascontiguousarray(b)).cuda()
+    c_t = torch.empty((a.shape[0], b.shape[1]), dtype=torch.float32, device="cuda")
+    return (lambda: torch.matmul(a_t, b_t, out=c_t)), (a_t @ b_t).cpu().numpy()
+
+
 def bench_gemm_vs_cublas(shapes: dict | None = None, *, warmup: int = 10, repeats: int = 100, seed: int = 0) -> list[dict]:
     """GFLOP/s of ``gemm()`` and of cuBLAS (torch.matmul, TF32 off) on each shape."""
     if simulator.SIMULATOR:
         raise RuntimeError("the GEMM benchmark needs a GPU: on the CUDA simulator there is no cuBLAS and times mean nothing")
-    try:
-        import torch
-    except ImportError as error:
-        raise RuntimeError("the GEMM benchmark reaches cuBLAS through PyTorch: pip install torch") from error
-    torch.backends.cuda.matmul.allow_tf32 = False
-    torch.backends.cudnn.allow_tf32 = False
     rng = np.random.default_rng(seed)
     rows = []
     for label, (m, n, k) in (shapes or article_gemm_shapes()).items():
@@ -71,8 +90,7 @@ def bench_gemm_vs_cublas(shapes: dict | None = None, *, warmup: int = 10, repeat
         b = rng.standard_normal((k, n)).astype(np.float32)
         a_d, b_d = cuda.to_device(a), cuda.to_device(b)
         c_d = cuda.to_device(np.full((m, n), np.nan, np.float32))  # poisoned: every element must be written
-        a_t, b_t = torch.from_numpy(a).cuda(), torch.from_numpy(b).cuda()
-        expected = (a_t @ b_t).cpu().numpy()
+        cublas_launch, expected = cublas_matmul(a, b)
 
         def checked(when: str) -> float:
             error = float(np.max(np.abs(c_d.copy_to_host() - expected)) / np.max(np.abs(expected)))
@@ -82,14 +100,8 @@ def bench_gemm_vs_cublas(shapes: dict | None = None, *, warmup: int = 10, repeat
 
         gemm(a_d, b_d, c_d)
         error = checked("before timing")
-        c_t = torch.empty((m, n), dtype=torch.float32, device="cuda")
         ours = per_launch_times(lambda: gemm(a_d, b_d, c_d), warmup, repeats)
-        # torch queues on its current stream: the legacy default stream, which Numba's events are
-        # recorded on, unless torch was told otherwise; then the two clocks would not see each other.
-        if torch.cuda.current_stream().cuda_stream != 0:
-            raise RuntimeError("torch's current stream is not the legacy default stream: CUDA events recorded "
-                               "by Numba would not time its matmul")
-        cublas = per_launch_times(lambda: torch.matmul(a_t, b_t, out=c_t), warmup, repeats)
+        cublas = per_launch_times(cublas_launch, warmup, repeats)
         error = max(error, checked("after timing"))
         blocking = choose_blocking(m, n, k)
         flop = 2 * m * n * k

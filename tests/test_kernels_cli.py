@@ -75,3 +75,12 @@ def test_the_article_cases_are_the_article_shapes():
                       (article.seq_len * article.batch, 4 * article.hidden, article.input_size)]
     assert catalog.PERSISTENT_SHAPES["article"] == (article.batch, article.seq_len, article.hidden)
     assert np.all(np.array(catalog.PERSISTENT_SHAPES["odd"]) % 4 != 0)
+
+
+def test_the_cublas_launcher_refuses_bad_operands_before_any_work():
+    from fastlstm_lib.gemm_bench import cublas_matmul
+
+    with pytest.raises(TypeError, match="a must be a 2-D float32 NumPy array, got float64"):
+        cublas_matmul(np.ones((2, 3)), np.ones((3, 2), np.float32))
+    with pytest.raises(ValueError, match=r"got a \(2, 3\) and b \(4, 2\)"):
+        cublas_matmul(np.ones((2, 3), np.float32), np.ones((4, 2), np.float32))

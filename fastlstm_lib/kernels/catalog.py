@@ -18,7 +18,7 @@ from numba import cuda
 
 from .. import simulator
 from ..reference import relative_error, sigmoid64
-from ..timing import issue_and_run_times
+from ..timing import summarize, time_launches
 from . import gemm as g, persistent, persistent_plan, pointwise as pw, pointwise_backward as pwb, reduce
 
 SIZES = ("odd", "article")
@@ -203,16 +203,16 @@ PERSISTENT_SHAPES = {"odd": (3, 5, 7), "article": (64, 100, 512)}
 
 
 def _persistent_case(size, rng):
+    from ..config import LSTMConfig
+    from ..params import init_params, random_input
+    from ..reference import lstm_layer64
+
     batch, steps, hidden = PERSISTENT_SHAPES[size]
-    scale = 0.5 / np.sqrt(2 * hidden)  # the gates stay in their steep middle
-    x_gates = _f32(rng, steps, batch, 4 * hidden, scale=1.0 / np.sqrt(hidden))
-    recurrent, bias = _f32(rng, hidden, 4 * hidden, scale=scale), _f32(rng, 4 * hidden, scale=0.1)
-    h = np.zeros((batch, hidden))
-    c = np.zeros((batch, hidden))
-    want = np.empty((steps, batch, hidden))
-    for t in range(steps):
-        c, h, _ = _cell64(x_gates[t], h @ recurrent, bias, c)
-        want[t] = h
+    cfg = LSTMConfig(batch=batch, seq_len=steps, input_size=hidden, hidden=hidden, layers=1)
+    (layer,), x = init_params(cfg, seed=0), random_input(cfg, seed=1)  # unsaturated gates
+    kernel, recurrent, bias = layer
+    x_gates = np.ascontiguousarray((x @ kernel).transpose(1, 0, 2))  # (T, B, 4H), as step 09's input GEMM leaves it
+    want = lstm_layer64(x, layer)[0].transpose(1, 0, 2)  # float64 from x: x_gates' FP32 rounding counts as error
     plan = persistent_plan.plan(hidden, batch)
     arrays = [cuda.to_device(a) for a in (x_gates, recurrent, bias)]
     hs = _poisoned(steps, batch, hidden)
@@ -275,41 +275,32 @@ def checked(case: Case, when: str = "", check: bool = True) -> float:
     return error
 
 
-def timed(case: Case, counts: tuple = (INNER, WARMUP, REPEATS)) -> dict:
-    """Median, min and max milliseconds per launch: CUDA events around ``inner`` launches, after
-    ``warmup`` repeats, over ``repeats`` (``counts``)."""
+def timed(launch, counts: tuple = (INNER, WARMUP, REPEATS)) -> dict:
+    """``timing.summarize`` of the milliseconds per ``launch()``: CUDA events (``time_launches``)
+    around ``inner`` launches back to back, after ``warmup`` repeats, over ``repeats`` (``counts``)."""
     inner, warmup, repeats = counts
 
     def launches():
         for _ in range(inner):
-            case.launch()
+            launch()
 
-    times = np.asarray(issue_and_run_times(launches, warmup=warmup, repeats=repeats)["device"]) / inner
-    return {"median": float(np.median(times)), "min": float(times.min()), "max": float(times.max())}
+    return summarize(np.asarray(time_launches(launches, warmup=warmup, repeats=repeats)) / inner)
 
 
-def cublas_ms(m: int, n: int, k: int) -> float | None:
-    """cuBLAS's median ms for an (m x k) @ (k x n) FP32 product (torch, TF32 off), timed like ours;
-    None without torch or its GPU."""
+def cublas_ms(m: int, n: int, k: int, counts: tuple) -> float | None:
+    """cuBLAS's median ms for the same (m x k) @ (k x n) FP32 product (``gemm_bench.cublas_matmul``:
+    torch, TF32 off), timed as ours is; None where torch or its GPU is missing."""
     try:
         import torch
     except ImportError:
         return None
     if not torch.cuda.is_available():
         return None
-    torch.backends.cuda.matmul.allow_tf32 = False
-    a, b = torch.randn(m, k, device="cuda"), torch.randn(k, n, device="cuda")
-    start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
-    times = []
-    for repeat in range(WARMUP + REPEATS):
-        start.record()
-        for _ in range(INNER):
-            torch.matmul(a, b)
-        end.record()
-        torch.cuda.synchronize()
-        if repeat >= WARMUP:
-            times.append(start.elapsed_time(end) / INNER)
-    return float(np.median(times))
+    from ..gemm_bench import cublas_matmul
+
+    rng = np.random.default_rng(0)
+    launch, _ = cublas_matmul(_f32(rng, m, k), _f32(rng, k, n))
+    return timed(launch, counts)["median"]
 
 
 def measure(version: Version, sizes=SIZES, seed: int = 0, check: bool = True,
@@ -331,7 +322,7 @@ def measure(version: Version, sizes=SIZES, seed: int = 0, check: bool = True,
                    "shape": case.shape, "relative_error": checked(case, check=check), "flop": case.flop,
                    "bytes": case.bytes}
             if size == "article" and not simulator.SIMULATOR:
-                row["time_ms"] = timed(case, counts)
+                row["time_ms"] = timed(case.launch, counts)
                 row["relative_error_after"] = checked(case, "after timing", check)
                 seconds = row["time_ms"]["median"] * 1e-3
                 if version.family in ("gemm", "persistent"):
@@ -341,6 +332,6 @@ def measure(version: Version, sizes=SIZES, seed: int = 0, check: bool = True,
                     row["gb_s"] = case.bytes / seconds / 1e9
                     row["peak_gb_s"] = chip["memory_gb_s"] if chip else None
                 if version.family == "gemm":
-                    row["cublas_ms"] = cublas_ms(*(int(part) for part in case.shape.split(" x ")))
+                    row["cublas_ms"] = cublas_ms(*(int(part) for part in case.shape.split(" x ")), counts)
             rows.append(row)
     return rows
