@@ -118,12 +118,12 @@ class SharedLayout:
     def u_stride(self) -> int:
         """U's row stride: the first of hidden_p + VECTOR, + 2 VECTOR, ... whose rows a quarter-warp's
         128-bit loads in ``dot_quad`` read without a bank conflict (``lds128_conflicts``)."""
-        return _padded_stride(self, "u_stride", self.hidden_p)
+        return _padded_stride("u_stride", self.hidden_p, self.units, self.splits, self.rows, self.threads)
 
     @property
     def h_stride(self) -> int:
         """Staged h's row stride, chosen the same way for the h loads."""
-        return _padded_stride(self, "h_stride", self.k_chunk)
+        return _padded_stride("h_stride", self.k_chunk, self.units, self.splits, self.rows, self.threads)
 
     @property
     def h_offset(self) -> int:
@@ -185,14 +185,10 @@ def lds128_conflicts(units: int, splits: int, rows: int, threads: int, u_stride:
     return worst
 
 
-def _padded_stride(layout: SharedLayout, which: str, length: int) -> int:
-    """``length`` + VECTOR x d for the least d in 1..8 that leaves ``which``'s loads conflict-free
-    (d = 1 where none does: then as before)."""
-    return _least_conflict_free(which, length, layout.units, layout.splits, layout.rows, layout.threads)
-
-
 @functools.lru_cache(maxsize=4096)
-def _least_conflict_free(which: str, length: int, units: int, splits: int, rows: int, threads: int) -> int:
+def _padded_stride(which: str, length: int, units: int, splits: int, rows: int, threads: int) -> int:
+    """``length`` + VECTOR x d for the least d in 1..8 that leaves ``which``'s loads ("u_stride" or
+    "h_stride") conflict-free (d = 1 where none does: then as before)."""
     for d in range(1, 32 // VECTOR + 1):
         stride = length + VECTOR * d
         # U's words depend on u_stride alone, h's on h_stride alone: the other stride is immaterial here
