@@ -84,3 +84,16 @@ def test_the_cublas_launcher_refuses_bad_operands_before_any_work():
         cublas_matmul(np.ones((2, 3)), np.ones((3, 2), np.float32))
     with pytest.raises(ValueError, match=r"got a \(2, 3\) and b \(4, 2\)"):
         cublas_matmul(np.ones((2, 3), np.float32), np.ones((4, 2), np.float32))
+
+
+def test_a_version_this_gpu_cannot_run_is_skipped_saying_why(capsys):
+    from fastlstm_lib.kernels.persistent_plan import PersistentLimitError
+
+    def unplannable(size, rng):
+        raise PersistentLimitError("persistent LSTM: does not fit", reason="8 units need 68096 bytes > 65536")
+
+    version = catalog.Version("persistent", 1, "persistent_layer", "a test", unplannable)
+    assert cli.run([version]) == 0
+    out = capsys.readouterr().out
+    assert "skipped: this GPU cannot run it (8 units need 68096 bytes > 65536)" in out
+    assert "0 of 1 versions correct; 1 skipped" in out

@@ -82,6 +82,11 @@ def run(parts=("forward", "backward", "harness", "keras")) -> dict:
                 raise RuntimeError("python -m fastlstm_lib clocks failed")
 
         _item(results, "clocks command tiny", clocks_command)
+        from fastlstm_lib.kernels import catalog
+
+        for version in catalog.VERSIONS:  # each alone, at odd sizes and the article's (python -m fastlstm_lib.kernels)
+            _item(results, f"kernel {version.label}",
+                  lambda version=version: catalog.measure(version, check=False, counts=(2, 0, 2)))
         _item(results, "persistent_limits", lambda: fl.persistent_limits())
 
         def doctor():
