@@ -81,19 +81,20 @@ def test_the_wide_blocking_is_chosen_only_where_it_divides_and_fills_the_gpu():
 
 
 @pytest.mark.parametrize("accumulate", [False, True])
-def test_the_prefetching_version_equals_the_exact_tile_one_bit_for_bit(accumulate):
-    """Version 4 adds every k in version 3's order: the same result to the bit, over several slabs."""
+def test_the_prefetching_and_vector_versions_equal_the_exact_tile_one_bit_for_bit(accumulate):
+    """Versions 4 and 5 add every k in version 3's order: the same result to the bit, over several slabs."""
     blocking = g.choose_blocking(16, 24, 20)
     m, n, k = 2 * blocking.bm, 3 * blocking.bn, 5 * blocking.bk
     rng = np.random.default_rng(4)
     a, b, c0 = (rng.standard_normal(shape).astype(np.float32) for shape in ((m, k), (k, n), (m, n)))
     out = {}
     for name, kernel in (("exact", g.exact_gemm_kernel(blocking, False, False, g.SHARED_PADDING)),
-                         ("prefetch", g.prefetch_gemm_kernel(blocking, g.SHARED_PADDING))):
+                         ("prefetch", g.prefetch_gemm_kernel(blocking, g.SHARED_PADDING)),
+                         ("vector", g.vector_gemm_kernel(blocking, g.SHARED_PADDING))):
         c = cuda.to_device(c0 if accumulate else np.full((m, n), np.nan, np.float32))
         kernel[(n // blocking.bn, m // blocking.bm), blocking.threads](cuda.to_device(a), cuda.to_device(b), c, accumulate)
         out[name] = c.copy_to_host()
-    assert np.array_equal(out["exact"], out["prefetch"])
+    assert np.array_equal(out["exact"], out["prefetch"]) and np.array_equal(out["exact"], out["vector"])
     want = a.astype(np.float64) @ b + (c0 if accumulate else 0)
     from fastlstm_lib.reference import relative_error
 

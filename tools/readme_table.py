@@ -28,8 +28,9 @@ END = "<!-- end of the ladder table -->"
 #: The GPU whose launch geometry the dry runs record: a current one (the article's M40 has no grid
 #: barrier, so no persistent step).
 CHIP = "H100"
-#: Kernels that share a name with another version of their family: the factory that built them -> what to add.
-VARIANTS = {"exact_gemm_kernel": "exact-tile"}
+#: GEMM versions (kernels/gemm.py's list, ``gemm.version_of``) that share the name ``blocked_gemm``
+#: with version 2: what to add to the name.
+VARIANTS = {3: "exact-tile", 4: "prefetch", 5: "vector loads"}
 
 
 def pass_launches(step, *, chip: str = CHIP, **options) -> collections.Counter:
@@ -46,9 +47,10 @@ def pass_launches(step, *, chip: str = CHIP, **options) -> collections.Counter:
 def kernel_label(kernel) -> tuple[str, str, str]:
     """(the kernel's name, its version where another version shares the name or "", its file from
     the repository's root)."""
+    from fastlstm_lib.kernels.gemm import version_of
+
     function = kernel.py_func
-    factory = function.__qualname__.split(".<locals>.")[0] if ".<locals>." in function.__qualname__ else None
-    return function.__name__.lstrip("_"), VARIANTS.get(factory, ""), repository_path(function)
+    return function.__name__.lstrip("_"), VARIANTS.get(version_of(kernel), ""), repository_path(function)
 
 
 def repository_path(thing) -> str:

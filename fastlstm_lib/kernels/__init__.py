@@ -1,8 +1,9 @@
 """Numba CUDA kernels shared by the steps: one file per family, whose docstring lists its numbered
 versions and the steps that launch each (the README's table: every step's kernels and launches).
 
-``gemm``: the matrix products (textbook tiled, register-blocked, exact-tile; transposed operands).
-``pointwise``: the element-wise kernels and the fused LSTM cell; ``pointwise_backward``: their
+``gemm``: the matrix products (textbook tiled, register-blocked, exact-tile, prefetching, vector
+loads, split-K; transposed operands), with ``gemm_pipelined`` (versions 4-6) and ``gemm_slab``
+(what the versions share); ``vector``: the 64- and 128-bit global loads of version 5. ``pointwise``: the element-wise kernels and the fused LSTM cell; ``pointwise_backward``: their
 training counterparts (notebooks 40-42); ``reduce``: the column sum (the bias gradient, notebook
 41). ``persistent``: the persistent LSTM layer and its shared-memory layout (notebook 09);
 ``persistent_plan``: how its grid is cut for a chip (host code). ``geometry``: block and grid

@@ -19,7 +19,7 @@ from numba import cuda
 from .. import simulator
 from ..reference import relative_error, sigmoid64
 from ..timing import summarize, time_launches
-from . import gemm as g, persistent, persistent_plan, pointwise as pw, pointwise_backward as pwb, reduce
+from . import gemm as g, persistent, persistent_plan, pointwise as pw, pointwise_backward as pwb, reduce, vector
 
 SIZES = ("odd", "article")
 #: Largest relative error a version may have against float64.
@@ -90,8 +90,16 @@ def _gemm_case(version: int):
                 kernel, block = g.blocked_gemm_kernel(blocking, False), blocking.threads
             elif version == 3:
                 kernel, block = g.exact_gemm_kernel(blocking, False, False, g.SHARED_PADDING), blocking.threads
-            else:
+            elif version == 4:
                 kernel, block = g.prefetch_gemm_kernel(blocking, g.SHARED_PADDING), blocking.threads
+            elif version == 6:
+                cases.append(_split_case(m, n, k, rng))
+                continue
+            else:  # fresh allocations: rows contiguous and aligned, as vector loads need
+                if not (g.vector_fits(blocking, m, n, k)
+                        and all(vector.aligned(x, g.vector_width(blocking)) for x in (a_d, b_d))):
+                    raise RuntimeError(f"version 5 cannot run {blocking} on {m} x {n} x {k} with these arrays")
+                kernel, block = g.vector_gemm_kernel(blocking, g.SHARED_PADDING), blocking.threads
 
             def launch(kernel=kernel, grid=grid, block=block, a_d=a_d, b_d=b_d, c_d=c_d):
                 kernel[grid, block](a_d, b_d, c_d, False)
@@ -100,6 +108,24 @@ def _gemm_case(version: int):
                               2.0 * m * n * k, 4.0 * (m * k + k * n + m * n)))
         return cases
     return case
+
+
+def _split_case(m, n, k, rng):
+    """Version 6 as ``gemm_split`` launches it, K in ``split_plan``'s parts for this GPU (4 at 64 x
+    2048 x 512 on an H100; 2 on the simulator); each part checked on its own."""
+    if simulator.SIMULATOR:
+        blocking, splits = g.SIMULATOR_BLOCKING, 2
+    else:
+        blocking, splits = g.split_plan(m, n, k, g.multiprocessors())
+    splits = max(splits, 2)  # two parts at least, even where the plan would not split
+    step = blocking.bk * splits
+    m, n, k = (-(-m // blocking.bm) * blocking.bm, -(-n // blocking.bn) * blocking.bn, -(-k // step) * step)
+    a, b = _f32(rng, m, k), _f32(rng, k, n)
+    a_d, b_d, parts = cuda.to_device(a), cuda.to_device(b), _poisoned(splits, m, n)
+    part = k // splits
+    want = np.stack([a[:, s * part:(s + 1) * part].astype(np.float64) @ b[s * part:(s + 1) * part] for s in range(splits)])
+    return Case(f"{m} x {n} x {k}", lambda: g.gemm_split(a_d, b_d, parts, blocking=blocking), {"parts": parts},
+                {"parts": want}, 2.0 * m * n * k, 4.0 * (m * k + k * n + splits * m * n))
 
 
 # ---- pointwise.py, pointwise_backward.py --------------------------------------------------------
@@ -161,6 +187,23 @@ def _cell_case(train: bool):
         return [Case(f"{rows} x {units} units", launch, outputs, expected, 40.0 * rows * units,
                      4.0 * rows * words + 16.0 * units, reset=lambda: c_d.copy_to_device(c0))]
     return case
+
+
+def _split_cell_case(size, rng):
+    """Version 3 of the fused cell: the recurrent product in 4 parts, as gemm_split leaves it."""
+    rows, units = CELL_SHAPES[size]
+    x_gates, h_parts = _f32(rng, rows, 4 * units, scale=0.5), _f32(rng, 4, rows, 4 * units, scale=0.25)
+    bias, c0 = _f32(rng, 4 * units, scale=0.1), _f32(rng, rows, units, scale=0.5)
+    c_new, h_new, _ = _cell64(x_gates, h_parts.astype(np.float64).sum(axis=0), bias, c0.astype(np.float64))
+    xg, hp, b_d, c_d, h_d = (cuda.to_device(x_gates), cuda.to_device(h_parts), cuda.to_device(bias),
+                             cuda.to_device(c0), _poisoned(rows, units))
+
+    def launch():
+        pw.lstm_cell_split(xg, hp, b_d, c_d, h_d)
+
+    words = 4 * units + 16 * units + 3 * units  # per row: x_gates, 4 parts of 4H, c in and out, h out
+    return [Case(f"{rows} x {units} units, 4 parts", launch, {"c": c_d, "h": h_d}, {"c": c_new, "h": h_new},
+                 (40.0 + 12.0) * rows * units, 4.0 * rows * words + 16.0 * units, reset=lambda: c_d.copy_to_device(c0))]
 
 
 def _cell_backward_case(size, rng):
@@ -229,9 +272,15 @@ VERSIONS = (
             _gemm_case(3)),
     Version("gemm", 4, "blocked_gemm (prefetch)", "3 with the next slab loaded into registers during this one's FFMAs",
             _gemm_case(4)),
+    Version("gemm", 5, "blocked_gemm (vector loads)", "4 with 128-bit loads: global float4, shared outputs in runs of 4",
+            _gemm_case(5)),
+    Version("gemm", 6, "blocked_gemm (split-K)", "5 over one part of K per grid layer, each part's product kept apart",
+            _gemm_case(6)),
     *(Version("pointwise", 1, name, "one element-wise operation per launch (steps 02-04)", _elementwise_case(name))
       for name in ("fill", "add", "add_bias", "mul", "sigmoid", "tanh")),
     Version("pointwise", 2, "lstm_cell", "the whole cell of a layer-step in one launch (notebook 05)", _cell_case(False)),
+    Version("pointwise", 3, "lstm_cell_split", "2 adding the recurrent product's split-K parts as it reads them",
+            _split_cell_case),
     Version("pointwise_backward", 1, "lstm_cell_train", "the fused cell that also saves gates and c (bwd01-05)",
             _cell_case(True)),
     *(Version("pointwise_backward", 2, name, "one derivative per launch (bwd01)", _elementwise_case(name))

@@ -10,18 +10,44 @@ counts every step's launches at the article's size):
    GEMM of every step (02-09, bwd01-05) at the course's odd sizes; at the article's size only
    the bias gradient's one-row GEMM (bwd01-03).
 3. ``blocked_gemm`` exact-tile (``exact_gemm_kernel``; ``blocked_gemm_exact`` in the compile
-   matrix): 2 without the checks, its loops unrolled, where the tile divides M, N and K: every
-   other GEMM of every step at the article's size, with the 128 x 128 blocking ``GPU_WIDE``
-   (``blocked_gemm_wide``) where its blocks still fill every SM.
-
-4. ``blocked_gemm`` prefetching (``prefetch_gemm_kernel``; ``blocked_gemm_prefetch_*`` in the
-   compile matrix): 3 with the next slab of K loaded into registers
-   while the block computes this one (register double buffering, as in SGEMM_CUDA's later
-   kernels), so a slab's global loads are in flight during its FFMAs instead of before them. A and
-   B as stored, exact tiles only. No step launches it yet: ``python -m fastlstm_lib.kernels gemm``
-   and the GPU run time it against 3, and ``gemm()`` takes it where a GPU shows it faster.
+   matrix): 2 without the checks, its loops unrolled, where the tile divides M, N and K: the
+   other GEMMs at the article's size that 5 does not take (any with a 'T' flag: steps 02-05 and
+   the backward pass; the 32 x 32 patch, whose threads have nothing to vectorize), with the
+   128 x 128 blocking ``GPU_WIDE`` (``blocked_gemm_wide``) where its blocks still fill every SM.
+4. ``blocked_gemm`` prefetching (``gemm_pipelined.prefetch_gemm_kernel``; ``blocked_gemm_prefetch_*`` in the
+   compile matrix): 3 with the next slab of K loaded into registers while the block computes this
+   one (register double buffering, as in SGEMM_CUDA's later kernels), so a slab's global loads
+   are in flight during its FFMAs instead of before them. A and B as stored, exact tiles only. No
+   step launches it: it is the step between 3 and 5, timed on its own by ``python -m
+   fastlstm_lib.kernels gemm`` and the GPU run.
+5. ``blocked_gemm`` vector loads (``gemm_pipelined.vector_gemm_kernel``; ``blocked_gemm_vector*`` in the compile
+   matrix): 4 with 128-bit loads, global and shared. Each thread loads its share of a slab as one
+   float4 of A and one of B (``kernels/vector.py``), and its outputs lie in runs of tm / 2
+   neighbours, so the slab reads them from shared memory 4 floats per load: 4 loads per 64 FFMA
+   instead of 16 (SGEMM_CUDA's kernels 6 and 10). ``gemm()`` launches it where ``vector_launch``
+   allows: exact tiles of 64 x 64 or 128 x 128, A and B without a 'T' flag, rows contiguous and
+   aligned; at the article's size on an H100, the input GEMMs of steps 07-09 (on an M40, with its
+   24 SMs, every GEMM of steps 06-08). Versions 3, 4 and 5 add each output's products in the same
+   order: the same result to the bit.
+6. ``blocked_gemm`` split-K (``gemm_pipelined.split_gemm_kernel``; ``blocked_gemm_split`` in the compile matrix,
+   ``gemm_split``): 5 over one of ``splits`` parts of K, grid depth ``splits``, each part's product
+   into its own slice of a (splits, M, N) C, which its reader adds up (no atomics). For the
+   recurrent GEMM, whose C is only batch rows tall: at batch 64 on an H100 a 32 x 32 patch gives
+   128 blocks for 132 SMs, one block of 8 warps each, and ``split_plan`` cuts K in 4 for 512.
+   No step launches it yet: the fused cell that would add the parts is ``pointwise``'s version 3.
 
 ``transpose_a``, ``transpose_b`` and ``strided_b`` are layouts of versions 2 and 3, not versions.
+Versions 1-3 and the launchers are in this file, 4-6 in ``gemm_pipelined.py``, and what the
+blocked versions share (the slab, the store of a thread's outputs, the registry behind
+``version_of``) in ``gemm_slab.py``; this module's namespace holds all of them.
+
+**Version 5's outputs.** Versions 2-4 give a thread the rows thread_m + i * (bm / tm): a warp's
+reads of one k are neighbouring words, but each of a thread's tm values is a separate 32-bit load.
+Version 5 gives it rows thread_m * tm/2 + i and bm/2 + thread_m * tm/2 + i (i < tm/2), columns
+likewise: two runs of 4 neighbours in the 128 x 128 patch. A run is one 128-bit load; a quarter-warp's
+eight loads read 8 consecutive 16-byte words (or the same one), so no bank conflict; and the
+shared tiles are aligned to 16 bytes, their rows 132 floats (528 bytes) apart, so every run starts
+on a 16-byte boundary, which is what lets NVVM merge the four loads into one.
 
 ``tiled_gemm`` (the textbook one, kept for notebook 02): a block of TILE x TILE threads computes
 a TILE x TILE patch of C. It walks along K in TILE-wide slabs: every thread loads one element of
@@ -93,6 +119,11 @@ from numba import cuda, float32, uint32
 
 from .. import simulator
 from ..device import multiprocessors
+# The family's versions in one namespace (the list above): 1-3 here, the shared parts and 4-6 beside.
+from .gemm_pipelined import (SHARED_ALIGN, prefetch_gemm_kernel, split_gemm_kernel, vector_fits,  # noqa: F401
+                             vector_gemm_kernel, vector_width)
+from .gemm_slab import divides, numbered, owned, patch_store, unrolled_slab, version_of  # noqa: F401
+from .vector import aligned
 
 #: Tile edge of ``tiled_gemm``: 16 x 16 = 256 threads on a GPU; 4 x 4 on the simulator, where
 #: every simulated thread costs ~0.15 ms per launch.
@@ -131,6 +162,7 @@ SIMULATOR_BLOCKING = Blocking(bm=8, bn=8, bk=4, tm=2, tn=2)
 # Version 1, tiled_gemm: see the module docstring.
 
 
+@numbered(1)
 @functools.lru_cache(maxsize=None)
 def tiled_gemm_kernel(tile: int):
     """The kernel for one tile size (shared-array shapes must be compile-time constants)."""
@@ -168,6 +200,7 @@ def tiled_gemm_kernel(tile: int):
 # Version 2, blocked_gemm: see the module docstring.
 
 
+@numbered(2)
 @functools.lru_cache(maxsize=None)
 def blocked_gemm_kernel(blocking: Blocking, transpose_b: bool, strided_b: bool = False, transpose_a: bool = False):
     """The register-blocked kernel for one blocking and A and B layout (all compile-time constants)."""
@@ -260,68 +293,7 @@ def blocked_gemm_kernel(blocking: Blocking, transpose_b: bool, strided_b: bool =
 # Version 3, exact-tile: see the module docstring.
 
 
-def divides(blocking, m: int, n: int, k: int) -> bool:
-    """Whether ``blocking``'s tile divides an (m x n) C over k, with whole cooperative loads."""
-    bm, bn, bk, tm, tn = blocking
-    threads = (bm // tm) * (bn // tn)
-    return (m % bm == 0 and n % bn == 0 and k % bk == 0 and (bm * bk) % threads == 0
-            and (bn * bk) % threads == 0 and bk & (bk - 1) == 0)
-
-
-def _doubled(step, stride: int):
-    """A device function doing ``step`` at ``kk`` and at ``kk + stride``."""
-
-    @cuda.jit(device=True, inline="always")
-    def doubled(a_tile, b_tile, kk, thread_m, thread_n, a_reg, b_reg, acc):
-        step(a_tile, b_tile, kk, thread_m, thread_n, a_reg, b_reg, acc)
-        step(a_tile, b_tile, kk + stride, thread_m, thread_n, a_reg, b_reg, acc)
-
-    return doubled
-
-
-@functools.lru_cache(maxsize=None)
-def unrolled_slab(blocking):
-    """A device function doing a whole slab of K (bk k's, each tm + tn shared loads and tm x tn
-    FFMAs), unrolled by doubling so that every shared-memory index is a compile-time constant."""
-    bm, bn, bk, tm, tn = blocking
-    threads_n, threads_m = bn // tn, bm // tm
-
-    @cuda.jit(device=True, inline="always")
-    def one_k(a_tile, b_tile, kk, thread_m, thread_n, a_reg, b_reg, acc):
-        for i in range(tm):
-            a_reg[i] = a_tile[kk, thread_m + i * threads_m]
-        for j in range(tn):
-            b_reg[j] = b_tile[kk, thread_n + j * threads_n]
-        for i in range(tm):
-            for j in range(tn):
-                acc[i, j] += a_reg[i] * b_reg[j]
-
-    slab, done = one_k, 1
-    while done < bk:
-        slab, done = _doubled(slab, done), done * 2
-    return slab
-
-
-@functools.lru_cache(maxsize=None)
-def patch_store(blocking):
-    """A device function writing a thread's tm x tn outputs to C (or adding them, ``accumulate``)."""
-    bm, bn, bk, tm, tn = blocking
-    threads_n, threads_m = bn // tn, bm // tm
-
-    @cuda.jit(device=True, inline="always")
-    def store_patch(c, acc, row0, col0, thread_m, thread_n, accumulate):
-        for i in range(tm):
-            row = uint32(row0 + thread_m + i * threads_m)
-            for j in range(tn):
-                col = uint32(col0 + thread_n + j * threads_n)
-                if accumulate:
-                    c[row, col] += acc[i, j]
-                else:
-                    c[row, col] = acc[i, j]
-
-    return store_patch
-
-
+@numbered(3)
 @functools.lru_cache(maxsize=None)
 def exact_gemm_kernel(blocking, transpose_b: bool, transpose_a: bool, padding: int, strided_b: bool = False):
     """The kernel for one blocking and layout (``strided_b``: a transposed B loaded in the naive
@@ -377,78 +349,6 @@ def exact_gemm_kernel(blocking, transpose_b: bool, transpose_a: bool, padding: i
 
 
 # --------------------------------------------------------------------------------------------
-# Version 4, the next slab prefetched: see the module docstring.
-
-
-@functools.lru_cache(maxsize=None)
-def prefetch_gemm_kernel(blocking, padding: int):
-    """Version 3 (exact tile, A (M, K) and B (K, N) as stored) with the next slab of K loaded into
-    registers while the block computes this one; launch it only where ``divides`` says so."""
-    bm, bn, bk, tm, tn = blocking
-    threads_n = bn // tn
-    threads_m = bm // tm
-    threads = threads_m * threads_n
-    a_loads = bm * bk // threads
-    b_loads = bn * bk // threads
-    a_shape = (bk, bm + padding)
-    b_shape = (bk, bn + padding)
-    slab, store_patch = unrolled_slab(blocking), patch_store(blocking)
-
-    @cuda.jit(device=True, inline="always")
-    def load_slab(a, b, k0, row0, col0, tid, a_next, b_next):
-        # this thread's elements of the slab at k0, into registers (consecutive threads on
-        # consecutive k of A and consecutive n of B: the same order as version 3)
-        for rep in range(a_loads):
-            e = tid + rep * threads
-            a_next[rep] = a[uint32(row0 + e // bk), uint32(k0 + e % bk)]
-        for rep in range(b_loads):
-            e = tid + rep * threads
-            b_next[rep] = b[uint32(k0 + e // bn), uint32(col0 + e % bn)]
-
-    @cuda.jit(device=True, inline="always")
-    def store_slab(a_tile, b_tile, tid, a_next, b_next):
-        for rep in range(a_loads):
-            e = tid + rep * threads
-            a_tile[e % bk, e // bk] = a_next[rep]
-        for rep in range(b_loads):
-            e = tid + rep * threads
-            b_tile[e // bn, e % bn] = b_next[rep]
-
-    @cuda.jit
-    def blocked_gemm(a, b, c, accumulate):  # the name of versions 2 and 3: the profile's formula is theirs
-        a_tile = cuda.shared.array(a_shape, float32)
-        b_tile = cuda.shared.array(b_shape, float32)
-        acc = cuda.local.array((tm, tn), float32)
-        a_reg = cuda.local.array(tm, float32)
-        b_reg = cuda.local.array(tn, float32)
-        a_next = cuda.local.array(a_loads, float32)  # the next slab, on its way from memory
-        b_next = cuda.local.array(b_loads, float32)
-        tid = cuda.threadIdx.x
-        thread_m = tid // threads_n
-        thread_n = tid % threads_n
-        row0 = cuda.blockIdx.y * bm
-        col0 = cuda.blockIdx.x * bn
-        k_total = a.shape[1]
-        for i in range(tm):
-            for j in range(tn):
-                acc[i, j] = float32(0.0)
-        load_slab(a, b, 0, row0, col0, tid, a_next, b_next)
-        store_slab(a_tile, b_tile, tid, a_next, b_next)
-        cuda.syncthreads()
-        for k0 in range(0, k_total, bk):
-            # The next slab's loads go out first and arrive while this slab's FFMAs run. The last
-            # slab loads itself again rather than branch: one slab of loads in K / bk.
-            load_slab(a, b, min(k0 + bk, k_total - bk), row0, col0, tid, a_next, b_next)
-            slab(a_tile, b_tile, 0, thread_m, thread_n, a_reg, b_reg, acc)
-            cuda.syncthreads()  # every thread is done with the tiles...
-            store_slab(a_tile, b_tile, tid, a_next, b_next)
-            cuda.syncthreads()  # ...and the next slab is in them
-        store_patch(c, acc, row0, col0, thread_m, thread_n, accumulate)
-
-    return blocked_gemm
-
-
-# --------------------------------------------------------------------------------------------
 # The launchers: which version, which blocking, which grid.
 
 
@@ -479,8 +379,20 @@ def choose_blocking(m: int, n: int, k: int) -> Blocking:
 
 
 def exact(blocking: Blocking, m: int, n: int, k: int) -> bool:
-    """Whether ``gemm()`` launches the exact-tile variant (``exact_gemm_kernel``) for this shape."""
+    """Whether ``gemm()`` launches an exact-tile version (3, or 5 where its layouts allow) for this shape."""
     return divides(blocking, m, n, k)
+
+
+def vector_launch(blocking: Blocking, m: int, n: int, k: int, a, b, *, transpose_a: bool = False,
+                  transpose_b: bool = False, strided_b: bool = False) -> bool:
+    """Whether ``gemm()`` launches version 5 (vector loads) rather than 3: the tile divides the
+    shape with an even split of outputs (``vector_fits``), its vectors are wider than one float
+    (the 32 x 32 patch has one element of A and one of B per thread: nothing to vectorize), A and
+    B are stored as read (no 'T' flag) and their rows are contiguous and aligned to the vector."""
+    if transpose_a or transpose_b or strided_b or not vector_fits(blocking, m, n, k):
+        return False
+    width = vector_width(blocking)
+    return width > 1 and aligned(a, width) and aligned(b, width)
 
 
 def gemm(a, b, c, *, accumulate: bool = False, transpose_a: bool = False, transpose_b: bool = False,
@@ -489,18 +401,69 @@ def gemm(a, b, c, *, accumulate: bool = False, transpose_a: bool = False, transp
 
     A is (M, K), or (K, M) with ``transpose_a``; B is (K, N), or (N, K) with ``transpose_b``; C is
     (M, N). ``strided_b``: load a transposed B in the naive, uncoalesced order (notebook 06's
-    comparison; never faster). Where ``blocking``'s tile divides the shape, the exact-tile variant
-    runs: the same result, fewer instructions.
+    comparison; never faster). Where ``blocking``'s tile divides the shape, an exact-tile version
+    runs: 5 where ``vector_launch`` allows, else 3; the same result to the bit, fewer instructions.
     """
     simulator.announce()
     m, n, k = gemm_shape(a, b, c, transpose_b, transpose_a)
     blocking = choose_blocking(m, n, k) if blocking is None else blocking
     grid = (-(-n // blocking.bn), -(-m // blocking.bm))
-    if exact(blocking, m, n, k):
+    if vector_launch(blocking, m, n, k, a, b, transpose_a=transpose_a, transpose_b=transpose_b, strided_b=strided_b):
+        kernel = vector_gemm_kernel(blocking, SHARED_PADDING)
+    elif exact(blocking, m, n, k):
         kernel = exact_gemm_kernel(blocking, bool(transpose_b), bool(transpose_a), SHARED_PADDING, bool(strided_b))
     else:
         kernel = blocked_gemm_kernel(blocking, bool(transpose_b), bool(strided_b), bool(transpose_a))
     kernel[grid, blocking.threads, stream](a, b, c, accumulate)
+
+
+#: Version 6 splits K until the grid holds this many warps per SM on average: 28 of the 64 an
+#: H100 SM can hold (the kernel issue's target, 3.5 blocks of 8 warps), so that while some warps
+#: wait on memory others issue (V. Volkov, "Understanding Latency Hiding on GPUs", 2016). A
+#: starting point for the GPU run to time against version 3, not a measured optimum.
+SPLIT_WARPS_PER_SM = 28
+#: ...but no part of K shorter than this many slabs (each part pays a prologue and an epilogue).
+SPLIT_MIN_SLABS = 8
+
+
+def split_plan(m: int, n: int, k: int, sms: int) -> tuple[Blocking, int]:
+    """(blocking, splits) for an (m x n) C over k on a GPU with ``sms`` SMs: ``gpu_blocking``'s
+    patch, and K cut into the fewest power-of-two parts whose blocks give ``SPLIT_WARPS_PER_SM``
+    warps per SM, each part at least ``SPLIT_MIN_SLABS`` slabs long and its slabs whole (1: no
+    split, and wherever the patch does not divide the shape)."""
+    for name, value in (("m", m), ("n", n), ("k", k), ("sms", sms)):
+        if isinstance(value, bool) or not isinstance(value, int) or value < 1:
+            raise ValueError(f"{name} must be a positive int, got {value!r}")
+    blocking = gpu_blocking(m, n, k, sms)
+    blocks = -(-m // blocking.bm) * -(-n // blocking.bn)
+    splits = 1
+    if not vector_fits(blocking, m, n, k):  # version 6 runs exact tiles only
+        return blocking, splits
+    warps = blocking.threads // 32
+    while (blocks * splits * warps < SPLIT_WARPS_PER_SM * sms and k % (2 * splits * blocking.bk) == 0
+           and k // (2 * splits) >= SPLIT_MIN_SLABS * blocking.bk):
+        splits *= 2
+    return blocking, splits
+
+
+def gemm_split(a, b, parts, *, blocking: Blocking | None = None, stream=0) -> None:
+    """Launch version 6: parts[z] = A[:, z-th K part] @ B[z-th K part, :] for z < len(parts), so that
+    C = parts.sum(0) (whoever reads C adds them: the fused cell, in one pass). A (M, K), B (K, N)
+    as stored, rows contiguous and aligned (``vector.aligned``); parts (splits, M, N), C-contiguous;
+    the tile must divide M, N and K / splits (``vector_fits``)."""
+    simulator.announce()
+    if len(parts.shape) != 3:
+        raise ValueError(f"parts must be (splits, M, N), got shape {tuple(parts.shape)}")
+    splits = parts.shape[0]
+    m, n, k = gemm_shape(a, b, parts[0], False)
+    blocking = choose_blocking(m, n, k // splits) if blocking is None else blocking
+    if splits < 1 or k % splits or not vector_fits(blocking, m, n, k // splits):
+        raise ValueError(f"gemm_split: {blocking} does not divide {m} x {n} x {k} in {splits} parts of K")
+    width = vector_width(blocking)
+    if not (aligned(a, width) and aligned(b, width)):
+        raise ValueError(f"gemm_split: A and B need contiguous rows aligned to {4 * width} bytes")
+    grid = (n // blocking.bn, m // blocking.bm, splits)
+    split_gemm_kernel(blocking, SHARED_PADDING)[grid, blocking.threads, stream](a, b, parts, False)
 
 
 def tiled_gemm(a, b, c, *, accumulate: bool = False, tile: int | None = None, stream=0) -> None:

@@ -10,6 +10,9 @@ Its versions, and the steps that launch them (the README's table counts them per
 2. ``lstm_cell``: all of version 1 for one layer-step in one kernel (notebook 05): steps 05-08
    (fused_pointwise, pretransposed, combined_inputs, wavefront). Step 09's persistent kernel
    (``persistent.py``) does the same work inside itself, with ``sigmoidf`` from here.
+3. ``lstm_cell_split``: 2 with the recurrent product in parts, one per part of K, as the GEMM's
+   split-K version (``gemm.gemm_split``) leaves it, added in the same pass. No step launches it
+   yet; ``python -m fastlstm_lib.kernels`` validates it.
 
 The training versions (the fused cell that saves its gates, the activations' derivatives, the
 fused backward cell) are in ``pointwise_backward.py``.
@@ -153,3 +156,38 @@ def lstm_cell(x_gates, h_gates, bias, c, h, stream=0):
     """One layer-step's point-wise work in one launch: z = x_gates + h_gates + bias (B, 4H, gates
     i, f, c, o); c = f*c + i*tanh(z_c) in place; h = o*tanh(c)."""
     launch_elementwise(_lstm_cell, c, x_gates, h_gates, bias, c, h, stream=stream)
+
+
+# --------------------------------------------------------------------------------------------
+# Version 3, the fused cell that adds the recurrent GEMM's split-K parts (gemm.py's version 6).
+
+
+@cuda.jit
+def _lstm_cell_split(x_gates, h_parts, bias, c, h):
+    # Version 2, with h_gates = h_parts[0] + h_parts[1] + ...: the parts of the recurrent product
+    # that version 6 of the GEMM left, one per part of K, added here in one pass (no extra launch).
+    i = cuda.grid(1)
+    hidden = c.shape[1]
+    if i < c.size:
+        r, j = i // hidden, i % hidden
+        z_i = x_gates[r, j] + bias[j]
+        z_f = x_gates[r, hidden + j] + bias[hidden + j]
+        z_c = x_gates[r, 2 * hidden + j] + bias[2 * hidden + j]
+        z_o = x_gates[r, 3 * hidden + j] + bias[3 * hidden + j]
+        for s in range(h_parts.shape[0]):
+            z_i += h_parts[s, r, j]
+            z_f += h_parts[s, r, hidden + j]
+            z_c += h_parts[s, r, 2 * hidden + j]
+            z_o += h_parts[s, r, 3 * hidden + j]
+        c_new = sigmoidf(z_f) * c[r, j] + sigmoidf(z_i) * math.tanh(z_c)
+        c[r, j] = c_new
+        h[r, j] = sigmoidf(z_o) * math.tanh(c_new)
+
+
+def lstm_cell_split(x_gates, h_parts, bias, c, h, stream=0):
+    """``lstm_cell`` with the recurrent product in parts: z = x_gates + bias + h_parts.sum(0)
+    (h_parts (splits, B, 4H), from ``gemm.gemm_split``); c in place, h out."""
+    if len(h_parts.shape) != 3 or tuple(h_parts.shape[1:]) != tuple(x_gates.shape):
+        raise ValueError(f"h_parts must be (splits, {x_gates.shape[0]}, {x_gates.shape[1]}) like x_gates, "
+                         f"got shape {tuple(h_parts.shape)}")
+    launch_elementwise(_lstm_cell_split, c, x_gates, h_parts, bias, c, h, stream=stream)

@@ -32,6 +32,7 @@ from ..checks import check_str
 from ..config import LSTMConfig
 from ..gpus import chip as chip_limits, find_gpu
 from ..kept import kept
+from ..kernels.gemm import version_of as gemm_version_of
 from ..params import LayerParams
 from ..steps import LSTMStep, get as get_step, names as ladder_names
 from .dryrun import default_stream_kind, dry_run
@@ -63,6 +64,7 @@ class Launch:
     loads: dict  # element loads per argument name
     stores: dict
     deps: dict  # {earlier launch index: "stream" | "event" | "default-stream"}
+    version: int = 0  # a GEMM's version in kernels/gemm.py's list (gemm.version_of); 0 for other kernels
 
     def to_dict(self) -> dict:
         record = dataclasses.asdict(self)
@@ -264,4 +266,5 @@ def _launch_record(index: int, call, deps: dict) -> Launch:
         footprint_read=distinct_bytes(t.reads), footprint_written=distinct_bytes(t.writes),
         footprint=distinct_bytes(t.reads + t.writes), footprint_in=distinct_bytes(t.inputs),
         array_args=array_count(call.args), loads=dict(t.loads), stores=dict(t.stores), deps=dict(deps),
+        version=gemm_version_of(call.kernel) or 0,
     )

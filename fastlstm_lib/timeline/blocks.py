@@ -42,10 +42,11 @@ from .constants import constant
 NO_SASS_FALLBACK = {"sm_52": "sm_75", "sm_70": "sm_75"}  # no disassembly: the nearest architecture's loop mix
 #: Architectures of data/gpus.csv the compile matrix does not build (Volta): the nearest one's registers.
 NOT_COMPILED = {"sm_70": "sm_75"}
-#: The kernel_resources.csv row of each blocking ``gpu_blocking`` picks, checked or exact-tile.
-GEMM_ROWS = {(GPU_LARGE, False): "blocked_gemm", (GPU_LARGE, True): "blocked_gemm_exact",
-             (GPU_SMALL, False): "blocked_gemm_t", (GPU_SMALL, True): "blocked_gemm_t_exact",
-             (GPU_WIDE, True): "blocked_gemm_wide"}
+#: The kernel_resources.csv row of each blocking ``gpu_blocking`` picks and each version ``gemm()``
+#: launches (2 checked, 3 exact-tile, 5 vector loads: kernels/gemm.py's list).
+GEMM_ROWS = {(GPU_LARGE, 2): "blocked_gemm", (GPU_LARGE, 3): "blocked_gemm_exact", (GPU_LARGE, 5): "blocked_gemm_vector",
+             (GPU_SMALL, 2): "blocked_gemm_t", (GPU_SMALL, 3): "blocked_gemm_t_exact",
+             (GPU_WIDE, 3): "blocked_gemm_wide", (GPU_WIDE, 5): "blocked_gemm_vector_wide"}
 
 
 @dataclasses.dataclass(frozen=True)
@@ -77,9 +78,10 @@ def arch_of(row: dict) -> str:
 
 def table_name(launch, batch: int) -> str:
     """The kernel_resources.csv name of a recorded launch. ``blocked_gemm`` is compiled per
-    blocking, checked and exact-tile (``GEMM_ROWS``): a launch's grid says which blocking it ran
-    (``gpu_blocking`` picks the 128 x 128 patch only where it divides the shape), and the shape
-    whether ``gemm()`` launched the exact-tile variant."""
+    blocking and version (``GEMM_ROWS``): a launch's grid says which blocking it ran
+    (``gpu_blocking`` picks the 128 x 128 patch only where it divides the shape), and its recorded
+    version which kernel; a launch recorded without one (0) is 3 where the tile divides the shape,
+    else 2."""
     name = launch.kernel.lstrip("_")
     if name == "persistent_layer":
         return f"persistent_b{batch}"
@@ -87,7 +89,7 @@ def table_name(launch, batch: int) -> str:
         m, n, k = cublas.gemm_shape(launch)
         grid = tuple(launch.grid[:2])
         blocking = next((b for b in (GPU_LARGE, GPU_WIDE) if grid == (-(-n // b.bn), -(-m // b.bm))), GPU_SMALL)
-        key = (blocking, exact(blocking, m, n, k))
+        key = (blocking, launch.version or (3 if exact(blocking, m, n, k) else 2))
         if key not in GEMM_ROWS:
             raise ValueError(f"launch {launch.index}: no compiled row for a {blocking} GEMM of {m} x {n} x {k}")
         return GEMM_ROWS[key]

@@ -68,6 +68,7 @@ COLUMNS = {
     "staged_loads": "global loads in flight per copy to shared memory: the longest run of loads ended by a shared store (compile_matrix.sass.staged_loads)",
     "slab_instructions": "a blocked GEMM's instructions per slab of K, inner loops times their trips (compile_matrix.sass.slab_mix)",
     "slab_ffma": "of which FFMA",
+    "layout": "its array arguments' layouts as compiled, in order: C (C-contiguous, as the article-size launches pass them) or A (any stride)",
     "what": "the variant",
 }
 
@@ -101,7 +102,7 @@ def build_arch(cc: tuple[int, int], where: Path) -> list[dict]:
         loop = main_loop_mix(code)
         rows.append({"kernel": name, "arch": arch_name(cc), "max_registers": job["max_registers"] or "",
                      **counts, **loop, "staged_loads": staged_loads(code), **slab_mix(code, job.get("trips")),
-                     "what": job["what"]})
+                     "layout": job["layout"], "what": job["what"]})
         if (name, arch_name(cc)) in LISTED:
             rows[-1]["sass"] = main_loop_text(listing, job["entry"])
     (where / "rows.json").write_text(json.dumps(rows, indent=1))
@@ -199,7 +200,7 @@ def committed_rows(path: Path = TABLE, where: Path = LISTINGS) -> list[dict]:
     each listed row's SASS from its file."""
     rows = []
     for row in read_table(path):
-        row = {column: (value if column in ("kernel", "arch", "what") or value == "" else int(value))
+        row = {column: (value if column in ("kernel", "arch", "layout", "what") or value == "" else int(value))
                for column, value in row.items()}
         if (row["kernel"], row["arch"]) in LISTED:
             listing = (Path(where) / f"{row['kernel']}.{row['arch']}.sass").read_text()

@@ -82,6 +82,7 @@ def inventory(cc: tuple[int, int]) -> dict:
 
     A2, A1, C3, C2, C1 = float32[:, :], float32[:], float32[:, :, ::1], float32[:, ::1], float32[::1]
     gemm_args = (A2, A2, A2, boolean)
+    contiguous_args = (C2, C2, C2, boolean)
     L, S, W = g.GPU_LARGE, g.GPU_SMALL, g.GPU_WIDE
     pad = g.SHARED_PADDING
 
@@ -95,20 +96,29 @@ def inventory(cc: tuple[int, int]) -> dict:
         "blocked_gemm_t_strided": (g.blocked_gemm_kernel(L, True, True), gemm_args, blocking(L) + ", B^T strided"),
         "blocked_gemm_ta": (g.blocked_gemm_kernel(L, False, False, True), gemm_args, blocking(L) + ", A^T"),
         "blocked_gemm_ta_tb": (g.blocked_gemm_kernel(S, True, False, True), gemm_args, blocking(S) + ", A^T B^T"),
-        # gemm()'s choice where the tile divides the shape (kernels/gemm.py's exact-tile version)
-        "blocked_gemm_exact": (g.exact_gemm_kernel(L, False, False, pad), gemm_args, blocking(L) + ", exact"),
-        "blocked_gemm_t_exact": (g.exact_gemm_kernel(S, True, False, pad), gemm_args, blocking(S) + ", B^T, exact"),
-        "blocked_gemm_wide": (g.exact_gemm_kernel(W, False, False, pad), gemm_args, blocking(W) + ", exact"),
+        # gemm()'s version 3, where the tile divides the shape: compiled for the C-contiguous
+        # arrays every step passes at the article's size (the baseline's one-gate C excepted)
+        "blocked_gemm_exact": (g.exact_gemm_kernel(L, False, False, pad), contiguous_args, blocking(L) + ", exact"),
+        "blocked_gemm_t_exact": (g.exact_gemm_kernel(S, True, False, pad), contiguous_args, blocking(S) + ", B^T, exact"),
+        "blocked_gemm_wide": (g.exact_gemm_kernel(W, False, False, pad), contiguous_args, blocking(W) + ", exact"),
         # version 4, the next slab prefetched: the article's input GEMM's blocking and its recurrent one's
-        "blocked_gemm_prefetch_wide": (g.prefetch_gemm_kernel(W, pad), gemm_args, blocking(W) + ", exact, prefetch"),
-        "blocked_gemm_prefetch_small": (g.prefetch_gemm_kernel(S, pad), gemm_args, blocking(S) + ", exact, prefetch"),
+        "blocked_gemm_prefetch_wide": (g.prefetch_gemm_kernel(W, pad), contiguous_args, blocking(W) + ", exact, prefetch"),
+        "blocked_gemm_prefetch_small": (g.prefetch_gemm_kernel(S, pad), contiguous_args, blocking(S) + ", exact, prefetch"),
+        # version 5, vector loads: it runs only on arrays whose rows are contiguous (vector.aligned)
+        "blocked_gemm_vector": (g.vector_gemm_kernel(L, pad), contiguous_args, blocking(L) + ", exact, vector"),
+        "blocked_gemm_vector_wide": (g.vector_gemm_kernel(W, pad), contiguous_args, blocking(W) + ", exact, vector"),
+        "blocked_gemm_vector_small": (g.vector_gemm_kernel(S, pad), contiguous_args, blocking(S) + ", exact, vector"),
+        # version 6, split-K: the recurrent GEMM's patch at batch 64 on an H100 (gemm.split_plan)
+        "blocked_gemm_split": (g.split_gemm_kernel(S, pad), (C2, C2, float32[:, :, ::1], boolean),
+                               blocking(S) + ", exact, vector, split-K"),
         "fill": (pw._fill, (A2, float32), "element-wise"),
         "add": (pw._add, (A2, A2, A2), "element-wise"),
         "add_bias": (pw._add_bias, (A2, A1, A2), "element-wise"),
         "mul": (pw._mul, (A2, A2, A2), "element-wise"),
         "sigmoid": (pw._sigmoid, (A2, A2), "element-wise"),
         "tanh": (pw._tanh, (A2, A2), "element-wise"),
-        "lstm_cell": (pw._lstm_cell, (A2, A2, A1, A2, A2), "fused cell"),
+        "lstm_cell": (pw._lstm_cell, (C2, C2, C1, C2, C2), "fused cell"),  # as steps 05-08 launch it
+        "lstm_cell_split": (pw._lstm_cell_split, (C2, C3, C1, C2, C2), "fused cell, split-K parts"),
         "lstm_cell_train": (pwb._lstm_cell_train, (A2, A2, A1, A2, A2, A2, A2), "fused cell, saves gates"),
         "lstm_cell_backward": (pwb._lstm_cell_backward, (A2,) * 7, "fused cell backward"),
         "sigmoid_backward": (pwb._sigmoid_backward, (A2, A2, A2), "element-wise"),
@@ -120,8 +130,8 @@ def inventory(cc: tuple[int, int]) -> dict:
     for name in list(found):
         if name.startswith("blocked_gemm"):  # the blocking's trip counts: sass.slab_mix
             b = S if name in ("blocked_gemm_t", "blocked_gemm_ta_tb", "blocked_gemm_t_exact") else L
-            b = S if name == "blocked_gemm_prefetch_small" else b
-            b = W if name in ("blocked_gemm_wide", "blocked_gemm_prefetch_wide") else b
+            b = S if name.endswith("_small") or name == "blocked_gemm_split" else b
+            b = W if name.endswith("_wide") else b
             found[name] += ({"k": b.bk * b.tm * b.tn, "loads": (-(-b.bm * b.bk // b.threads), -(-b.bn * b.bk // b.threads))},)
     hidden, batches, chip = PERSISTENT
     for batch in batches:
@@ -134,7 +144,7 @@ def inventory(cc: tuple[int, int]) -> dict:
 
 def compile_all(cc: tuple[int, int], out: Path) -> None:
     """Write NAME.ptx for every kernel and manifest.json (what each is, its entry point, cap)."""
-    from numba import cuda
+    from numba import cuda, types
 
     manifest = {}
     for name, (kernel, signature, what, max_registers, relocatable, *trips) in inventory(cc).items():
@@ -143,8 +153,9 @@ def compile_all(cc: tuple[int, int], out: Path) -> None:
             raise RuntimeError(f"{name}: PTX is not for {arch_name(cc)}")
         (out / f"{name}.ptx").write_text(ptx)
         entry = re.search(r"\.entry\s+(\S+)\s*\(", ptx).group(1)
+        layout = ",".join("C" if arg.layout == "C" else "A" for arg in signature if isinstance(arg, types.Array))
         manifest[name] = {"what": what, "entry": entry, "max_registers": max_registers, "relocatable": relocatable,
-                          "trips": trips[0] if trips else None}
+                          "trips": trips[0] if trips else None, "layout": layout}
     (out / "manifest.json").write_text(json.dumps(manifest, indent=1))
 
 
