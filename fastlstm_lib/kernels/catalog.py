@@ -80,6 +80,9 @@ def _gemm_case(version: int):
             if version >= 3:  # the exact-tile kernels need a shape their tile divides: the next one up
                 m, n, k = (-(-m // blocking.bm) * blocking.bm, -(-n // blocking.bn) * blocking.bn,
                            -(-k // blocking.bk) * blocking.bk)
+            if version == 6:  # its own operands and a (splits, M, N) output
+                cases.append(_split_case(m, n, k, rng))
+                continue
             a, b = _f32(rng, m, k), _f32(rng, k, n)
             a_d, b_d, c_d = cuda.to_device(a), cuda.to_device(b), _poisoned(m, n)
             grid = (-(-n // blocking.bn), -(-m // blocking.bm))
@@ -92,9 +95,6 @@ def _gemm_case(version: int):
                 kernel, block = g.exact_gemm_kernel(blocking, False, False, g.SHARED_PADDING), blocking.threads
             elif version == 4:
                 kernel, block = g.prefetch_gemm_kernel(blocking, g.SHARED_PADDING), blocking.threads
-            elif version == 6:
-                cases.append(_split_case(m, n, k, rng))
-                continue
             else:  # fresh allocations: rows contiguous and aligned, as vector loads need
                 if not (g.vector_fits(blocking, m, n, k)
                         and all(vector.aligned(x, g.vector_width(blocking)) for x in (a_d, b_d))):

@@ -87,35 +87,7 @@ def _double_buffered(blocking, padding: int, align, parts, split: bool = False):
 def prefetch_gemm_kernel(blocking, padding: int):
     """Version 3 (exact tile, A (M, K) and B (K, N) as stored) with the next slab of K loaded into
     registers while the block computes this one; launch it only where ``divides`` says so."""
-    bm, bn, bk, tm, tn = blocking
-    threads_n = bn // tn
-    threads_m = bm // tm
-    threads = threads_m * threads_n
-    a_loads = bm * bk // threads
-    b_loads = bn * bk // threads
-    slab, store_patch = unrolled_slab(blocking), patch_store(blocking)
-
-    @cuda.jit(device=True, inline="always")
-    def load_slab(a, b, k0, row0, col0, tid, a_next, b_next):
-        # this thread's elements of the slab at k0, into registers (consecutive threads on
-        # consecutive k of A and consecutive n of B: the same order as version 3)
-        for rep in range(a_loads):
-            e = tid + rep * threads
-            a_next[rep] = a[uint32(row0 + e // bk), uint32(k0 + e % bk)]
-        for rep in range(b_loads):
-            e = tid + rep * threads
-            b_next[rep] = b[uint32(k0 + e // bn), uint32(col0 + e % bn)]
-
-    @cuda.jit(device=True, inline="always")
-    def store_slab(a_tile, b_tile, tid, a_next, b_next):
-        for rep in range(a_loads):
-            e = tid + rep * threads
-            a_tile[e % bk, e // bk] = a_next[rep]
-        for rep in range(b_loads):
-            e = tid + rep * threads
-            b_tile[e // bn, e % bn] = b_next[rep]
-
-    return _double_buffered(blocking, padding, None, (load_slab, store_slab, slab, store_patch, a_loads, b_loads))
+    return _double_buffered(blocking, padding, None, _slab_parts(blocking, 1, False))
 
 
 # --------------------------------------------------------------------------------------------
@@ -146,7 +118,7 @@ def vector_gemm_kernel(blocking, padding: int):
     """Version 4 with vector loads: each thread's share of a slab in ``vector_width`` -float global
     loads, and its outputs in two runs of neighbours (``owned``) read from shared memory with
     128-bit loads. Launch it only where ``vector_fits`` says so and A and B are ``vector.aligned``."""
-    return _double_buffered(blocking, padding, SHARED_ALIGN, _vector_parts(blocking))
+    return _double_buffered(blocking, padding, SHARED_ALIGN, _slab_parts(blocking, vector_width(blocking), True))
 
 
 @numbered(6)
@@ -154,20 +126,21 @@ def vector_gemm_kernel(blocking, padding: int):
 def split_gemm_kernel(blocking, padding: int):
     """Version 5 over one of gridDim.z equal parts of K, its partial product into C[z] (C is
     (splits, M, N)); launch it through ``gemm_split``."""
-    return _double_buffered(blocking, padding, SHARED_ALIGN, _vector_parts(blocking), split=True)
+    return _double_buffered(blocking, padding, SHARED_ALIGN, _slab_parts(blocking, vector_width(blocking), True),
+                            split=True)
 
 
-def _vector_parts(blocking):
-    """Version 5's loads and stores of a slab and its slab and patch store (``_double_buffered``'s parts)."""
+def _slab_parts(blocking, width: int, halves: bool):
+    """``_double_buffered``'s parts: the loads of a slab into registers, ``width`` neighbours per load
+    (consecutive threads on consecutive k of A and n of B, as version 3 loads them), their stores
+    to shared memory, and the slab and patch store for outputs placed by ``owned(blocking, halves)``.
+    Version 4: width 1, outputs strided; 5 and 6: ``vector_width``, outputs in two runs."""
     bm, bn, bk, tm, tn = blocking
-    threads_n = bn // tn
-    threads_m = bm // tm
-    threads = threads_m * threads_n
-    width = vector_width(blocking)
+    threads = blocking.threads
     a_vectors = bm * bk // threads // width
     b_vectors = bn * bk // threads // width
     a_count, b_count = a_vectors * width, b_vectors * width
-    slab, store_patch, load = unrolled_slab(blocking, True), patch_store(blocking, True), load_vector(width)
+    slab, store_patch, load = unrolled_slab(blocking, halves), patch_store(blocking, halves), load_vector(width)
 
     @cuda.jit(device=True, inline="always")
     def load_slab(a, b, k0, row0, col0, tid, a_next, b_next):
