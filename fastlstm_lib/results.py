@@ -93,16 +93,23 @@ def load_results(path) -> list[dict]:
     return record["results"]
 
 
+#: Options a ladder step's result may carry: how it was launched or what was timed, not what ran.
+LADDER_OPTIONS = {"graph", "timed"}
+
+
 def committed_results(*, graph: bool = False) -> list[dict]:
     """Every step result (``fl.bench``) committed under data/results/, each with the ``file`` it came
     from: passes launched as usual, or with ``graph=True`` those launched as CUDA Graphs (the GPU
-    run times every step both ways, ``options.graph`` telling which). Other measurements in the same
-    folder (the GEMM against cuBLAS, issue vs GPU times, CNN epochs) are left to their own readers."""
+    run times every step both ways, ``options.graph`` telling which). Steps run with options of
+    their own (the GPU run's ``splits=1`` twins) are not the ladder's steps and are left out, as are
+    other measurements in the same folder (the GEMM against cuBLAS, issue vs GPU times, CNN epochs),
+    to their own readers."""
     if not isinstance(graph, bool):
         raise TypeError(f"graph must be True or False, got {type(graph).__name__} {graph!r}")
     return [dict(result, file=path.name) for path in sorted(RESULTS.glob("*.json"))
             for result in load_results(path) if "step" in result and "time_ms" in result
-            and bool((result.get("options") or {}).get("graph")) == graph]
+            and bool((result.get("options") or {}).get("graph")) == graph
+            and not set(result.get("options") or {}) - LADDER_OPTIONS]
 
 
 STEP_COLUMNS = (Column("step", "<", 18), Column("median ms", ">", 10, ".3f"), Column("min-max ms", ">", 19),

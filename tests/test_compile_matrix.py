@@ -35,7 +35,8 @@ KERNELS = {"tiled_gemm", "blocked_gemm", "blocked_gemm_t", "blocked_gemm_t_strid
            "blocked_gemm_ta_tb", "blocked_gemm_exact", "blocked_gemm_t_exact", "blocked_gemm_wide",
            "blocked_gemm_prefetch_wide", "blocked_gemm_prefetch_small",
            "blocked_gemm_vector", "blocked_gemm_vector_wide", "blocked_gemm_vector_small",
-           "blocked_gemm_split", "lstm_cell_split", "fill", "add", "add_bias", "mul", "sigmoid", "tanh", "lstm_cell", "lstm_cell_train",
+           "blocked_gemm_split_small", "blocked_gemm_split", "blocked_gemm_split_wide", "lstm_cell_split",
+           "fill", "add", "add_bias", "mul", "sigmoid", "tanh", "lstm_cell", "lstm_cell_train",
            "lstm_cell_backward", "sigmoid_backward", "tanh_backward", "column_sum", "persistent_b1", "persistent_b4",
            "persistent_b64"}
 

@@ -1,13 +1,22 @@
 """Version 6 of the GEMM (split-K, kernels/gemm.py) and version 3 of the fused cell that adds its
 parts (kernels/pointwise.py): each part equals its product, the cell the unsplit cell's result;
-``split_plan`` fills an H100 at the article's batch; bad arguments are refused before any launch."""
+``split_plan`` fills an H100 at the article's batch; steps 06-08 run them there and equal the
+reference and Keras when made to split here; bad arguments are refused before any launch."""
 
 import numpy as np
 import pytest
 from numba import cuda
 
+import fastlstm_lib as fl
+from conftest import problem
+from fastlstm_lib.gpus import gpu
 from fastlstm_lib.kernels import gemm as g, pointwise as pw
 from fastlstm_lib.reference import relative_error
+
+#: The split path runs exact tiles only, so no odd size can take it: batch 8 and 4H = 64 are
+#: multiples of the simulator's 8 x 8 tile, and hidden 16 in 2 parts of K two slabs each. The
+#: input size (5) and the sequence (5 steps, chunks of 2 leave a partial one) stay odd.
+SPLIT = fl.LSTMConfig(batch=8, seq_len=5, input_size=5, hidden=16, layers=3)
 
 
 def test_each_part_is_its_share_of_k_and_the_parts_add_up_to_the_product():
@@ -83,3 +92,65 @@ def test_gemm_split_refuses_parts_that_do_not_fit_before_launching():
         pw.lstm_cell_split(cuda.to_device(np.zeros((2, 8), np.float32)), cuda.to_device(np.zeros((2, 3, 8), np.float32)),
                            cuda.to_device(np.zeros(8, np.float32)), cuda.to_device(np.zeros((2, 2), np.float32)),
                            cuda.to_device(np.zeros((2, 2), np.float32)))
+
+
+@pytest.fixture(scope="module")
+def split_problem():
+    x, params = problem(SPLIT, seed=7)
+    return x, params, fl.reference_forward(x, params)
+
+
+@pytest.mark.parametrize("name, options", [("pretransposed", {}), ("combined_inputs", {"chunk": 2}),
+                                           ("wavefront", {"chunk": 2})])
+def test_steps_split_the_recurrent_gemm_and_equal_the_reference_and_keras(name, options, split_problem,
+                                                                          keras_available):
+    x, params, ref = split_problem
+    with fl.count_launches() as launches:
+        y = fl.steps.get(name).forward(x, params, splits=2, **options)
+    assert launches["_lstm_cell_split"] == SPLIT.layers * SPLIT.seq_len and launches["_lstm_cell"] == 0
+    assert y.dtype == np.float32 and relative_error(y, ref) <= 1e-5
+    assert relative_error(y, fl.keras_forward(x, params).astype(np.float64)) <= 1e-5
+
+
+def test_the_simulator_does_not_split_and_step_08_keeps_the_layout_of_step_06():
+    """On the simulator its blocks run one at a time: nothing to fill, one part. Asked for 2, every
+    wavefront lane holds the recurrent product in 2 parts."""
+    x, params = problem(SPLIT)
+    step = fl.steps.get("wavefront")
+    assert step.setup(params, SPLIT).splits == 1
+    state = step.setup(params, SPLIT, splits=2)
+    assert all(lane.h_gates.shape == (2, SPLIT.batch, 4 * SPLIT.hidden) for lane in state.lanes)
+
+
+def test_on_an_h100_step_06_launches_the_recurrent_gemm_in_4_parts():
+    """Issue 43's goal, from the dry run with an H100's geometry at the article's size: the
+    recurrent GEMM at batch 64, hidden 512 launches 3.5+ blocks (28+ warps) per SM on average, and
+    the step still launches 3 kernels per layer-step."""
+    profile = fl.profile("pretransposed", chip="H100")
+    sms = gpu("H100")["sms"]
+    recurrent = [launch for launch in profile.launches if launch.version == 6]
+    cells = [launch for launch in profile.launches if launch.kernel == "_lstm_cell_split"]
+    cfg = fl.LSTMConfig.article()
+    assert len(recurrent) == len(cells) == cfg.layers * cfg.seq_len
+    assert len(profile.launches) == 3 * cfg.layers * cfg.seq_len + cfg.layers
+    blocks = recurrent[0].grid[0] * recurrent[0].grid[1] * recurrent[0].grid[2]
+    assert recurrent[0].grid[2] == 4 and blocks / sms >= 3.5 and blocks * recurrent[0].block[0] // 32 / sms >= 28
+
+
+@pytest.mark.parametrize("splits, error, match", [
+    (3, ValueError, r"splits=3: no GEMM tile here divides 8 x 64 and K = 16 in 3 parts"),
+    (0, ValueError, "splits must be a positive int"),
+    (True, ValueError, "splits must be a positive int"),
+    (1.5, ValueError, "splits must be a positive int"),
+])
+def test_a_split_that_does_not_fit_is_refused_before_any_launch(splits, error, match):
+    x, params = problem(SPLIT)
+    with fl.count_launches() as launches, pytest.raises(error, match=match):
+        fl.steps.get("pretransposed").setup(params, SPLIT, splits=splits)
+    assert not launches
+
+
+def test_steps_that_read_one_product_take_no_splits():
+    x, params = problem(SPLIT)
+    with pytest.raises(TypeError, match=r"takes no options, got \['splits'\]"):
+        fl.steps.get("persistent").setup(params, SPLIT, splits=2)

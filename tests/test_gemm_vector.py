@@ -96,13 +96,15 @@ def test_gemm_launches_the_vector_version_where_layouts_allow(monkeypatch):
 
 def test_a_profile_records_each_gemms_version_and_the_timeline_its_compiled_row():
     """At the article's size on an H100, step 07's tall input GEMM runs version 5 (128 x 128), its
-    recurrent GEMMs version 3 (32 x 32: nothing to vectorize); step 03's, read with the 'T' flag, 3."""
+    recurrent GEMMs version 6 (32 x 32, K in 4 parts; unsplit, version 3: nothing to vectorize);
+    step 03's, read with the 'T' flag, 3."""
     import fastlstm_lib as fl
     from fastlstm_lib.timeline.blocks import table_name
 
-    def rows(step):
-        recorded = fl.profile(step, chip="H100")
+    def rows(step, **options):
+        recorded = fl.profile(step, chip="H100", **options)
         return {(launch.version, table_name(launch, 64)) for launch in recorded.launches if launch.kernel == "blocked_gemm"}
 
-    assert rows("combined_inputs") == {(5, "blocked_gemm_vector_wide"), (3, "blocked_gemm_t_exact")}
+    assert rows("combined_inputs") == {(5, "blocked_gemm_vector_wide"), (6, "blocked_gemm_split_small")}
+    assert rows("combined_inputs", splits=1) == {(5, "blocked_gemm_vector_wide"), (3, "blocked_gemm_t_exact")}
     assert rows("combined_gemms") == {(3, "blocked_gemm_t_exact")}

@@ -30,7 +30,7 @@ END = "<!-- end of the ladder table -->"
 CHIP = "H100"
 #: GEMM versions (kernels/gemm.py's list, ``gemm.version_of``) that share the name ``blocked_gemm``
 #: with version 2: what to add to the name.
-VARIANTS = {3: "exact-tile", 4: "prefetch", 5: "vector loads"}
+VARIANTS = {3: "exact-tile", 4: "prefetch", 5: "vector loads", 6: "split-K"}
 
 
 def pass_launches(step, *, chip: str = CHIP, **options) -> collections.Counter:

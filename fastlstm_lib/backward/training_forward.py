@@ -23,6 +23,8 @@ from ..steps.step08_wavefront import Wavefront
 class TrainingForward(Wavefront):
     name = "training_forward"
     title = "the wavefront, keeping the gates and c of every step for the backward pass"
+    #: The training cell reads one recurrent product: no split-K parts (step 06) here.
+    split_recurrent = False
 
     def setup(self, params, cfg, **options):
         state = super().setup(params, cfg, **options)

@@ -17,6 +17,7 @@ ACCESS = {
     "blocked_gemm": ((0, 1), (2,)), "tiled_gemm": ((0, 1), (2,)),
     "_fill": ((), (0,)), "_add": ((0, 1), (2,)), "_add_bias": ((0, 1), (2,)), "_mul": ((0, 1), (2,)),
     "_sigmoid": ((0,), (1,)), "_tanh": ((0,), (1,)), "_lstm_cell": ((0, 1, 2, 3), (3, 4)),
+    "_lstm_cell_split": ((0, 1, 2, 3), (3, 4)),
     "persistent_layer": ((0, 1, 2), (3,)),  # it reads the h it writes itself, inside the launch
     "_empty_kernel": ((), ()),
 }

@@ -29,12 +29,13 @@ counts every step's launches at the article's size):
    aligned; at the article's size on an H100, the input GEMMs of steps 07-09 (on an M40, with its
    24 SMs, every GEMM of steps 06-08). Versions 3, 4 and 5 add each output's products in the same
    order: the same result to the bit.
-6. ``blocked_gemm`` split-K (``gemm_pipelined.split_gemm_kernel``; ``blocked_gemm_split`` in the compile matrix,
+6. ``blocked_gemm`` split-K (``gemm_pipelined.split_gemm_kernel``; ``blocked_gemm_split(_small, _wide)`` in the compile matrix,
    ``gemm_split``): 5 over one of ``splits`` parts of K, grid depth ``splits``, each part's product
    into its own slice of a (splits, M, N) C, which its reader adds up (no atomics). For the
    recurrent GEMM, whose C is only batch rows tall: at batch 64 on an H100 a 32 x 32 patch gives
    128 blocks for 132 SMs, one block of 8 warps each, and ``split_plan`` cuts K in 4 for 512.
-   No step launches it yet: the fused cell that would add the parts is ``pointwise``'s version 3.
+   Steps 06-08 launch it where ``choose_splits`` says so; the fused cell that adds the parts is
+   ``pointwise``'s version 3.
 
 ``transpose_a``, ``transpose_b`` and ``strided_b`` are layouts of versions 2 and 3, not versions.
 Versions 1-3 and the launchers are in this file, 4-6 in ``gemm_pipelined.py``, and what the
@@ -113,6 +114,7 @@ shape allows; the compile matrix counts both (``blocked_gemm_exact`` and friends
 from __future__ import annotations
 
 import functools
+import numbers
 from typing import NamedTuple
 
 from numba import cuda, float32, uint32
@@ -444,6 +446,25 @@ def split_plan(m: int, n: int, k: int, sms: int) -> tuple[Blocking, int]:
            and k // (2 * splits) >= SPLIT_MIN_SLABS * blocking.bk):
         splits *= 2
     return blocking, splits
+
+
+def choose_splits(m: int, n: int, k: int) -> int:
+    """The parts of K a recurrent GEMM of (m x n) over k runs in here (``gemm_split``): ``split_plan``'s
+    on a GPU, 1 on the simulator (its blocks run one at a time: there is no GPU to fill)."""
+    return 1 if simulator.SIMULATOR else split_plan(m, n, k, multiprocessors())[1]
+
+
+def checked_splits(m: int, n: int, k: int, splits=None) -> int:
+    """``splits`` parts of K for a GEMM of (m x n) over k, checked: a positive int for which the
+    blocking ``gemm_split`` chooses here divides the shape; None: ``choose_splits``'s."""
+    if splits is None:
+        return choose_splits(m, n, k)
+    if isinstance(splits, bool) or not isinstance(splits, numbers.Integral) or splits < 1:
+        raise ValueError(f"splits must be a positive int (parts of K), got {splits!r}")
+    splits = int(splits)
+    if splits > 1 and (k % splits or not vector_fits(choose_blocking(m, n, k // splits), m, n, k // splits)):
+        raise ValueError(f"splits={splits}: no GEMM tile here divides {m} x {n} and K = {k} in {splits} parts")
+    return splits
 
 
 def gemm_split(a, b, parts, *, blocking: Blocking | None = None, stream=0) -> None:

@@ -8,11 +8,12 @@ Its versions, and the steps that launch them (the README's table counts them per
    op-by-op backward (bwd01) chains ``add``, ``mul`` and ``tanh`` with the derivatives in
    ``pointwise_backward.py``.
 2. ``lstm_cell``: all of version 1 for one layer-step in one kernel (notebook 05): steps 05-08
-   (fused_pointwise, pretransposed, combined_inputs, wavefront). Step 09's persistent kernel
-   (``persistent.py``) does the same work inside itself, with ``sigmoidf`` from here.
+   (fused_pointwise, pretransposed, combined_inputs, wavefront) where the recurrent GEMM is not
+   split. Step 09's persistent kernel (``persistent.py``) does the same work inside itself, with
+   ``sigmoidf`` from here.
 3. ``lstm_cell_split``: 2 with the recurrent product in parts, one per part of K, as the GEMM's
-   split-K version (``gemm.gemm_split``) leaves it, added in the same pass. No step launches it
-   yet; ``python -m fastlstm_lib.kernels`` validates it.
+   split-K version (``gemm.gemm_split``) leaves it, added in the same pass: steps 06-08 where
+   ``gemm.choose_splits`` cuts K (at batch 64 on an H100 or an M40; never on the simulator).
 
 The training versions (the fused cell that saves its gates, the activations' derivatives, the
 fused backward cell) are in ``pointwise_backward.py``.

@@ -14,7 +14,7 @@ Inside ``dry_run()`` a step's own ``setup`` and ``run`` code runs unchanged, but
 - the persistent kernel is not compiled (on a GPU its ``launch`` compiles it first);
 - with a ``chip`` (a ``gpus.Chip``), the GEMM blockings, the element-wise block size and the
   column sum's threads per column are a GPU's, and the chip's SM count picks between the GEMM
-  blockings, as ``gemm()`` does on it.
+  blockings and the recurrent GEMM's parts of K, as ``gemm()`` and ``gemm.choose_splits`` do on it.
 
 Streams get numbers: 0 is the default stream, the others count up in creation order.
 """
@@ -144,6 +144,7 @@ def gpu_geometry(chip) -> list[tuple]:
     from ..kernels import gemm, geometry, reduce
 
     return [(gemm, "choose_blocking", lambda m, n, k: gemm.gpu_blocking(m, n, k, chip.sms)),
+            (gemm, "choose_splits", lambda m, n, k: gemm.split_plan(m, n, k, chip.sms)[1]),
             (geometry, "POINTWISE_THREADS", geometry.GPU_POINTWISE_THREADS),
             (reduce, "ROW_THREADS", reduce.GPU_ROW_THREADS)]
 

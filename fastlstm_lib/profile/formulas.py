@@ -63,20 +63,23 @@ def argument_names(kernel) -> list[str]:
 
 
 def gemm_traffic(args, grid, block, constants) -> Traffic:
-    """Both GEMM kernels: every block loads its rows of A and its columns of op(B) over all of K
+    """Every GEMM kernel: every block loads its rows of A and its columns of op(B) over all of K
     (elements past an edge are zeros, not loads), so A is loaded once per block column of C and
-    B once per block row; C is stored once (and loaded once to accumulate)."""
+    B once per block row; C is stored once (and loaded once to accumulate). Split-K (version 6,
+    C of shape (splits, M, N), grid depth splits): each layer of blocks loads its part of K, so
+    A and B are loaded as often, and each part of C is stored once."""
     a, b, c, accumulate = args["a"], args["b"], args["c"], bool(args["accumulate"])
     m, k = a.shape
-    n = c.shape[1]
+    parts = c.shape[0] if len(c.shape) == 3 else 1
+    n = c.shape[len(c.shape) - 1]  # (the simulator's shapes take no negative index)
     blocks_n, blocks_m = grid[0], grid[1]
     loads = {"a": blocks_n * m * k, "b": blocks_m * k * n}
     reads = [view_of(a), view_of(b)]
     if accumulate:
-        loads["c"] = m * n
+        loads["c"] = parts * m * n
         reads.append(view_of(c))
-    flop = 2 * m * n * k + (m * n if accumulate else 0)
-    return Traffic(flop, loads, {"c": m * n}, tuple(reads), (view_of(c),), tuple(reads))
+    flop = 2 * m * n * k + (parts * m * n if accumulate else 0)
+    return Traffic(flop, loads, {"c": parts * m * n}, tuple(reads), (view_of(c),), tuple(reads))
 
 
 # ---- the element-wise kernels: one thread per element of ``out`` (rows x cols) -------------------
@@ -129,6 +132,19 @@ def lstm_cell_traffic(args, grid, block, constants) -> Traffic:
     writes = (view_of(args["c"]), view_of(args["h"]).head(rows, hidden))
     loads = {"x_gates": 4 * n, "h_gates": 4 * n, "bias": 4 * n, "c": n}
     return Traffic(CELL_FLOP * n, loads, {"c": n, "h": n}, reads, writes, reads)
+
+
+def lstm_cell_split_traffic(args, grid, block, constants) -> Traffic:
+    """``lstm_cell`` reading the recurrent product in parts: 4 gate values from each part, and
+    one more add per gate for each part past the first."""
+    rows, hidden = args["c"].shape
+    parts = args["h_parts"].shape[0]
+    n = rows * hidden
+    reads = (view_of(args["x_gates"]).head(rows, 4 * hidden), view_of(args["h_parts"]).head(parts, rows, 4 * hidden),
+             view_of(args["bias"]).head(4 * hidden), view_of(args["c"]))
+    writes = (view_of(args["c"]), view_of(args["h"]).head(rows, hidden))
+    loads = {"x_gates": 4 * n, "h_parts": 4 * n * parts, "bias": 4 * n, "c": n}
+    return Traffic((CELL_FLOP + 4 * (parts - 1)) * n, loads, {"c": n, "h": n}, reads, writes, reads)
 
 
 # ---- the column sum (notebook 41's db) -------------------------------------------------------------
@@ -186,6 +202,7 @@ FORMULAS = {
     "_sigmoid": sigmoid_traffic,
     "_tanh": tanh_traffic,
     "_lstm_cell": lstm_cell_traffic,
+    "_lstm_cell_split": lstm_cell_split_traffic,
     "persistent_layer": persistent_traffic,
     "column_sum": column_sum_traffic,
 }

@@ -49,7 +49,7 @@ class Wavefront(CombinedInputs):
             SimpleNamespace(
                 stream=cuda.stream(),
                 c=scratch((B, H)),
-                h_gates=scratch((B, 4 * H)),
+                h_gates=scratch(state.h_gates.shape),  # (B, 4H), or in split-K parts (step 06)
                 x_seq=scratch((T, B, 4 * H)),
                 h_zero=h_zero,
                 chunk_done=[ordering_event() for _ in state.chunks],

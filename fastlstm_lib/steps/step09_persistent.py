@@ -29,6 +29,8 @@ from .step07_combined_inputs import CombinedInputs
 class Persistent(CombinedInputs):
     name = "persistent"
     title = "one cooperative launch per layer, weights kept in shared memory"
+    #: The recurrence runs inside the persistent kernel: no recurrent GEMM to split (step 06).
+    split_recurrent = False
 
     def setup(self, params, cfg, chip=None, **options):
         # Fails here, before anything is launched, if the chip can't hold the layer. ``chip``: plan

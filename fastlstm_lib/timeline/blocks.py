@@ -43,10 +43,11 @@ NO_SASS_FALLBACK = {"sm_52": "sm_75", "sm_70": "sm_75"}  # no disassembly: the n
 #: Architectures of data/gpus.csv the compile matrix does not build (Volta): the nearest one's registers.
 NOT_COMPILED = {"sm_70": "sm_75"}
 #: The kernel_resources.csv row of each blocking ``gpu_blocking`` picks and each version ``gemm()``
-#: launches (2 checked, 3 exact-tile, 5 vector loads: kernels/gemm.py's list).
+#: launches (2 checked, 3 exact-tile, 5 vector loads, 6 split-K: kernels/gemm.py's list).
 GEMM_ROWS = {(GPU_LARGE, 2): "blocked_gemm", (GPU_LARGE, 3): "blocked_gemm_exact", (GPU_LARGE, 5): "blocked_gemm_vector",
-             (GPU_SMALL, 2): "blocked_gemm_t", (GPU_SMALL, 3): "blocked_gemm_t_exact",
-             (GPU_WIDE, 3): "blocked_gemm_wide", (GPU_WIDE, 5): "blocked_gemm_vector_wide"}
+             (GPU_LARGE, 6): "blocked_gemm_split",
+             (GPU_SMALL, 2): "blocked_gemm_t", (GPU_SMALL, 3): "blocked_gemm_t_exact", (GPU_SMALL, 6): "blocked_gemm_split_small",
+             (GPU_WIDE, 3): "blocked_gemm_wide", (GPU_WIDE, 5): "blocked_gemm_vector_wide", (GPU_WIDE, 6): "blocked_gemm_split_wide"}
 
 
 @dataclasses.dataclass(frozen=True)

@@ -41,10 +41,11 @@ def measurements() -> dict:
 
 def gemm_shape(launch) -> tuple[int, int, int]:
     """(m, n, k) of a recorded GEMM launch, from its loads (``profile/formulas.gemm_traffic``):
-    A is loaded once per block column (m k per), B once per block row (k n per), C stored once."""
+    A is loaded once per block column (m k per), B once per block row (k n per), C stored once
+    (once per part of K, the grid's depth, for split-K)."""
     mk = launch.loads["a"] // launch.grid[0]
     kn = launch.loads["b"] // launch.grid[1]
-    mn = launch.stores["c"]
+    mn = launch.stores["c"] // launch.grid[2]
     k = round(math.sqrt(mk * kn / mn))
     return round(mk / k), round(kn / k), k
 

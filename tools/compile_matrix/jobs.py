@@ -83,6 +83,7 @@ def inventory(cc: tuple[int, int]) -> dict:
     A2, A1, C3, C2, C1 = float32[:, :], float32[:], float32[:, :, ::1], float32[:, ::1], float32[::1]
     gemm_args = (A2, A2, A2, boolean)
     contiguous_args = (C2, C2, C2, boolean)
+    split_args = (C2, C2, float32[:, :, ::1], boolean)
     L, S, W = g.GPU_LARGE, g.GPU_SMALL, g.GPU_WIDE
     pad = g.SHARED_PADDING
 
@@ -108,9 +109,11 @@ def inventory(cc: tuple[int, int]) -> dict:
         "blocked_gemm_vector": (g.vector_gemm_kernel(L, pad), contiguous_args, blocking(L) + ", exact, vector"),
         "blocked_gemm_vector_wide": (g.vector_gemm_kernel(W, pad), contiguous_args, blocking(W) + ", exact, vector"),
         "blocked_gemm_vector_small": (g.vector_gemm_kernel(S, pad), contiguous_args, blocking(S) + ", exact, vector"),
-        # version 6, split-K: the recurrent GEMM's patch at batch 64 on an H100 (gemm.split_plan)
-        "blocked_gemm_split": (g.split_gemm_kernel(S, pad), (C2, C2, float32[:, :, ::1], boolean),
-                               blocking(S) + ", exact, vector, split-K"),
+        # version 6, split-K: step 06's recurrent GEMM where gemm.split_plan cuts K (the 32 x 32
+        # patch at batch 64 on an H100, the 64 x 64 one on an M40)
+        "blocked_gemm_split_small": (g.split_gemm_kernel(S, pad), split_args, blocking(S) + ", exact, vector, split-K"),
+        "blocked_gemm_split": (g.split_gemm_kernel(L, pad), split_args, blocking(L) + ", exact, vector, split-K"),
+        "blocked_gemm_split_wide": (g.split_gemm_kernel(W, pad), split_args, blocking(W) + ", exact, vector, split-K"),
         "fill": (pw._fill, (A2, float32), "element-wise"),
         "add": (pw._add, (A2, A2, A2), "element-wise"),
         "add_bias": (pw._add_bias, (A2, A1, A2), "element-wise"),
@@ -130,7 +133,7 @@ def inventory(cc: tuple[int, int]) -> dict:
     for name in list(found):
         if name.startswith("blocked_gemm"):  # the blocking's trip counts: sass.slab_mix
             b = S if name in ("blocked_gemm_t", "blocked_gemm_ta_tb", "blocked_gemm_t_exact") else L
-            b = S if name.endswith("_small") or name == "blocked_gemm_split" else b
+            b = S if name.endswith("_small") else b
             b = W if name.endswith("_wide") else b
             found[name] += ({"k": b.bk * b.tm * b.tn, "loads": (-(-b.bm * b.bk // b.threads), -(-b.bn * b.bk // b.threads))},)
     hidden, batches, chip = PERSISTENT
