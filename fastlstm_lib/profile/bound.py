@@ -24,7 +24,9 @@ limit of CUDA Graphs, which replay a pass without the host issuing each launch):
   legacy default stream) has ended.
 
 Scheduling every launch as early as those allow (start = max(issued, dependencies' ends)) gives
-a time no such run can beat, even though overlapping launches here each use the whole GPU. Their
+a time no such run can beat, even though overlapping launches here each use the whole GPU. That
+is ``schedule.py``'s scheduler with ideal costs (no launch latency, no limit on resident grids,
+each launch alone on the whole GPU), the one the timeline model runs with an SM's limits. The
 sharing is covered by a separate term: all the FLOPs at the FP32 peak. The bound is the larger
 of the two. What binds it: "flop" when the whole pass's arithmetic at peak is the larger;
 otherwise the chain of launches that ends last is followed back, and its time is split into
@@ -44,6 +46,7 @@ from ..checks import check_number, check_str
 from ..gpus import Chip, gpu as gpu_row
 from .graph import longest_path
 from .record import Profile
+from .schedule import critical_parts, simulate
 
 CSV = Path(__file__).resolve().parents[2] / "data" / "host_launch_costs.csv"
 
@@ -103,18 +106,20 @@ def checked_host(host) -> str:
     return f"{check_number('host', host, minimum=0.0):g} us"
 
 
-def launch_durations(profile: Profile, row: dict) -> tuple[list[float], list[str]]:
-    """Per launch: the least time alone on the GPU (seconds), and whether FLOPs or DRAM bytes set it."""
-    peak = row["fp32_tflops"] * 1e12
-    bandwidth = row["memory_gb_s"] * 1e9
-    l2 = row["l2_mib"] * 2**20
-    durations, limits = [], []
-    for launch in profile.launches:
+@dataclasses.dataclass(frozen=True)
+class Alone:
+    """A launch alone on the whole GPU: the least time it takes (seconds), and whether its FLOPs
+    at the FP32 peak ("flop") or its DRAM bytes at full bandwidth ("bytes") set it."""
+
+    seconds: float
+    kind: str
+
+    @classmethod
+    def of(cls, launch, row: dict) -> "Alone":
+        l2 = row["l2_mib"] * 2**20
         dram = max(0.0, launch.footprint_in - l2) + max(0.0, launch.footprint_written - l2)
-        compute, memory = launch.flop / peak, dram / bandwidth
-        durations.append(max(compute, memory))
-        limits.append("bytes" if memory > compute else "flop")
-    return durations, limits
+        compute, memory = launch.flop / (row["fp32_tflops"] * 1e12), dram / (row["memory_gb_s"] * 1e9)
+        return cls(max(compute, memory), "bytes" if memory > compute else "flop")
 
 
 def lower_bound(profile: Profile, gpu: str, host="cpp") -> Bound:
@@ -134,42 +139,20 @@ def lower_bound(profile: Profile, gpu: str, host="cpp") -> Bound:
     if "persistent_layer" in profile.kernels() and profile.chip != row["name"]:  # its grid is planned per chip
         raise ValueError(f"the persistent kernel's grid was planned for {profile.chip}, not {row['name']}: "
                          f"profile it with chip={row['name']!r}")
-    durations, limits = launch_durations(profile, row)
-    issued = 0.0
-    ends, timeline, waited_for = [], [], []
-    for launch, duration, limit in zip(profile.launches, durations, limits):
-        issued += launch_cost_us(host, launch) * 1e-6
-        before = max(launch.deps, key=lambda j: ends[j], default=None)
-        ready = ends[before] if before is not None else 0.0
-        start = max(issued, ready)
-        ends.append(start + duration)
-        waited_for.append(before if ready > issued else None)  # None: it waited for the host
-        timeline.append({"launch": launch.index, "kernel": launch.kernel, "stream": launch.stream,
-                         "issued_ms": issued * 1e3, "start_ms": start * 1e3, "end_ms": (start + duration) * 1e3,
-                         "limit": limit})
-    schedule = max(ends, default=0.0)
+    alone = [Alone.of(launch, row) for launch in profile.launches]
+    sim = simulate(profile.launches, [launch_cost_us(host, launch) * 1e-6 for launch in profile.launches],
+                   lambda launch: alone[launch.index])
+    schedule = sim["total"]
     flop_time = sum(launch.flop for launch in profile.launches) / (row["fp32_tflops"] * 1e12)
-    critical = _critical_parts(timeline, ends, waited_for, durations, limits)
-    terms = {"schedule_ms": schedule * 1e3, "flop_ms": flop_time * 1e3, "host_ms": issued * 1e3,
-             "chain_ms": longest_path([launch.deps for launch in profile.launches], durations)[0] * 1e3}
+    parts = critical_parts(sim, ("flop", "bytes"))
+    critical = {"host_ms": parts["host_ms"], "chain_ms": parts["flop_ms"], "bytes_ms": parts["bytes_ms"],
+                "launches": parts["launches"]}
+    terms = {"schedule_ms": schedule * 1e3, "flop_ms": flop_time * 1e3, "host_ms": sim["issued"] * 1e3,
+             "chain_ms": longest_path([launch.deps for launch in profile.launches],
+                                      [a.seconds for a in alone])[0] * 1e3}
     if flop_time >= schedule:
         binding = "flop"
     else:
         binding = max(("host", "chain", "bytes"), key=lambda part: critical[f"{part}_ms"])
     return Bound(step=profile.step, gpu=row["name"], host=host_label, bound_ms=max(schedule, flop_time) * 1e3,
-                 binding=binding, terms=terms, critical=critical, timeline=tuple(timeline))
-
-
-def _critical_parts(timeline, ends, waited_for, durations, limits) -> dict:
-    """Follow the launch that ends last back through what each waited for; split its time."""
-    parts = {"host_ms": 0.0, "chain_ms": 0.0, "bytes_ms": 0.0, "launches": 0}
-    if not ends:
-        return parts
-    i = max(range(len(ends)), key=ends.__getitem__)
-    while i is not None:
-        parts["chain_ms" if limits[i] == "flop" else "bytes_ms"] += durations[i] * 1e3
-        parts["launches"] += 1
-        if waited_for[i] is None:
-            parts["host_ms"] = timeline[i]["start_ms"]
-        i = waited_for[i]
-    return parts
+                 binding=binding, terms=terms, critical=critical, timeline=tuple(sim["timeline"]))

@@ -14,8 +14,9 @@ none was fitted to the article's measurements.
     e.total_ms; e.breakdown; e.sm_time; e.to_dict()["timeline"]
 
 Modules, one job each: ``constants`` (data/model_constants.csv), ``cublas`` (gemm="cublas":
-DeepBench's published cuBLAS times), ``blocks`` (one block's cost and residency), ``schedule``
-(the timeline), ``result`` (``Estimate``), ``api`` (``estimate``), ``chart`` (``plot_timeline``),
+DeepBench's published cuBLAS times), ``blocks`` (one block's cost and residency), ``result``
+(``Estimate``), ``api`` (``estimate``: the blocks on ``profile/schedule.py``, the scheduler the
+lower bound runs too), ``chart`` (``plot_timeline``),
 ``compare`` (beside the article and committed GPU results), ``story`` (one step's change, for
 notebooks 03-09).
 """

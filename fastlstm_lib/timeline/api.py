@@ -1,18 +1,20 @@
 """``estimate(profile, gpu, host=..., gemm=...)``: its arguments checked, the model run.
 
-The model itself is in ``blocks.py`` (one block's cost) and ``schedule.py`` (the timeline);
-its constants in data/model_constants.csv.
+The model is one block's cost (``blocks.py``) on the pass's schedule (``profile/schedule.py``,
+the lower bound's scheduler, here with an SM's limits: blocks placed on SMs, the GPU-side launch
+latency and the resident-grid limit); its constants are in data/model_constants.csv.
 """
 
 from __future__ import annotations
 
 from ..checks import check_str
 from ..gpus import Chip, gpu as gpu_row
-from ..profile.bound import checked_host
+from ..profile.bound import checked_host, launch_cost_us
 from ..profile.record import Profile
+from ..profile.schedule import critical_parts, simulate
+from .blocks import block_cost, dram_bytes
 from .constants import constant
 from .result import Estimate, sm_time
-from .schedule import critical_parts, simulate
 
 GEMMS = ("ours", "cublas")
 
@@ -49,9 +51,18 @@ def estimate(profile, gpu, host="cpp", gemm="ours") -> Estimate:
         if profile.chip != row["name"]:
             raise ValueError(f"the persistent kernel's grid was planned for {profile.chip}, not {row['name']}: "
                              f"profile it with chip={row['name']!r}")
-    constants = {"launch_latency_us": constant("launch_latency_us"),
-                 "max_concurrent_kernels": constant("max_concurrent_kernels", str(row["compute_capability"]))}
-    sim = simulate(profile, row, chip, host, gemm, constants)
+    l2, batch, costs = row["l2_mib"] * 2**20, int(profile.config.get("batch", 1)), {}
+
+    def cost(launch):  # all of a launch's blocks alike; launches of one shape and kernel alike
+        key = (launch.kernel, launch.version, launch.grid, launch.block, launch.shared_bytes, launch.flop,
+               dram_bytes(launch, l2))
+        if key not in costs:
+            costs[key] = block_cost(launch, row, chip, batch, gemm)
+        return costs[key]
+
+    sim = simulate(profile.launches, [launch_cost_us(host, launch) * 1e-6 for launch in profile.launches], cost,
+                   sms=row["sms"], latency_s=constant("launch_latency_us") * 1e-6,
+                   limit=int(constant("max_concurrent_kernels", str(row["compute_capability"]))))
     return Estimate(step=profile.step, gpu=row["name"], host=host_label, gemm=gemm, total_ms=sim["total"] * 1e3,
-                    breakdown=critical_parts(sim), sm_time=sm_time(sim), timeline=tuple(sim["timeline"]),
-                    on_sms=tuple(sim["on_sms"]))
+                    breakdown=critical_parts(sim, ("arithmetic", "memory")), sm_time=sm_time(sim),
+                    timeline=tuple(sim["timeline"]), on_sms=tuple(sim["on_sms"]))

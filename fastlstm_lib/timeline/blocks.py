@@ -24,7 +24,7 @@ Per launch (all its blocks alike, so computed once per launch, not per block):
   (DRAM bandwidth / sms): each SM draws its even share of DRAM bandwidth. DRAM bytes are those of
   the lower bound's memory model (``profile/bound.py``): the inputs beyond what L2 can hold plus
   the outputs beyond what L2 can keep; traffic that hits L2 or L1 is not timed (L2 bandwidth is
-  not modelled). Blocks sharing an SM share its rate (see ``schedule.py``).
+  not modelled). Blocks sharing an SM share its rate (see ``profile/schedule.py``).
 """
 
 from __future__ import annotations
@@ -66,6 +66,11 @@ class BlockCost:
     @property
     def seconds(self) -> float:
         return max(self.arithmetic_s, self.memory_s)
+
+    @property
+    def kind(self) -> str:
+        """What sets a block's time: "arithmetic" or "memory"."""
+        return "arithmetic" if self.arithmetic_s >= self.memory_s else "memory"
 
 
 @functools.lru_cache(maxsize=1)

@@ -3,7 +3,7 @@ measurement of the nearest shape on the same GPU (Baidu's DeepBench, data/cublas
 
 The rate is read off the measurement through our own grid, so that the model reproduces it:
 a DeepBench GEMM of FLOPs F* measured at T* would be, in our kernel's blocking on this GPU, B*
-blocks; alone on S idle SMs they take ceil(B* / S) block-times (``schedule.py``), so one SM
+blocks; alone on S idle SMs they take ceil(B* / S) block-times (``profile/schedule.py``), so one SM
 does F* / B* FLOPs in T* / ceil(B* / S): that is its rate. A recorded GEMM launch then gets
 that rate per block. A small GEMM of few blocks stays on few SMs, as in cuBLAS, and another
 stream can use the rest.

@@ -35,7 +35,7 @@ class Estimate:
         """Every SM's share of every launch, as arrays of equal length: "sm", "launch" (its index
         in ``timeline``), "start_ms", "end_ms"; with ``window`` = (t0_ms, t1_ms), only the shares
         that overlap it. On one SM the shares never overlap: blocks sharing an SM share its rate
-        (``schedule.py``), so an SM's work is drawn one launch after another."""
+        (``profile/schedule.py``), so an SM's work is drawn one launch after another."""
         if not self.on_sms:
             empty = np.zeros(0)
             return {"sm": empty.astype(np.int16), "launch": empty.astype(np.int64), "start_ms": empty, "end_ms": empty}
@@ -64,7 +64,7 @@ class Estimate:
 def sm_time(sim: dict) -> dict:
     """SM-milliseconds: busy (arithmetic, memory), idle, and the tails part of idle."""
     total_sm = sim["total"] * sim["sms"] * 1e3
-    arithmetic, memory = sim["busy"]["arithmetic"] * 1e3, sim["busy"]["memory"] * 1e3
+    arithmetic, memory = sim["busy"].get("arithmetic", 0.0) * 1e3, sim["busy"].get("memory", 0.0) * 1e3
     return {"total_sm_ms": total_sm, "arithmetic_sm_ms": arithmetic, "memory_sm_ms": memory,
             "idle_sm_ms": max(0.0, total_sm - arithmetic - memory), "tails_sm_ms": sim["busy"]["tails"] * 1e3,
             "host_ms": sim["issued"] * 1e3}
