@@ -196,3 +196,16 @@ def test_gpu_benchmark_refuses_the_simulator_and_checks_its_gemms():
             benchmark.bench_backward()
     result = benchmark.bench_weight_gradients(MINI, warmup=0, repeats=1)  # checked against NumPy inside
     assert result["per_step_launches"] == MINI.seq_len and result["all_steps_relative_error"] <= 1e-4
+
+
+def test_backward_steps_hold_their_forward_step_rather_than_inherit_it():
+    """A backward step is an LSTMStep that holds ``TrainingForward`` (``forward_step``), not a
+    subclass of the forward ladder: changing the wavefront's internals cannot reach the backward
+    ladder except through that step's ``setup`` and ``run``."""
+    from fastlstm_lib.backward.training_forward import TrainingForward
+    from fastlstm_lib.steps.step02_baseline import Baseline
+
+    for name in fl.backward.names():
+        step = fl.backward.get(name)
+        assert not isinstance(step, Baseline) and isinstance(step.forward_step, TrainingForward), name
+        assert len(type(step).__mro__) <= 8, [cls.__name__ for cls in type(step).__mro__]

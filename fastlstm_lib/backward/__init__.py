@@ -8,8 +8,8 @@
 Each ladder module ``bwdNN_<name>.py`` (NN = its place in the ladder, all taught in notebook 41)
 defines one ``BackwardStep`` subclass, a subclass of the one before, and an instance of it
 called ``STEP``; the ladder is read from those file names. Every step's forward pass is the same
-``TrainingForward`` (notebook 08's wavefront, keeping gates and c): the ladder changes only the
-backward. ``reference.py`` is the float64 BPTT; ``base.py`` what the steps share; ``benchmark.py``
+``TrainingForward`` (notebook 08's wavefront, keeping gates and c), which each step holds
+(``BackwardStep.forward_step``) rather than inherits: the ladder changes only the backward. ``reference.py`` is the float64 BPTT; ``base.py`` what the steps share; ``benchmark.py``
 the GPU measurement of notebook 41 (``python -m fastlstm_lib.backward``). The Keras layer that
 trains on these kernels is ``fastlstm_lib.keras_layer``.
 

@@ -4,9 +4,11 @@ A backward step is an ``LSTMStep`` (``steps/base.py``) like the forward ones, so
 work on it: ``fl.bench`` checks and times it, ``fl.count_launches`` counts it, and every launch
 happens inside ``run(state, x, out)``:
 
-1. the forward pass, ``TrainingForward`` (notebook 08's wavefront keeping gates and c), unless
-   the step was set up with ``timed="backward"``: then the forward runs once in ``runner()``,
-   before the clock, and ``run`` is the backward pass alone;
+1. the forward pass, ``TrainingForward`` (notebook 08's wavefront keeping gates and c), which a
+   backward step holds (``forward_step``) rather than inherits: its setup makes the state the
+   backward adds to, its run writes what the backward reads. Unless the step was set up with
+   ``timed="backward"``: then the forward runs once in ``runner()``, before the clock, and
+   ``run`` is the backward pass alone;
 2. ``run_backward``: what each step of the ladder implements, reading ``state.dy`` (the
    gradient of the loss with respect to the output) and writing ``state.dx`` and
    ``state.grads``.
@@ -33,7 +35,7 @@ from numba import cuda
 from ..checks import check_choice
 from ..config import LSTMConfig, flops
 from ..params import LayerParams, validate_input
-from ..steps.base import Runner, poison_value, time_major
+from ..steps.base import LSTMStep, Runner, poison_value, time_major
 from ..steps.resources import ordering_event, scratch
 from .reference import BACKWARD_RTOL, TrainingResult, output_gradient, reference_training, training_error, \
     validate_dy
@@ -82,18 +84,20 @@ def outputs(state) -> list:
     return [state.dx] + [array for g in state.grads for array in (g.kernel, g.recurrent, g.bias)]
 
 
-class BackwardStep(TrainingForward):
-    """The forward pass that saves, plus the buffers and the run shared by every backward step."""
+class BackwardStep(LSTMStep):
+    """The buffers and the run shared by every backward step, around the forward pass that saves."""
 
     runner_class = TrainingRunner
     reference = staticmethod(reference_training)
     rtol = BACKWARD_RTOL
+    #: The forward pass every backward step runs first and reads: held, not inherited.
+    forward_step = TrainingForward()
 
     def flop(self, cfg: LSTMConfig, timed: str = "forward+backward", **options) -> int:
         return backward_flops(cfg) + (flops(cfg) if timed == "forward+backward" else 0)
 
     def setup(self, params, cfg, timed="forward+backward", **options):
-        state = super().setup(params, cfg, **options)
+        state = self.forward_step.setup(params, cfg, **options)
         state.timed = check_choice("timed", timed, TIMED)
         B, H, T = cfg.batch, cfg.hidden, cfg.seq_len
         for lane in state.lanes:
@@ -112,7 +116,7 @@ class BackwardStep(TrainingForward):
 
     def run_forward(self, state, x, out) -> None:
         """The forward pass alone (``TrainingForward.run``), keeping what the backward reads."""
-        super().run(state, x, out)
+        self.forward_step.run(state, x, out)
 
     def run(self, state, x, out):
         for lane in state.lanes:  # the previous run's backward is done with the buffers

@@ -64,7 +64,7 @@ def _bind(step_name: str, x, kernel, recurrent, bias, saved: Saved):
     """The cached state, pointed at this call's weights and saved arrays."""
     cfg = LSTMConfig(batch=x.shape[1], seq_len=x.shape[0], input_size=x.shape[2], hidden=recurrent.shape[0])
     step, state = _state(step_name, cfg)
-    state.layers = [step.upload_weights(LayerParams(kernel, recurrent, bias))]  # no copy of device arrays
+    state.layers = [step.forward_step.upload_weights(LayerParams(kernel, recurrent, bias))]  # no copy of device arrays
     state.lanes[0].gates, state.lanes[0].cs = saved.gates, saved.cs
     return step, state
 
