@@ -454,6 +454,11 @@ def choose_splits(m: int, n: int, k: int) -> int:
     return 1 if simulator.SIMULATOR else split_plan(m, n, k, multiprocessors())[1]
 
 
+def split_fits(blocking: Blocking, m: int, n: int, k: int, splits: int) -> bool:
+    """Whether version 6 can run ``blocking`` on (m x n) over k in ``splits`` equal parts of K."""
+    return k % splits == 0 and vector_fits(blocking, m, n, k // splits)
+
+
 def checked_splits(m: int, n: int, k: int, splits=None) -> int:
     """``splits`` parts of K for a GEMM of (m x n) over k, checked: a positive int for which the
     blocking ``gemm_split`` chooses here divides the shape; None: ``choose_splits``'s."""
@@ -462,7 +467,7 @@ def checked_splits(m: int, n: int, k: int, splits=None) -> int:
     if isinstance(splits, bool) or not isinstance(splits, numbers.Integral) or splits < 1:
         raise ValueError(f"splits must be a positive int (parts of K), got {splits!r}")
     splits = int(splits)
-    if splits > 1 and (k % splits or not vector_fits(choose_blocking(m, n, k // splits), m, n, k // splits)):
+    if splits > 1 and not split_fits(choose_blocking(m, n, k // splits), m, n, k, splits):
         raise ValueError(f"splits={splits}: no GEMM tile here divides {m} x {n} and K = {k} in {splits} parts")
     return splits
 
@@ -478,7 +483,7 @@ def gemm_split(a, b, parts, *, blocking: Blocking | None = None, stream=0) -> No
     splits = parts.shape[0]
     m, n, k = gemm_shape(a, b, parts[0], False)
     blocking = choose_blocking(m, n, k // splits) if blocking is None else blocking
-    if splits < 1 or k % splits or not vector_fits(blocking, m, n, k // splits):
+    if splits < 1 or not split_fits(blocking, m, n, k, splits):
         raise ValueError(f"gemm_split: {blocking} does not divide {m} x {n} x {k} in {splits} parts of K")
     width = vector_width(blocking)
     if not (aligned(a, width) and aligned(b, width)):

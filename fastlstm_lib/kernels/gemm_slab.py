@@ -32,10 +32,9 @@ def numbered(version: int):
 
 
 def version_of(kernel) -> int | None:
-    """The version (1-5, the module docstring's list) of a kernel built here; None for any other."""
+    """The version (1-6, ``gemm.py``'s list) of a kernel built here; None for any other."""
     found = _VERSIONS.get(id(kernel))
     return found[1] if found is not None and found[0] is kernel else None
-
 
 
 def divides(blocking, m: int, n: int, k: int) -> bool:

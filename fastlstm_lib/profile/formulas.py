@@ -123,28 +123,27 @@ def add_bias_traffic(args, grid, block, constants) -> Traffic:
                                reads=traffic.reads + (bias,), inputs=traffic.inputs + (bias,))
 
 
-def lstm_cell_traffic(args, grid, block, constants) -> Traffic:
-    """Per (row, unit): 4 gate values from each product and the bias, c; stores c and h."""
+def _cell_traffic(args, product: str, parts: tuple) -> Traffic:
+    """Per (row, unit): 4 gate values from x_gates, from each part of the recurrent ``product``
+    (``parts``: (splits,) for one leading axis of parts, () for none) and the bias, c; stores c and
+    h. One more add per gate for each part past the first."""
     rows, hidden = args["c"].shape
-    n = rows * hidden
-    reads = (view_of(args["x_gates"]).head(rows, 4 * hidden), view_of(args["h_gates"]).head(rows, 4 * hidden),
+    n, count = rows * hidden, parts[0] if parts else 1
+    reads = (view_of(args["x_gates"]).head(rows, 4 * hidden), view_of(args[product]).head(*parts, rows, 4 * hidden),
              view_of(args["bias"]).head(4 * hidden), view_of(args["c"]))
     writes = (view_of(args["c"]), view_of(args["h"]).head(rows, hidden))
-    loads = {"x_gates": 4 * n, "h_gates": 4 * n, "bias": 4 * n, "c": n}
-    return Traffic(CELL_FLOP * n, loads, {"c": n, "h": n}, reads, writes, reads)
+    loads = {"x_gates": 4 * n, product: 4 * n * count, "bias": 4 * n, "c": n}
+    return Traffic((CELL_FLOP + 4 * (count - 1)) * n, loads, {"c": n, "h": n}, reads, writes, reads)
+
+
+def lstm_cell_traffic(args, grid, block, constants) -> Traffic:
+    """The fused cell (pointwise version 2): one recurrent product, h_gates (B, 4H)."""
+    return _cell_traffic(args, "h_gates", ())
 
 
 def lstm_cell_split_traffic(args, grid, block, constants) -> Traffic:
-    """``lstm_cell`` reading the recurrent product in parts: 4 gate values from each part, and
-    one more add per gate for each part past the first."""
-    rows, hidden = args["c"].shape
-    parts = args["h_parts"].shape[0]
-    n = rows * hidden
-    reads = (view_of(args["x_gates"]).head(rows, 4 * hidden), view_of(args["h_parts"]).head(parts, rows, 4 * hidden),
-             view_of(args["bias"]).head(4 * hidden), view_of(args["c"]))
-    writes = (view_of(args["c"]), view_of(args["h"]).head(rows, hidden))
-    loads = {"x_gates": 4 * n, "h_parts": 4 * n * parts, "bias": 4 * n, "c": n}
-    return Traffic((CELL_FLOP + 4 * (parts - 1)) * n, loads, {"c": n, "h": n}, reads, writes, reads)
+    """The split cell (version 3): the recurrent product in parts, h_parts (splits, B, 4H)."""
+    return _cell_traffic(args, "h_parts", (args["h_parts"].shape[0],))
 
 
 # ---- the column sum (notebook 41's db) -------------------------------------------------------------
