@@ -39,6 +39,7 @@ from numba import cuda
 
 from . import simulator
 from .checks import check_int
+from .kernels.spec import function_name as kernel_name
 from .timing import wall_times
 
 
@@ -51,11 +52,6 @@ def _empty_kernel(out):
 
 def kernel_class():
     return type(_empty_kernel)
-
-
-def kernel_name(kernel) -> str:
-    function = getattr(kernel, "py_func", None) or getattr(kernel, "fn", None)
-    return getattr(function, "__name__", repr(kernel))
 
 
 _MISSING = object()

@@ -35,6 +35,7 @@ from .article import ARTICLE_GPU
 from .config import LSTMConfig
 from .harness import bench_steps, problem
 from .kept import kept
+from .kernels.versions import gemm_names
 from .launches import count_launches
 from .nvtx import DOMAIN as DOMAIN_NAME
 from .profile.record import shared_profile as profile  # read-only here: no copy needed
@@ -47,7 +48,8 @@ ODD = LSTMConfig(batch=3, seq_len=5, input_size=5, hidden=7, layers=2)
 CHIP = ARTICLE_GPU
 #: The GPUs and hosts the bounds are shown for: the article's GPU and a current one.
 BOUND_GPUS = (ARTICLE_GPU, "H100")
-GEMM_KERNELS = ("blocked_gemm", "tiled_gemm")
+#: The GEMM family's kernels (kernels/gemm.py), as recorded launches name them.
+GEMM_KERNELS = gemm_names()
 
 
 def steps_so_far(step: str) -> list[str]:

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 from .article import article_numbers
 from .checks import check_int, check_str, check_writable_path
+from .kernels.versions import gemm_names
 from .results import check_results
 
 #: What ``ladder_chart`` reads of a result (measured ones: those whose times mean something).
@@ -87,7 +88,6 @@ def ladder_chart(results: list[dict], *, published=True, title: str | None = Non
 
 # ---- pictures of the ideas (notebooks 02-08) -------------------------------------------------
 
-GEMM_KERNELS = ("blocked_gemm", "tiled_gemm")
 
 
 def launch_chart(counts: dict, layer_steps: int, *, ax=None):
@@ -113,8 +113,8 @@ def launch_chart(counts: dict, layer_steps: int, *, ax=None):
     else:
         fig = ax.figure
     names = list(counts)[::-1]
-    gemms = [sum(n for k, n in counts[s].items() if k in GEMM_KERNELS) / layer_steps for s in names]
-    others = [sum(n for k, n in counts[s].items() if k not in GEMM_KERNELS) / layer_steps for s in names]
+    gemms = [sum(n for k, n in counts[s].items() if k in gemm_names()) / layer_steps for s in names]
+    others = [sum(n for k, n in counts[s].items() if k not in gemm_names()) / layer_steps for s in names]
     ax.barh(names, gemms, color="tab:blue", label="GEMM launches")
     ax.barh(names, others, left=gemms, color="tab:orange", label="element-wise launches")
     for y, (g, o) in enumerate(zip(gemms, others)):

@@ -21,6 +21,7 @@ from compile_matrix.sass import Instruction, main_loop_mix, parse_nvdisasm, stag
 from compile_matrix.toolkits import ARCHS, arch_name, assemble, resources, tool
 from fastlstm_lib.kernels.gemm import GPU_LARGE
 from fastlstm_lib.kernels.persistent import MAX_REGISTERS
+from fastlstm_lib.kernels.versions import every
 
 from conftest import needs_compile_matrix
 
@@ -31,14 +32,9 @@ ARCH_NAMES = [arch_name(cc) for cc in ARCHS]
 #: architecture. It spilled 40-92 bytes on sm_52, 4-112 on sm_75 and sm_80, 32-36 on sm_89 and
 #: sm_90, before its indices went unsigned and its load loops counted rounds; now none.
 PERSISTENT_SPILL_BOUND = {"sm_52": 0, "sm_75": 0, "sm_80": 0, "sm_89": 0, "sm_90": 0}
-KERNELS = {"tiled_gemm", "blocked_gemm", "blocked_gemm_t", "blocked_gemm_t_strided", "blocked_gemm_ta",
-           "blocked_gemm_ta_tb", "blocked_gemm_exact", "blocked_gemm_t_exact", "blocked_gemm_wide",
-           "blocked_gemm_prefetch_wide", "blocked_gemm_prefetch_small",
-           "blocked_gemm_vector", "blocked_gemm_vector_wide", "blocked_gemm_vector_small",
-           "blocked_gemm_split_small", "blocked_gemm_split", "blocked_gemm_split_wide", "lstm_cell_split",
-           "fill", "add", "add_bias", "mul", "sigmoid", "tanh", "lstm_cell", "lstm_cell_train",
-           "lstm_cell_backward", "sigmoid_backward", "tanh_backward", "column_sum", "persistent_b1", "persistent_b4",
-           "persistent_b64"}
+#: Every compiled row: the builds of every kernel version's spec (tests/test_kernel_specs.py holds
+#: that every kernel has a spec).
+KERNELS = {build.row for spec in every() for build in spec.builds()}
 
 
 @pytest.fixture(scope="module")
@@ -65,22 +61,6 @@ def test_the_table_is_current():
 def test_every_kernel_is_built_for_every_architecture(rows):
     assert sorted((row["kernel"], row["arch"]) for row in rows) == sorted(
         (kernel, arch) for kernel in KERNELS for arch in ARCH_NAMES)
-
-
-def test_every_kernel_of_the_library_is_in_the_matrix(rows):
-    """A kernel (a @cuda.jit function that is no device function) in fastlstm_lib/kernels/ has a
-    row: a new one needs its line in compile_matrix.jobs.inventory (and in KERNELS above)."""
-    names = set()
-    for path in (Path(cm.ROOT) / "fastlstm_lib" / "kernels").glob("*.py"):
-        for node in ast.walk(ast.parse(path.read_text())):
-            if isinstance(node, ast.FunctionDef):
-                for decorator in node.decorator_list:
-                    text = ast.unparse(decorator)
-                    if text.startswith("cuda.jit") and "device=True" not in text:
-                        names.add(node.name)
-    stems = {name.lstrip("_").replace("persistent_layer", "persistent") for name in names}
-    missing = {stem for stem in stems if not any(k == stem or k.startswith(stem + "_") for k in KERNELS)}
-    assert len(stems) >= 12 and not missing, missing
 
 
 def test_no_kernel_but_the_persistent_one_touches_local_memory(rows):

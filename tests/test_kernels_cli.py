@@ -34,7 +34,7 @@ def test_every_version_validates_on_the_simulator(capsys):
 
 def test_one_family_one_version_and_the_list(capsys):
     assert cli.main(["gemm", "3"]) == 0
-    assert "gemm 3: blocked_gemm (exact tile)" in capsys.readouterr().out
+    assert "gemm 3: blocked_gemm (exact-tile)" in capsys.readouterr().out
     assert cli.main(["--list"]) == 0
     assert len(capsys.readouterr().out.splitlines()) == len(catalog.VERSIONS)
 
@@ -49,7 +49,7 @@ def test_a_wrong_kernel_is_reported_not_passed(monkeypatch, capsys):
             case.launch = lambda: None
         return cases
 
-    broken = catalog.Version(version.family, version.number, version.kernel, version.what, idle)
+    broken = catalog.Version(version.spec, idle)
     assert cli.run([broken]) == 1
     out = capsys.readouterr().out
     assert "FAILED: 13 x 37: relative error inf > 1e-05" in out and "0 of 1 versions correct" in out
@@ -92,7 +92,7 @@ def test_a_version_this_gpu_cannot_run_is_skipped_saying_why(capsys):
     def unplannable(size, rng):
         raise PersistentLimitError("persistent LSTM: does not fit", reason="8 units need 68096 bytes > 65536")
 
-    version = catalog.Version("persistent", 1, "persistent_layer", "a test", unplannable)
+    version = catalog.Version(catalog.select("persistent")[0].spec, unplannable)
     assert cli.run([version]) == 0
     out = capsys.readouterr().out
     assert "skipped: this GPU cannot run it (8 units need 68096 bytes > 65536)" in out

@@ -10,7 +10,7 @@ from numba import cuda
 
 import fastlstm_lib as fl
 from fastlstm_lib.kernels import gemm as gemm_module, persistent_plan, pointwise as pw
-from fastlstm_lib.profile.formulas import CELL_FLOP
+from fastlstm_lib.kernels.pointwise import CELL_FLOP
 from fastlstm_lib.profile.dryrun import dry_run
 from fastlstm_lib.profile.graph import dependencies
 from conftest import problem

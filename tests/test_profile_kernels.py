@@ -12,7 +12,7 @@ from fastlstm_lib.kernels import gemm, persistent, persistent_plan, pointwise as
 from fastlstm_lib.profile import charts, sectors
 from fastlstm_lib.profile.dryrun import dry_run
 from fastlstm_lib.profile.formulas import traffic
-from fastlstm_lib.profile.views import distinct_bytes
+from fastlstm_lib.kernels.views import distinct_bytes
 
 pytestmark = pytest.mark.skipif(not fl.is_simulator(), reason="instrumented arrays need the simulator")
 
@@ -150,7 +150,7 @@ def test_sectors_chart_draws(sector_rows):
 def test_distinct_bytes_equals_the_bytes_touched_counted_one_by_one():
     """Apart (the fast path: no two spans meet), interleaved (one gate's columns and the next's)
     and overlapping views, each against the set of byte addresses its elements cover."""
-    from fastlstm_lib.profile.views import view_of
+    from fastlstm_lib.kernels.views import view_of
 
     base = np.zeros((6, 20), np.float32)
     other = np.zeros((3, 5), np.float32)

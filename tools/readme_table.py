@@ -28,9 +28,6 @@ END = "<!-- end of the ladder table -->"
 #: The GPU whose launch geometry the dry runs record: a current one (the article's M40 has no grid
 #: barrier, so no persistent step).
 CHIP = "H100"
-#: GEMM versions (kernels/gemm.py's list, ``gemm.version_of``) that share the name ``blocked_gemm``
-#: with version 2: what to add to the name.
-VARIANTS = {3: "exact-tile", 4: "prefetch", 5: "vector loads", 6: "split-K"}
 
 
 def pass_launches(step, *, chip: str = CHIP, **options) -> collections.Counter:
@@ -45,12 +42,12 @@ def pass_launches(step, *, chip: str = CHIP, **options) -> collections.Counter:
 
 
 def kernel_label(kernel) -> tuple[str, str, str]:
-    """(the kernel's name, its version where another version shares the name or "", its file from
-    the repository's root)."""
-    from fastlstm_lib.kernels.gemm import version_of
+    """(the kernel's name, its version's variant where another version shares the name or "" (its
+    spec, ``fastlstm_lib.kernels.spec``), its file from the repository's root)."""
+    from fastlstm_lib.kernels.versions import spec_of
 
     function = kernel.py_func
-    return function.__name__.lstrip("_"), VARIANTS.get(version_of(kernel), ""), repository_path(function)
+    return function.__name__.lstrip("_"), spec_of(kernel).variant, repository_path(function)
 
 
 def repository_path(thing) -> str:

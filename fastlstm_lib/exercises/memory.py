@@ -11,16 +11,12 @@ import dataclasses
 
 import numpy as np
 
-#: Arguments (by position) that each library kernel reads and writes. A kernel that is not
-#: listed (one a learner wrote) counts as writing all its array arguments and is not checked.
-ACCESS = {
-    "blocked_gemm": ((0, 1), (2,)), "tiled_gemm": ((0, 1), (2,)),
-    "_fill": ((), (0,)), "_add": ((0, 1), (2,)), "_add_bias": ((0, 1), (2,)), "_mul": ((0, 1), (2,)),
-    "_sigmoid": ((0,), (1,)), "_tanh": ((0,), (1,)), "_lstm_cell": ((0, 1, 2, 3), (3, 4)),
-    "_lstm_cell_split": ((0, 1, 2, 3), (3, 4)),
-    "persistent_layer": ((0, 1, 2), (3,)),  # it reads the h it writes itself, inside the launch
-    "_empty_kernel": ((), ()),
-}
+from ..kernels.versions import every
+
+#: Arguments (by position) that each library kernel reads and writes (each version's ``Spec``
+#: says it beside its kernel). A kernel that is not listed (one a learner wrote) counts as writing
+#: all its array arguments and is not checked.
+ACCESS = {spec.name: spec.access for spec in every() if spec.access is not None} | {"_empty_kernel": ((), ())}
 #: What a buffer is called until the walk of the step's state finds where it is kept.
 UNNAMED = "an unnamed array"
 

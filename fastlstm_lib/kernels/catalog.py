@@ -1,8 +1,8 @@
 """Every kernel version of the family files, each runnable on its own against float64 NumPy: what
 ``python -m fastlstm_lib.kernels`` validates (everywhere) and times (on a GPU), llm.c-style.
 
-One ``Version`` per kernel: its family (the file), its number in that file's docstring list, the
-kernel's name, one line on what it adds, and ``case(size, rng)``: fresh inputs at ``size`` ("odd":
+One ``Version`` per kernel version: its spec (``spec.py``: its family, its number in that file's
+list, the kernel's name, one line on what it adds) and ``case(size, rng)``: fresh inputs at ``size`` ("odd":
 no dimension a multiple of any tile or block, except the exact-tile GEMM, which runs only where
 its tile divides the shape; "article": the article's shapes, for a GPU), its outputs poisoned
 with NaN, and a ``Case`` that launches it and knows the float64 answer and the work done.
@@ -20,6 +20,8 @@ from .. import simulator
 from ..reference import relative_error, sigmoid64
 from ..timing import summarize, time_launches
 from . import gemm as g, persistent, persistent_plan, pointwise as pw, pointwise_backward as pwb, reduce, vector
+from .spec import Spec
+from .versions import every
 
 SIZES = ("odd", "article")
 #: Largest relative error a version may have against float64.
@@ -48,11 +50,15 @@ class Case:
 
 @dataclasses.dataclass(frozen=True)
 class Version:
-    family: str
-    number: int
-    kernel: str
-    what: str
+    """A kernel version's spec (its family file's ``SPECS``) and its ``case``."""
+
+    spec: Spec
     case: Callable[[str, np.random.Generator], Case]
+
+    family = property(lambda self: self.spec.family)
+    number = property(lambda self: self.spec.number)
+    what = property(lambda self: self.spec.what)
+    kernel = property(lambda self: self.spec.label)
 
     @property
     def label(self) -> str:
@@ -265,32 +271,19 @@ def _persistent_case(size, rng):
                  lambda: persistent.launch(plan, *arrays, hs), {"hs": hs}, {"hs": want}, flop, moved)]
 
 
-VERSIONS = (
-    Version("gemm", 1, "tiled_gemm", "a shared-memory tile, one output per thread (notebook 02)", _gemm_case(1)),
-    Version("gemm", 2, "blocked_gemm", "tm x tn outputs per thread in registers, every edge checked", _gemm_case(2)),
-    Version("gemm", 3, "blocked_gemm (exact tile)", "2 without the checks, unrolled, where the tile divides the shape",
-            _gemm_case(3)),
-    Version("gemm", 4, "blocked_gemm (prefetch)", "3 with the next slab loaded into registers during this one's FFMAs",
-            _gemm_case(4)),
-    Version("gemm", 5, "blocked_gemm (vector loads)", "4 with 128-bit loads: global float4, shared outputs in runs of 4",
-            _gemm_case(5)),
-    Version("gemm", 6, "blocked_gemm (split-K)", "5 over one part of K per grid layer, each part's product kept apart",
-            _gemm_case(6)),
-    *(Version("pointwise", 1, name, "one element-wise operation per launch (steps 02-04)", _elementwise_case(name))
-      for name in ("fill", "add", "add_bias", "mul", "sigmoid", "tanh")),
-    Version("pointwise", 2, "lstm_cell", "the whole cell of a layer-step in one launch (notebook 05)", _cell_case(False)),
-    Version("pointwise", 3, "lstm_cell_split", "2 adding the recurrent product's split-K parts as it reads them",
-            _split_cell_case),
-    Version("pointwise_backward", 1, "lstm_cell_train", "the fused cell that also saves gates and c (bwd01-05)",
-            _cell_case(True)),
-    *(Version("pointwise_backward", 2, name, "one derivative per launch (bwd01)", _elementwise_case(name))
-      for name in ("sigmoid_backward", "tanh_backward")),
-    Version("pointwise_backward", 3, "lstm_cell_backward", "the cell's backward in one launch (bwd02-05)",
-            _cell_backward_case),
-    Version("reduce", 1, "column_sum", "out[j] = sum of column j, a shared-memory tree (bwd04-05)", _column_sum_case),
-    Version("persistent", 1, "persistent_layer", "a layer's whole sequence in one launch, U in shared memory (notebook 09)",
-            _persistent_case),
-)
+#: Each version's case, by (family, number, kernel name): every spec needs one.
+CASES = {
+    **{("gemm", number, "tiled_gemm" if number == 1 else "blocked_gemm"): _gemm_case(number) for number in range(1, 7)},
+    **{("pointwise", 1, "_" + name): _elementwise_case(name) for name in ("fill", "add", "add_bias", "mul", "sigmoid", "tanh")},
+    ("pointwise", 2, "_lstm_cell"): _cell_case(False),
+    ("pointwise", 3, "_lstm_cell_split"): _split_cell_case,
+    ("pointwise_backward", 1, "_lstm_cell_train"): _cell_case(True),
+    **{("pointwise_backward", 2, "_" + name): _elementwise_case(name) for name in ("sigmoid_backward", "tanh_backward")},
+    ("pointwise_backward", 3, "_lstm_cell_backward"): _cell_backward_case,
+    ("reduce", 1, "column_sum"): _column_sum_case,
+    ("persistent", 1, "persistent_layer"): _persistent_case,
+}
+VERSIONS = tuple(Version(spec, CASES[spec.family, spec.number, spec.name]) for spec in every())
 
 
 def select(name: str | None = None, number: int | None = None) -> list[Version]:
@@ -300,7 +293,8 @@ def select(name: str | None = None, number: int | None = None) -> list[Version]:
         raise TypeError(f"name must be a str (a family or a kernel), got {type(name).__name__}")
     if number is not None and (not isinstance(number, int) or isinstance(number, bool)):
         raise TypeError(f"version must be an int, got {type(number).__name__}")
-    found = [v for v in VERSIONS if name in (None, v.family, v.kernel) and number in (None, v.number)]
+    found = [v for v in VERSIONS if name in (None, v.family, v.kernel, v.spec.name.lstrip("_"))
+             and number in (None, v.number)]
     if not found:
         families = sorted({v.family for v in VERSIONS})
         kernels = sorted({v.kernel for v in VERSIONS})

@@ -1,7 +1,8 @@
 """The GEMM every step uses: C = op(A) @ op(B), or C += op(A) @ op(B), correct at any size.
 
 Its versions, each built on the one before, and the steps that launch them (the README's table
-counts every step's launches at the article's size):
+counts every step's launches at the article's size; ``SPECS`` at the end holds each version's facts,
+checked against a dry run of every step):
 
 1. ``tiled_gemm`` (``tiled_gemm_kernel``): a shared-memory tile, one output per thread. Notebook
    02 explains it and exercise ex02 rebuilds it; no step launches it.
@@ -117,7 +118,7 @@ import functools
 import numbers
 from typing import NamedTuple
 
-from numba import cuda, float32, uint32
+from numba import boolean, cuda, float32, uint32
 
 from .. import simulator
 from ..device import multiprocessors
@@ -125,7 +126,9 @@ from ..device import multiprocessors
 from .gemm_pipelined import (SHARED_ALIGN, prefetch_gemm_kernel, split_gemm_kernel, vector_fits,  # noqa: F401
                              vector_gemm_kernel, vector_width)
 from .gemm_slab import divides, numbered, owned, patch_store, unrolled_slab, version_of  # noqa: F401
+from .spec import Build, Spec, Traffic
 from .vector import aligned
+from .views import view_of
 
 #: Tile edge of ``tiled_gemm``: 16 x 16 = 256 threads on a GPU; 4 x 4 on the simulator, where
 #: every simulated thread costs ~0.15 ms per launch.
@@ -499,3 +502,87 @@ def tiled_gemm(a, b, c, *, accumulate: bool = False, tile: int | None = None, st
     m, n, _ = gemm_shape(a, b, c, False)
     grid = (-(-n // tile), -(-m // tile))
     tiled_gemm_kernel(tile)[grid, (tile, tile), stream](a, b, c, accumulate)
+
+
+# --------------------------------------------------------------------------------------------
+# The versions' facts (kernels/spec.py): what each reads and writes, its traffic, its compiled rows.
+
+
+def gemm_traffic(args, grid, block, constants) -> Traffic:
+    """Every GEMM kernel: every block loads its rows of A and its columns of op(B) over all of K
+    (elements past an edge are zeros, not loads), so A is loaded once per block column of C and
+    B once per block row; C is stored once (and loaded once to accumulate). FLOPs: 2 M N K (+ M N
+    to accumulate). Split-K (version 6, C of shape (splits, M, N), grid depth splits): each layer
+    of blocks loads its part of K, so A and B are loaded as often, and each part of C is stored once."""
+    a, b, c, accumulate = args["a"], args["b"], args["c"], bool(args["accumulate"])
+    m, k = a.shape
+    parts = c.shape[0] if len(c.shape) == 3 else 1
+    n = c.shape[len(c.shape) - 1]  # (the simulator's shapes take no negative index)
+    blocks_n, blocks_m = grid[0], grid[1]
+    loads = {"a": blocks_n * m * k, "b": blocks_m * k * n}
+    reads = [view_of(a), view_of(b)]
+    if accumulate:
+        loads["c"] = parts * m * n
+        reads.append(view_of(c))
+    flop = 2 * m * n * k + (parts * m * n if accumulate else 0)
+    return Traffic(flop, loads, {"c": parts * m * n}, tuple(reads), (view_of(c),), tuple(reads))
+
+
+#: The signatures the compile matrix builds: any layout; C-contiguous rows (what every step passes
+#: at the article's size); split-K's parts.
+_ANY = (float32[:, :],) * 3 + (boolean,)
+_CONTIGUOUS = (float32[:, ::1],) * 3 + (boolean,)
+_SPLIT = (float32[:, ::1], float32[:, ::1], float32[:, :, ::1], boolean)
+
+
+def _blocked(row: str, blocking: Blocking, make, signature: tuple, what: str = "", timed: bool = True) -> Build:
+    tiling = f"{blocking.bm}x{blocking.bn}x{blocking.bk} tile, {blocking.tm}x{blocking.tn} per thread"
+    return Build(row, lambda: (make(), signature), tiling + what, blocking, timed)
+
+
+def _builds(number: int) -> tuple:
+    """Version ``number``'s rows in the compile matrix, one per blocking (and layout) it runs."""
+    L, S, W, pad = GPU_LARGE, GPU_SMALL, GPU_WIDE, SHARED_PADDING
+    rows = {
+        1: (Build("tiled_gemm", lambda: (tiled_gemm_kernel(16), _ANY), "16x16 tile"),),
+        2: (_blocked("blocked_gemm", L, lambda: blocked_gemm_kernel(L, False), _ANY),
+            _blocked("blocked_gemm_t", S, lambda: blocked_gemm_kernel(S, True), _ANY, ", B^T"),
+            _blocked("blocked_gemm_t_strided", L, lambda: blocked_gemm_kernel(L, True, True), _ANY, ", B^T strided", False),
+            _blocked("blocked_gemm_ta", L, lambda: blocked_gemm_kernel(L, False, False, True), _ANY, ", A^T", False),
+            _blocked("blocked_gemm_ta_tb", S, lambda: blocked_gemm_kernel(S, True, False, True), _ANY, ", A^T B^T", False)),
+        3: (_blocked("blocked_gemm_exact", L, lambda: exact_gemm_kernel(L, False, False, pad), _CONTIGUOUS, ", exact"),
+            _blocked("blocked_gemm_t_exact", S, lambda: exact_gemm_kernel(S, True, False, pad), _CONTIGUOUS, ", B^T, exact"),
+            _blocked("blocked_gemm_wide", W, lambda: exact_gemm_kernel(W, False, False, pad), _CONTIGUOUS, ", exact")),
+        4: (_blocked("blocked_gemm_prefetch_wide", W, lambda: prefetch_gemm_kernel(W, pad), _CONTIGUOUS, ", exact, prefetch"),
+            _blocked("blocked_gemm_prefetch_small", S, lambda: prefetch_gemm_kernel(S, pad), _CONTIGUOUS,
+                     ", exact, prefetch")),
+        5: (_blocked("blocked_gemm_vector", L, lambda: vector_gemm_kernel(L, pad), _CONTIGUOUS, ", exact, vector"),
+            _blocked("blocked_gemm_vector_wide", W, lambda: vector_gemm_kernel(W, pad), _CONTIGUOUS, ", exact, vector"),
+            _blocked("blocked_gemm_vector_small", S, lambda: vector_gemm_kernel(S, pad), _CONTIGUOUS, ", exact, vector")),
+        6: (_blocked("blocked_gemm_split_small", S, lambda: split_gemm_kernel(S, pad), _SPLIT, ", exact, vector, split-K"),
+            _blocked("blocked_gemm_split", L, lambda: split_gemm_kernel(L, pad), _SPLIT, ", exact, vector, split-K"),
+            _blocked("blocked_gemm_split_wide", W, lambda: split_gemm_kernel(W, pad), _SPLIT, ", exact, vector, split-K")),
+    }
+    return rows[number]
+
+
+#: The backward ladder: every step's pass runs the training forward (its input GEMMs version 5).
+_BACKWARD = ("bwd_op_by_op", "bwd_fused_pointwise", "bwd_combined_gemms", "bwd_combined_weights", "bwd_wavefront")
+_ACCESS = ((0, 1), (2,))  # reads a and b, writes c
+
+
+def _spec(number: int, name: str, what: str, steps: tuple, variant: str = "") -> Spec:
+    return Spec("gemm", number, name, what, steps, _ACCESS, gemm_traffic, functools.partial(_builds, number), variant)
+
+
+SPECS = (
+    _spec(1, "tiled_gemm", "a shared-memory tile, one output per thread (notebook 02)", ()),
+    _spec(2, "blocked_gemm", "tm x tn outputs per thread in registers, every edge checked", _BACKWARD[:3]),
+    _spec(3, "blocked_gemm", "2 without the checks, unrolled, where the tile divides the shape",
+          ("baseline", "combined_gemms", "streams", "fused_pointwise", "pretransposed") + _BACKWARD, "exact-tile"),
+    _spec(4, "blocked_gemm", "3 with the next slab loaded into registers during this one's FFMAs", (), "prefetch"),
+    _spec(5, "blocked_gemm", "4 with 128-bit loads: global float4, shared outputs in runs of 4",
+          ("combined_inputs", "wavefront", "persistent") + _BACKWARD, "vector loads"),
+    _spec(6, "blocked_gemm", "5 over one part of K per grid layer, each part's product kept apart",
+          ("pretransposed", "combined_inputs", "wavefront"), "split-K"),
+)

@@ -58,7 +58,9 @@ import math
 from numba import cuda, float32, uint64
 
 from .. import simulator
-from .pointwise import sigmoidf
+from .pointwise import CELL_FLOP, sigmoidf
+from .spec import Traffic
+from .views import view_of
 
 
 # --------------------------------------------------------------------------------------------
@@ -461,3 +463,31 @@ def launch(plan_, x_gates, recurrent, bias, hs, stream=0) -> None:
     if not simulator.SIMULATOR:
         prepared(plan_, launch_signature(x_gates, recurrent, bias, hs))  # compiled and opted in, once
     persistent_layer_kernel(*plan_.kernel_key)[plan_.blocks, plan_.threads, stream, plan_.shared_bytes](x_gates, recurrent, bias, hs)
+
+
+# ---- the version's traffic (its spec, with its compiled plans, is in persistent_plan.py) --------------
+
+
+def persistent_traffic(args, grid, block, constants) -> Traffic:
+    """One launch = a layer's whole sequence; the formula reads the plan the kernel was built for
+    (its closure's ``splits`` and ``rows``).
+
+    U: each block loads its units' 4 columns once per launch, H x 4H elements in all. h_{t-1}:
+    every block stages all of it, B x H elements, at every step but the first. The pair leaders
+    load their 4 input pre-activations and store h, at every step; every thread of a unit loads
+    its 4 biases once per launch. FLOPs: the dot products of the layer's B x H pairs (4 gates x H
+    multiply-adds) at every step but the first (h_{-1} = 0), the sums of split shares, and the
+    cell's arithmetic.
+    """
+    hs = args["hs"]
+    steps, batch, hidden = hs.shape
+    blocks, splits = grid[0], constants["splits"]
+    pairs = batch * hidden
+    unit_threads = -(-batch // constants["rows"]) * splits  # threads per unit: row groups x splits
+    loads = {"x_gates": 4 * pairs * steps, "recurrent": 4 * hidden * hidden, "bias": 4 * hidden * unit_threads,
+             "hs": blocks * (steps - 1) * batch * hidden}
+    flop = 8 * pairs * hidden * (steps - 1) + steps * pairs * (CELL_FLOP + (4 * splits if splits > 1 else 0))
+    inputs = (view_of(args["x_gates"]).head(steps, batch, 4 * hidden), view_of(args["recurrent"]).head(hidden, 4 * hidden),
+              view_of(args["bias"]).head(4 * hidden))
+    reads = inputs + ((view_of(hs).head(steps - 1),) if steps > 1 else ())
+    return Traffic(flop, loads, {"hs": steps * batch * hidden}, reads, (view_of(hs),), inputs)

@@ -16,11 +16,14 @@ from __future__ import annotations
 
 import dataclasses
 
+from numba import float32
+
 from .. import simulator
 from ..checks import check_int, check_int_list, check_str
 from ..gpus import Chip, chip as chip_limits, occupancy
 from .persistent import MAX_REGISTERS, MAX_ROWS, STATIC_SHARED_BYTES, VECTOR, SharedLayout, check_layout, \
-    launch_signature, persistent_layer_kernel, prepared
+    launch_signature, persistent_layer_kernel, persistent_traffic, prepared
+from .spec import Build, Spec
 
 MAX_THREADS = 1024
 #: Threads per block worth aiming for when splitting the dot products on a GPU, and on the
@@ -219,3 +222,30 @@ def persistent_limits(hidden: int = 512, batches=(1, 4, 16, 64, 128, 256, 512), 
         except PersistentLimitError as error:
             fits[batch] = f"does not fit: {error}"
     return fits
+
+
+# ---- the persistent kernel's spec (kernels/spec.py): here, since its compiled forms are plans -------
+
+#: The plans the compile matrix builds, as on the chip they were planned for: (hidden, batches, chip).
+COMPILED_PLANS = (512, (1, 4, 64), "H100")
+
+
+def _builds() -> tuple:
+    """One row per compiled plan: ``persistent_b{batch}``, relocatable (a grid barrier), registers capped."""
+    hidden, batches, chip = COMPILED_PLANS
+    signature = (float32[:, :, ::1], float32[:, ::1], float32[::1], float32[:, :, ::1])
+    found = []
+    for batch in batches:
+        pl = plan(hidden, batch, chip=chip, single_block=False, target_threads=GPU_TARGET_THREADS)
+        what = (f"hidden {hidden}, {pl.units} units x {pl.rows} rows per thread x {pl.splits} splits, "
+                f"k_chunk {pl.k_chunk} ({chip} plan)")
+        found.append(Build(f"persistent_b{batch}", lambda pl=pl: (pl.kernel(), signature), what,
+                           max_registers=MAX_REGISTERS, relocatable=True))
+    return tuple(found)
+
+
+SPECS = (
+    Spec("persistent", 1, "persistent_layer", "a layer's whole sequence in one launch, U in shared memory (notebook 09)",
+         ("persistent",), ((0, 1, 2), (3,)),  # it reads the h it writes itself, inside the launch
+         persistent_traffic, _builds),
+)

@@ -1,6 +1,7 @@
 """Element-wise kernels on (rows, cols) device arrays: one thread per element.
 
-Its versions, and the steps that launch them (the README's table counts them per pass):
+Its versions, and the steps that launch them (the README's table counts them per pass; ``SPECS``
+at the end holds each version's facts):
 
 1. one kernel per operation: ``fill``, ``add``, ``add_bias``, ``mul``, ``sigmoid``, ``tanh``.
    The unfused cell of steps 02-04 (baseline, combined_gemms, streams), 17 launches per
@@ -25,12 +26,15 @@ whole chain of them with a single kernel.
 
 from __future__ import annotations
 
+import dataclasses
 import math
 
 from numba import cuda, float32
 
 from .. import simulator
 from .geometry import pointwise_grid
+from .spec import Build, Spec, Traffic, elementwise, function_name
+from .views import view_of
 
 
 #: Below this, exp(-z) overflows float32 (ln of its largest value is 88.72): sigmoid is 0 there.
@@ -192,3 +196,73 @@ def lstm_cell_split(x_gates, h_parts, bias, c, h, stream=0):
         raise ValueError(f"h_parts must be (splits, {x_gates.shape[0]}, {x_gates.shape[1]}) like x_gates, "
                          f"got shape {tuple(h_parts.shape)}")
     launch_elementwise(_lstm_cell_split, c, x_gates, h_parts, bias, c, h, stream=stream)
+
+
+# ---- the versions' facts (kernels/spec.py) ----------------------------------------------------------
+
+#: FLOPs per element (kernels/spec.py's Traffic says what counts; exp and tanh run on the special-
+#: function units at a fraction of the peak, so counting them as 1 keeps a lower bound a lower bound).
+SIGMOID_FLOP = 3  # exp, 1 + e, 1 / (...)
+TANH_FLOP = 1
+#: The fused cell per (batch row, unit): 4 gates x (x + h + bias) = 8, 3 sigmoids = 9, 2 tanh = 2,
+#: c = f*c + i*g = 3, h = o * tanh(c) = 1.
+CELL_FLOP = 8 + 3 * SIGMOID_FLOP + 2 * TANH_FLOP + 3 + 1
+
+
+def add_bias_traffic(args, grid, block, constants) -> Traffic:
+    """Every thread loads its column's bias: rows x cols loads of a cols-long footprint."""
+    rows, cols = args["out"].shape
+    traffic = elementwise(args, "out", ("a",), 1)
+    bias = view_of(args["bias"]).head(cols)
+    return dataclasses.replace(traffic, loads={**traffic.loads, "bias": rows * cols},
+                               reads=traffic.reads + (bias,), inputs=traffic.inputs + (bias,))
+
+
+def cell_traffic(args, product: str, parts: tuple) -> Traffic:
+    """Per (row, unit): 4 gate values from x_gates, from each part of the recurrent ``product``
+    (``parts``: (splits,) for one leading axis of parts, () for none) and the bias, c; stores c and
+    h. One more add per gate for each part past the first."""
+    rows, hidden = args["c"].shape
+    n, count = rows * hidden, parts[0] if parts else 1
+    reads = (view_of(args["x_gates"]).head(rows, 4 * hidden), view_of(args[product]).head(*parts, rows, 4 * hidden),
+             view_of(args["bias"]).head(4 * hidden), view_of(args["c"]))
+    writes = (view_of(args["c"]), view_of(args["h"]).head(rows, hidden))
+    loads = {"x_gates": 4 * n, product: 4 * n * count, "bias": 4 * n, "c": n}
+    return Traffic((CELL_FLOP + 4 * (count - 1)) * n, loads, {"c": n, "h": n}, reads, writes, reads)
+
+
+def _built(kernel, signature: tuple, what: str):
+    """The spec's ``builds``: ``kernel`` compiled once, for ``signature`` (its row: its name)."""
+    return lambda: (Build(function_name(kernel).lstrip("_"), lambda: (kernel, signature), what),)
+
+
+def _op(kernel, inputs: tuple, flop: int, access: tuple, steps: tuple, signature: tuple, traffic=None) -> Spec:
+    traffic = traffic or (lambda args, grid, block, constants: elementwise(args, "out", inputs, flop))
+    return Spec("pointwise", 1, function_name(kernel), "one element-wise operation per launch (steps 02-04)", steps,
+                access, traffic, _built(kernel, signature, "element-wise"))
+
+
+_UNFUSED = ("baseline", "combined_gemms", "streams")
+#: Steps 02-08 zero the cell state with it; the backward ladder, the gradients.
+_FILLED = _UNFUSED + ("fused_pointwise", "pretransposed", "combined_inputs", "wavefront", "bwd_op_by_op",
+                      "bwd_fused_pointwise", "bwd_combined_gemms", "bwd_combined_weights", "bwd_wavefront")
+_CELL_ACCESS = ((0, 1, 2, 3), (3, 4))  # reads x_gates, the recurrent product, bias, c; writes c, h
+
+#: Signatures the compile matrix builds (the fused cells as steps 05-08 launch them: C-contiguous).
+_A2, _A1, _C3, _C2, _C1 = float32[:, :], float32[:], float32[:, :, ::1], float32[:, ::1], float32[::1]
+
+SPECS = (
+    _op(_fill, (), 0, ((), (0,)), _FILLED, (_A2, float32)),
+    _op(_add, ("a", "b"), 1, ((0, 1), (2,)), _UNFUSED + ("bwd_op_by_op",), (_A2, _A2, _A2)),
+    _op(_add_bias, ("a",), 1, ((0, 1), (2,)), _UNFUSED, (_A2, _A1, _A2), add_bias_traffic),
+    _op(_mul, ("a", "b"), 1, ((0, 1), (2,)), _UNFUSED + ("bwd_op_by_op",), (_A2, _A2, _A2)),
+    _op(_sigmoid, ("a",), SIGMOID_FLOP, ((0,), (1,)), _UNFUSED, (_A2, _A2)),
+    _op(_tanh, ("a",), TANH_FLOP, ((0,), (1,)), _UNFUSED + ("bwd_op_by_op",), (_A2, _A2)),
+    Spec("pointwise", 2, "_lstm_cell", "the whole cell of a layer-step in one launch (notebook 05)",
+         ("fused_pointwise",), _CELL_ACCESS, lambda args, grid, block, constants: cell_traffic(args, "h_gates", ()),
+         _built(_lstm_cell, (_C2, _C2, _C1, _C2, _C2), "fused cell")),
+    Spec("pointwise", 3, "_lstm_cell_split", "2 adding the recurrent product's split-K parts as it reads them",
+         ("pretransposed", "combined_inputs", "wavefront"), _CELL_ACCESS,
+         lambda args, grid, block, constants: cell_traffic(args, "h_parts", (args["h_parts"].shape[0],)),
+         _built(_lstm_cell_split, (_C2, _C3, _C1, _C2, _C2), "fused cell, split-K parts")),
+)

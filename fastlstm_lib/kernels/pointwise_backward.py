@@ -1,7 +1,8 @@
 """Element-wise kernels of training: the forward cell that keeps what the backward needs, the
 derivatives of the activations op by op, and the fused backward cell (notebooks 40-42).
 
-Its versions, and the steps that launch them (the forward ones are in ``pointwise.py``):
+Its versions, and the steps that launch them (the forward ones are in ``pointwise.py``; ``SPECS``
+at the end holds each version's facts):
 
 1. ``lstm_cell_train``: the forward pass of every backward step (bwd01-05,
    ``backward/training_forward.py``).
@@ -30,6 +31,7 @@ import math
 from numba import cuda, float32
 
 from .pointwise import launch_elementwise, sigmoidf
+from .spec import Build, Spec, function_name
 
 
 @cuda.jit
@@ -112,3 +114,27 @@ def lstm_cell_backward(dh_out, dh_rec, gates, c, c_prev, dc, dz, stream=0):
     U^T); gates (B, 4H) and c, c_prev (B, H): what the forward saved; dc (B, H): in, dc from step
     t+1; out, dc for step t-1; dz (B, 4H): out, the gradient of the gate pre-activations."""
     launch_elementwise(_lstm_cell_backward, dc, dh_out, dh_rec, gates, c, c_prev, dc, dz, stream=stream)
+
+
+# ---- the versions' facts (kernels/spec.py): no traffic formula written for these -------------------
+
+_A2, _A1 = float32[:, :], float32[:]
+_BACKWARD = ("bwd_op_by_op", "bwd_fused_pointwise", "bwd_combined_gemms", "bwd_combined_weights", "bwd_wavefront")
+
+
+def _spec(number: int, kernel, what: str, steps: tuple, access: tuple, signature: tuple, built: str) -> Spec:
+    name = function_name(kernel)
+    return Spec("pointwise_backward", number, name, what, steps, access, None,
+                lambda: (Build(name.lstrip("_"), lambda: (kernel, signature), built),))
+
+
+SPECS = (
+    _spec(1, _lstm_cell_train, "the fused cell that also saves gates and c (bwd01-05)", _BACKWARD,
+          ((0, 1, 2, 3), (3, 4, 5, 6)), (_A2, _A2, _A1, _A2, _A2, _A2, _A2), "fused cell, saves gates"),
+    _spec(2, _sigmoid_backward, "one derivative per launch (bwd01)", _BACKWARD[:1], ((0, 1), (2,)), (_A2,) * 3,
+          "element-wise"),
+    _spec(2, _tanh_backward, "one derivative per launch (bwd01)", _BACKWARD[:1], ((0, 1), (2,)), (_A2,) * 3,
+          "element-wise"),
+    _spec(3, _lstm_cell_backward, "the cell's backward in one launch (bwd02-05)", _BACKWARD[1:],
+          ((0, 1, 2, 3, 4, 5), (5, 6)), (_A2,) * 7, "fused cell backward"),
+)

@@ -38,11 +38,13 @@ from __future__ import annotations
 
 import functools
 
-from numba import cuda, float32
+from numba import boolean, cuda, float32
 
 from .. import simulator
 from ..checks import check_bool
 from .geometry import blocks_for
+from .spec import Build, Spec, Traffic
+from .views import view_of
 
 #: Columns per block: one warp across them.
 COLUMNS = 32
@@ -114,3 +116,29 @@ def column_sum(a, out, accumulate: bool = False, stream=0) -> None:
     accumulate = check_bool("accumulate", accumulate)
     simulator.announce()
     column_sum_kernel(ROW_THREADS)[blocks_for(cols, COLUMNS), (COLUMNS, ROW_THREADS), stream](a, out, accumulate)
+
+
+# ---- the version's facts (kernels/spec.py) ----------------------------------------------------------
+
+
+def column_sum_traffic(args, grid, block, constants) -> Traffic:
+    """Every element of ``a`` loaded once and added once, by the one thread of its column and rows;
+    then each block's tree: (threads per column - 1) adds for each of its 32 columns, those past
+    the last column included (they add zeros); out stored once (and loaded once to accumulate)."""
+    a, out, accumulate = args["a"], args["out"], bool(args["accumulate"])
+    rows, cols = a.shape
+    tree = grid[0] * block[0] * (block[1] - 1)
+    loads, reads = {"a": rows * cols}, [view_of(a)]
+    if accumulate:
+        loads["out"] = cols
+        reads.append(view_of(out))
+    flop = rows * cols + tree + (cols if accumulate else 0)
+    return Traffic(flop, loads, {"out": cols}, tuple(reads), (view_of(out),), tuple(reads))
+
+
+SPECS = (
+    Spec("reduce", 1, "column_sum", "out[j] = sum of column j, a shared-memory tree (bwd04-05)",
+         ("bwd_combined_weights", "bwd_wavefront"), ((0,), (1,)), column_sum_traffic,
+         lambda: (Build("column_sum", lambda: (column_sum_kernel(GPU_ROW_THREADS), (float32[:, :], float32[:], boolean)),
+                        f"{COLUMNS} columns x {GPU_ROW_THREADS} threads down them, a shared-memory tree"),)),
+)

@@ -13,8 +13,8 @@ which the article's own M40 measurements then put to the test.
     from fastlstm_lib.profile import ladder, sectors, charts
     ladder.article_check()                      # the article's M40 times against our bounds
 
-Modules, one job each: ``views`` (where an array's bytes are), ``formulas`` (each kernel's
-FLOPs and traffic), ``dryrun`` (recording a pass instead of running it), ``graph`` (dependencies
+Modules, one job each: ``formulas`` (each kernel's FLOPs and traffic, from the formulas its
+family file writes beside it), ``dryrun`` (recording a pass instead of running it), ``graph`` (dependencies
 and the longest chain), ``record`` (``profile``), ``bound`` (``lower_bound``), ``ladder`` (every
 step against the article), ``instrument`` (counting every element a simulated kernel touches),
 ``sectors`` (32-byte sectors per warp-wide load), ``charts`` (matplotlib, imported when drawn).

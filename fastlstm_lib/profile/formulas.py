@@ -1,6 +1,8 @@
 """Every kernel's FLOPs and global-memory traffic, as formulas of its launch.
 
-For one launch of a kernel with its arguments (array views), grid and block, ``traffic`` returns:
+For one launch of a kernel with its arguments (array views), grid and block, ``traffic`` returns
+its ``kernels.spec.Traffic``, from the formula its family file writes beside it (each ``Spec``'s
+``traffic``; ``FORMULAS`` collects them by kernel name):
 
 - ``flop``: the arithmetic the kernel source writes on its data, one per +, -, *, /, exp and
   tanh (a multiply-add is 2, like the FP32 peak counts it; index arithmetic is not counted;
@@ -21,30 +23,14 @@ block and threads per pair) from its closure, so they follow whatever plan was l
 
 from __future__ import annotations
 
-import dataclasses
 import inspect
 
-from ..launches import kernel_name
-from .views import is_array, view_of
+from ..kernels.spec import Traffic, function_name
+from ..kernels.versions import every
+from ..kernels.views import is_array, view_of
 
-#: FLOPs per element of the element-wise kernels (see the module docstring for what counts).
-SIGMOID_FLOP = 3  # exp, 1 + e, 1 / (...)
-TANH_FLOP = 1
-#: The fused cell per (batch row, unit): 4 gates x (x + h + bias) = 8, 3 sigmoids = 9, 2 tanh = 2,
-#: c = f*c + i*g = 3, h = o * tanh(c) = 1.
-CELL_FLOP = 8 + 3 * SIGMOID_FLOP + 2 * TANH_FLOP + 3 + 1
-
-
-@dataclasses.dataclass(frozen=True)
-class Traffic:
-    """What one launch computes and moves (element counts per argument name; views for footprints)."""
-
-    flop: int
-    loads: dict
-    stores: dict
-    reads: tuple
-    writes: tuple
-    inputs: tuple
+#: Kernel name -> its formula, for every kernel version that has one (the training kernels have none).
+FORMULAS = {spec.name: spec.traffic for spec in every() if spec.traffic is not None}
 
 
 def kernel_constants(kernel) -> dict:
@@ -59,154 +45,6 @@ def argument_names(kernel) -> list[str]:
     return list(inspect.signature(function).parameters)
 
 
-# ---- the GEMMs ---------------------------------------------------------------------------------
-
-
-def gemm_traffic(args, grid, block, constants) -> Traffic:
-    """Every GEMM kernel: every block loads its rows of A and its columns of op(B) over all of K
-    (elements past an edge are zeros, not loads), so A is loaded once per block column of C and
-    B once per block row; C is stored once (and loaded once to accumulate). Split-K (version 6,
-    C of shape (splits, M, N), grid depth splits): each layer of blocks loads its part of K, so
-    A and B are loaded as often, and each part of C is stored once."""
-    a, b, c, accumulate = args["a"], args["b"], args["c"], bool(args["accumulate"])
-    m, k = a.shape
-    parts = c.shape[0] if len(c.shape) == 3 else 1
-    n = c.shape[len(c.shape) - 1]  # (the simulator's shapes take no negative index)
-    blocks_n, blocks_m = grid[0], grid[1]
-    loads = {"a": blocks_n * m * k, "b": blocks_m * k * n}
-    reads = [view_of(a), view_of(b)]
-    if accumulate:
-        loads["c"] = parts * m * n
-        reads.append(view_of(c))
-    flop = 2 * m * n * k + (parts * m * n if accumulate else 0)
-    return Traffic(flop, loads, {"c": parts * m * n}, tuple(reads), (view_of(c),), tuple(reads))
-
-
-# ---- the element-wise kernels: one thread per element of ``out`` (rows x cols) -------------------
-
-
-def _elementwise(args, out_name, inputs, flop_per_element) -> Traffic:
-    out = args[out_name]
-    rows, cols = out.shape
-    n = rows * cols
-    views = {name: view_of(args[name]).head(rows, cols) for name in inputs}
-    return Traffic(flop_per_element * n, {name: n for name in inputs}, {out_name: n}, tuple(views.values()),
-                   (view_of(out).head(rows, cols),), tuple(views.values()))
-
-
-def fill_traffic(args, grid, block, constants) -> Traffic:
-    return _elementwise(args, "out", (), 0)
-
-
-def add_traffic(args, grid, block, constants) -> Traffic:
-    return _elementwise(args, "out", ("a", "b"), 1)
-
-
-def mul_traffic(args, grid, block, constants) -> Traffic:
-    return _elementwise(args, "out", ("a", "b"), 1)
-
-
-def sigmoid_traffic(args, grid, block, constants) -> Traffic:
-    return _elementwise(args, "out", ("a",), SIGMOID_FLOP)
-
-
-def tanh_traffic(args, grid, block, constants) -> Traffic:
-    return _elementwise(args, "out", ("a",), TANH_FLOP)
-
-
-def add_bias_traffic(args, grid, block, constants) -> Traffic:
-    """Every thread loads its column's bias: rows x cols loads of a cols-long footprint."""
-    rows, cols = args["out"].shape
-    traffic = _elementwise(args, "out", ("a",), 1)
-    bias = view_of(args["bias"]).head(cols)
-    return dataclasses.replace(traffic, loads={**traffic.loads, "bias": rows * cols},
-                               reads=traffic.reads + (bias,), inputs=traffic.inputs + (bias,))
-
-
-def _cell_traffic(args, product: str, parts: tuple) -> Traffic:
-    """Per (row, unit): 4 gate values from x_gates, from each part of the recurrent ``product``
-    (``parts``: (splits,) for one leading axis of parts, () for none) and the bias, c; stores c and
-    h. One more add per gate for each part past the first."""
-    rows, hidden = args["c"].shape
-    n, count = rows * hidden, parts[0] if parts else 1
-    reads = (view_of(args["x_gates"]).head(rows, 4 * hidden), view_of(args[product]).head(*parts, rows, 4 * hidden),
-             view_of(args["bias"]).head(4 * hidden), view_of(args["c"]))
-    writes = (view_of(args["c"]), view_of(args["h"]).head(rows, hidden))
-    loads = {"x_gates": 4 * n, product: 4 * n * count, "bias": 4 * n, "c": n}
-    return Traffic((CELL_FLOP + 4 * (count - 1)) * n, loads, {"c": n, "h": n}, reads, writes, reads)
-
-
-def lstm_cell_traffic(args, grid, block, constants) -> Traffic:
-    """The fused cell (pointwise version 2): one recurrent product, h_gates (B, 4H)."""
-    return _cell_traffic(args, "h_gates", ())
-
-
-def lstm_cell_split_traffic(args, grid, block, constants) -> Traffic:
-    """The split cell (version 3): the recurrent product in parts, h_parts (splits, B, 4H)."""
-    return _cell_traffic(args, "h_parts", (args["h_parts"].shape[0],))
-
-
-# ---- the column sum (notebook 41's db) -------------------------------------------------------------
-
-
-def column_sum_traffic(args, grid, block, constants) -> Traffic:
-    """Every element of ``a`` loaded once and added once, by the one thread of its column and rows;
-    then each block's tree: (threads per column - 1) adds for each of its 32 columns, those past
-    the last column included (they add zeros); out stored once (and loaded once to accumulate)."""
-    a, out, accumulate = args["a"], args["out"], bool(args["accumulate"])
-    rows, cols = a.shape
-    tree = grid[0] * block[0] * (block[1] - 1)
-    loads, reads = {"a": rows * cols}, [view_of(a)]
-    if accumulate:
-        loads["out"] = cols
-        reads.append(view_of(out))
-    flop = rows * cols + tree + (cols if accumulate else 0)
-    return Traffic(flop, loads, {"out": cols}, tuple(reads), (view_of(out),), tuple(reads))
-
-
-# ---- the persistent layer (notebook 09) ----------------------------------------------------------
-
-
-def persistent_traffic(args, grid, block, constants) -> Traffic:
-    """One launch = a layer's whole sequence.
-
-    U: each block loads its units' 4 columns once per launch, H x 4H elements in all. h_{t-1}:
-    every block stages all of it, B x H elements, at every step but the first. The pair leaders
-    load their 4 input pre-activations and store h, at every step; every thread of a unit loads
-    its 4 biases once per launch. FLOPs: the dot
-    products of the layer's B x H pairs (4 gates x H multiply-adds) at every step but the first
-    (h_{-1} = 0), the sums of split shares, and the cell's arithmetic.
-    """
-    hs = args["hs"]
-    steps, batch, hidden = hs.shape
-    blocks, splits = grid[0], constants["splits"]
-    pairs = batch * hidden
-    unit_threads = -(-batch // constants["rows"]) * splits  # threads per unit: row groups x splits
-    loads = {"x_gates": 4 * pairs * steps, "recurrent": 4 * hidden * hidden, "bias": 4 * hidden * unit_threads,
-             "hs": blocks * (steps - 1) * batch * hidden}
-    flop = 8 * pairs * hidden * (steps - 1) + steps * pairs * (CELL_FLOP + (4 * splits if splits > 1 else 0))
-    inputs = (view_of(args["x_gates"]).head(steps, batch, 4 * hidden), view_of(args["recurrent"]).head(hidden, 4 * hidden),
-              view_of(args["bias"]).head(4 * hidden))
-    reads = inputs + ((view_of(hs).head(steps - 1),) if steps > 1 else ())
-    return Traffic(flop, loads, {"hs": steps * batch * hidden}, reads, (view_of(hs),), inputs)
-
-
-FORMULAS = {
-    "blocked_gemm": gemm_traffic,
-    "tiled_gemm": gemm_traffic,
-    "_fill": fill_traffic,
-    "_add": add_traffic,
-    "_add_bias": add_bias_traffic,
-    "_mul": mul_traffic,
-    "_sigmoid": sigmoid_traffic,
-    "_tanh": tanh_traffic,
-    "_lstm_cell": lstm_cell_traffic,
-    "_lstm_cell_split": lstm_cell_split_traffic,
-    "persistent_layer": persistent_traffic,
-    "column_sum": column_sum_traffic,
-}
-
-
 _DESCRIPTIONS: dict = {}
 
 
@@ -215,7 +53,7 @@ def kernel_description(kernel) -> tuple:
     alive, so that an id is never reused for another."""
     cached = _DESCRIPTIONS.get(id(kernel))
     if cached is None:
-        cached = _DESCRIPTIONS[id(kernel)] = (kernel, kernel_name(kernel), argument_names(kernel),
+        cached = _DESCRIPTIONS[id(kernel)] = (kernel, function_name(kernel), argument_names(kernel),
                                                kernel_constants(kernel))
     return cached[1:]
 
@@ -240,5 +78,5 @@ def array_count(args: tuple) -> int:
     return sum(1 for value in args if is_array(value))
 
 
-__all__ = ["Traffic", "traffic", "kernel_description", "FORMULAS", "kernel_name", "kernel_constants", "argument_names",
-           "byte_counts", "array_count", "CELL_FLOP", "SIGMOID_FLOP", "TANH_FLOP"]
+__all__ = ["Traffic", "traffic", "kernel_description", "FORMULAS", "kernel_constants", "argument_names",
+           "byte_counts", "array_count"]

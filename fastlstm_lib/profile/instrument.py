@@ -25,7 +25,7 @@ from .. import simulator
 from ..launches import intercept
 from .dryrun import normalized_configuration
 from .formulas import kernel_description
-from .views import host_array, is_array
+from ..kernels.views import host_array, is_array
 
 
 def root_pointer(array: np.ndarray) -> int:

@@ -33,14 +33,14 @@ from ..config import LSTMConfig
 from ..gpus import chip as chip_limits, find_gpu
 from ..kept import kept
 from ..kernels.gemm import version_of as gemm_version_of
+from ..kernels.versions import gemm_names
+from ..kernels.views import distinct_bytes
 from ..params import LayerParams
 from ..steps import LSTMStep, get as get_step, names as ladder_names
 from .dryrun import default_stream_kind, dry_run
 from .formulas import array_count, byte_counts, kernel_description, traffic
 from .graph import dependencies, longest_path
-from .views import distinct_bytes
 
-GEMM_KERNELS = ("blocked_gemm", "tiled_gemm")
 
 
 @dataclasses.dataclass(frozen=True)
@@ -91,7 +91,7 @@ class Profile:
         return {
             "launches": len(self.launches),
             "flop": sum(launch.flop for launch in self.launches),
-            "gemm_flop": sum(launch.flop for launch in self.launches if launch.kernel in GEMM_KERNELS),
+            "gemm_flop": sum(launch.flop for launch in self.launches if launch.kernel in gemm_names()),
             "bytes_read": sum(launch.bytes_read for launch in self.launches),
             "bytes_written": sum(launch.bytes_written for launch in self.launches),
             "footprint": sum(launch.footprint for launch in self.launches),

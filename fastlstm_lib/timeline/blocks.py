@@ -35,7 +35,7 @@ import functools
 from ..sass import read_table
 from ..gpus import Chip, occupancy
 from ..kernels.gemm import GPU_LARGE, GPU_SMALL, GPU_WIDE, exact
-from ..profile.record import GEMM_KERNELS
+from ..kernels.versions import every, gemm_names
 from . import cublas
 from .constants import constant
 
@@ -43,11 +43,9 @@ NO_SASS_FALLBACK = {"sm_52": "sm_75", "sm_70": "sm_75"}  # no disassembly: the n
 #: Architectures of data/gpus.csv the compile matrix does not build (Volta): the nearest one's registers.
 NOT_COMPILED = {"sm_70": "sm_75"}
 #: The kernel_resources.csv row of each blocking ``gpu_blocking`` picks and each version ``gemm()``
-#: launches (2 checked, 3 exact-tile, 5 vector loads, 6 split-K: kernels/gemm.py's list).
-GEMM_ROWS = {(GPU_LARGE, 2): "blocked_gemm", (GPU_LARGE, 3): "blocked_gemm_exact", (GPU_LARGE, 5): "blocked_gemm_vector",
-             (GPU_LARGE, 6): "blocked_gemm_split",
-             (GPU_SMALL, 2): "blocked_gemm_t", (GPU_SMALL, 3): "blocked_gemm_t_exact", (GPU_SMALL, 6): "blocked_gemm_split_small",
-             (GPU_WIDE, 3): "blocked_gemm_wide", (GPU_WIDE, 5): "blocked_gemm_vector_wide", (GPU_WIDE, 6): "blocked_gemm_split_wide"}
+#: launches: the rows the GEMM family's specs mark ``timed`` (kernels/gemm.py).
+GEMM_ROWS = {(build.blocking, spec.number): build.row for spec in every() if spec.family == "gemm"
+             for build in spec.builds() if build.timed}
 
 
 @dataclasses.dataclass(frozen=True)
@@ -147,7 +145,7 @@ def block_cost(launch, row: dict, chip: Chip, batch: int, gemm: str) -> BlockCos
         raise ValueError(f"kernel {launch.kernel} (launch {launch.index}: {threads} threads, {registers} registers, "
                          f"{shared} bytes of shared memory) cannot run on the {row['name']}: {limit}")
     sm_flops = row["fp32_tflops"] * 1e12 / row["sms"]
-    if gemm == "cublas" and launch.kernel in GEMM_KERNELS:
+    if gemm == "cublas" and launch.kernel in gemm_names():
         efficiency = cublas.sm_rate(row["name"], row["sms"], *cublas.gemm_shape(launch))[0] / sm_flops
     else:
         efficiency = issue_efficiency(name, arch)

@@ -1,0 +1,97 @@
+"""A kernel version's facts, written once beside its kernel: each family file ends with its ``SPECS``
+(``versions.py`` collects them).
+
+One ``Spec`` per numbered version of a family (``gemm.py``'s list, ``pointwise.py``'s, ...):
+
+- ``family``, ``number``: its place in its file's list; ``name``: the kernel's function, as a
+  recorded launch names it (versions 2-6 of the GEMM share ``blocked_gemm``: ``gemm.version_of``
+  tells them apart); ``variant``: what a table adds to that name ("exact-tile", ...); ``what``: one line.
+- ``steps``: the steps whose pass launches it at the article's size with an H100's launch
+  geometry (``tests/test_kernel_specs.py`` holds this to a dry run of every step).
+- ``access``: the positions of the arguments it reads and the ones it writes (the exercises' trace
+  checks a pass's order on them).
+- ``traffic``: its FLOPs and global-memory traffic as a formula of one launch (``Traffic``; the
+  profile's lower bound reads it). None where no formula is written (the training kernels).
+- ``builds``: how the compile matrix compiles it (``Build``: one row of data/kernel_resources.csv
+  each); the timeline reads the GEMMs' rows from the same place.
+
+Who reads them (``versions.every()`` collects them): ``profile/formulas.py`` (the formulas), ``exercises/memory.py`` (the access
+table), ``tools/compile_matrix`` (what to compile), ``timeline/blocks.py`` (which compiled row a
+GEMM launch ran), ``kernels/catalog.py`` and ``tools/readme_table.py`` (names and lines).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from typing import Callable, NamedTuple
+
+from .views import view_of
+
+
+@dataclasses.dataclass(frozen=True)
+class Traffic:
+    """What one launch computes and moves (element counts per argument name; views for footprints).
+
+    ``flop``: the arithmetic the kernel source writes on its data, one per +, -, *, /, exp and tanh
+    (a multiply-add is 2; index arithmetic not counted). ``loads`` / ``stores``: per array argument,
+    the elements its threads load or store, re-reads included. ``reads`` / ``writes``: the views it
+    reads and writes; ``inputs``: those it reads before writing them (what must come from memory)."""
+
+    flop: int
+    loads: dict
+    stores: dict
+    reads: tuple
+    writes: tuple
+    inputs: tuple
+
+
+class Build(NamedTuple):
+    """One compiled form of a kernel: row ``row`` of data/kernel_resources.csv. ``make()`` returns
+    (the kernel, its Numba signature); ``blocking``: a blocked GEMM's tiling (its trip counts, and
+    the row the timeline reads for launches of that version and blocking where ``timed``)."""
+
+    row: str
+    make: Callable[[], tuple]
+    what: str
+    blocking: object = None
+    timed: bool = False
+    max_registers: int | None = None
+    relocatable: bool = False
+
+
+@dataclasses.dataclass(frozen=True)
+class Spec:
+    """One kernel version's facts (see the module docstring)."""
+
+    family: str
+    number: int
+    name: str
+    what: str
+    steps: tuple
+    access: tuple | None
+    traffic: Callable | None
+    builds: Callable[[], tuple] = lambda: ()
+    variant: str = ""
+
+    @property
+    def label(self) -> str:
+        """'blocked_gemm (exact-tile)', 'lstm_cell': the name without its underscore, with its variant."""
+        name = self.name.lstrip("_")
+        return f"{name} ({self.variant})" if self.variant else name
+
+
+def function_name(kernel) -> str:
+    """The name of a kernel's Python function: what a recorded launch calls it."""
+    function = getattr(kernel, "py_func", None) or getattr(kernel, "fn", None)
+    return getattr(function, "__name__", repr(kernel))
+
+
+def elementwise(args, out_name: str, inputs: tuple, flop_per_element: int) -> Traffic:
+    """An element-wise kernel's traffic: one thread per element of ``out`` (rows x cols), each
+    loading its element of every input once and storing its output once."""
+    out = args[out_name]
+    rows, cols = out.shape
+    n = rows * cols
+    views = {name: view_of(args[name]).head(rows, cols) for name in inputs}
+    return Traffic(flop_per_element * n, {name: n for name in inputs}, {out_name: n}, tuple(views.values()),
+                   (view_of(out).head(rows, cols),), tuple(views.values()))

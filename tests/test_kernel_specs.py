@@ -1,0 +1,93 @@
+"""Each kernel version's facts are written once, beside its kernel (``fastlstm_lib/kernels/spec.py``),
+and they hold: every kernel has a spec, every spec names the steps a dry run of every step shows
+launching it, its access positions are arguments of its kernel, its builds are the compile
+matrix's rows, and its case is in the catalog. The readers (the profile's formulas, the
+exercises' access table, the timeline's GEMM rows, the compile matrix) take them from there."""
+
+import ast
+import collections
+from pathlib import Path
+
+import pytest
+
+import fastlstm_lib as fl
+from fastlstm_lib.config import LSTMConfig
+from fastlstm_lib.exercises.memory import ACCESS
+from fastlstm_lib.gpus import chip
+from fastlstm_lib.kernels import catalog
+from fastlstm_lib.kernels.spec import function_name
+from fastlstm_lib.kernels.versions import every, spec_of
+from fastlstm_lib.profile.formulas import FORMULAS, argument_names
+from fastlstm_lib.profile.record import record_pass
+from fastlstm_lib.timeline.blocks import GEMM_ROWS
+
+KERNELS = Path(fl.__file__).parent / "kernels"
+
+
+def jit_kernels() -> set[str]:
+    """The names of every @cuda.jit function in fastlstm_lib/kernels/ that is no device function."""
+    names = set()
+    for path in KERNELS.glob("*.py"):
+        for node in ast.walk(ast.parse(path.read_text())):
+            if isinstance(node, ast.FunctionDef):
+                for decorator in node.decorator_list:
+                    text = ast.unparse(decorator)
+                    if text.startswith("cuda.jit") and "device=True" not in text:
+                        names.add(node.name)
+    return names
+
+
+def test_every_kernel_has_a_spec_and_every_spec_is_one_version():
+    assert jit_kernels() == {spec.name for spec in every()}
+    keys = [(spec.family, spec.number, spec.name) for spec in every()]
+    assert len(keys) == len(set(keys))
+    for name in {spec.name for spec in every()}:  # versions sharing a name tell themselves apart by variant
+        variants = [spec.variant for spec in every() if spec.name == name]
+        assert len(variants) == len(set(variants)), name
+
+
+@pytest.fixture(scope="module")
+def launched() -> dict:
+    """Spec -> the steps whose pass (setup left out) launches it, at the article's size on an H100."""
+    found = collections.defaultdict(list)
+    for ladder in (fl.steps, fl.backward):
+        for name in ladder.names():
+            recording, _ = record_pass(ladder.get(name), LSTMConfig.article(), chip("H100"), {})
+            for call in recording.launches:
+                spec = spec_of(call.kernel)
+                assert spec is not None, f"{name} launches {function_name(call.kernel)}, which has no spec"
+                if name not in found[spec]:
+                    found[spec].append(name)
+    return found
+
+
+def test_each_spec_names_the_steps_that_launch_it(launched):
+    for spec in every():
+        assert set(spec.steps) == set(launched.get(spec, ())), (spec.label, spec.number)
+
+
+def test_access_positions_are_arguments_and_builds_are_kernels():
+    for spec in every():
+        built = spec.builds()
+        assert built, spec.label
+        for build in built:
+            kernel, signature = build.make()
+            assert function_name(kernel) == spec.name, build.row
+            arguments = argument_names(kernel)
+            assert len(signature) == len(arguments), build.row
+            reads, writes = spec.access
+            assert set(reads) | set(writes) <= set(range(len(arguments))) and writes, build.row
+
+
+def test_the_readers_take_the_specs():
+    assert FORMULAS == {spec.name: spec.traffic for spec in every() if spec.traffic}
+    assert {name: ACCESS[name] for name in ACCESS if name != "_empty_kernel"} == {
+        spec.name: spec.access for spec in every()}
+    rows = [build.row for spec in every() for build in spec.builds()]
+    assert len(rows) == len(set(rows))
+    assert set(GEMM_ROWS.values()) <= set(rows)
+    for spec in every():  # every GEMM version a step launches has a timed row for each blocking it runs
+        if spec.family == "gemm" and spec.steps:
+            assert any(number == spec.number for _, number in GEMM_ROWS), spec.label
+    assert [version.spec for version in catalog.VERSIONS] == list(every())
+    assert set(catalog.CASES) == {(spec.family, spec.number, spec.name) for spec in every()}
