@@ -19,7 +19,7 @@ LAB_ARGS ?=
 .PHONY: setup lab test test-tools test-fake-gpu-notebooks bench gpu-bundle gpu-rehearsal clean
 
 $(STAMP): pyproject.toml
-	$(PYTHON) fastlstm_lib/requirements.py
+	$(PYTHON) fastlstm_lib/setup/requirements.py
 	$(PYTHON) -m venv $(VENV)
 	$(BIN)/python -m pip install --quiet --upgrade pip
 	$(BIN)/python -m pip install --quiet -e ".[test,lab]"

@@ -11,7 +11,7 @@ import sys
 import time
 
 import fastlstm_lib as fl
-from fastlstm_lib.profile import ladder
+from fastlstm_lib.course.profile import ladder
 
 TARGET_S = 30.0
 GPUS = ("M40", "T4", "A100", "H100")

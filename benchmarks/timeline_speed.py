@@ -11,7 +11,7 @@ running:
 import time
 
 import fastlstm_lib as fl
-from fastlstm_lib.article import article_numbers
+from fastlstm_lib.course.article import article_numbers
 
 GPUS = ("M40", "T4", "A100", "H100")
 

@@ -3,25 +3,27 @@
 Importing it picks the device: a real GPU if the CUDA driver sees one, otherwise Numba's CUDA
 simulator (switched on here, before numba is imported, and announced in one line at the first
 Numba work). Only NumPy and Numba are imported; Keras, TensorFlow, matplotlib and tqdm load when
-first used. The CNN (notebooks 20-21) and data-feeding (notebooks 30-31) support live in the
-subpackages ``fastlstm_lib.cnn`` and ``fastlstm_lib.feeding``, imported on their own. Training
-(notebooks 40-42): ``fl.reference_backward``, the backward ladder ``fl.backward`` and the Keras
-layer ``fl.keras_layer.FastLSTM`` (which imports Keras when first touched). The notebooks'
-exercises and their grader (``fl.check``) are in ``fastlstm_lib.exercises``, the setup doctor in
-``fastlstm_lib.doctor``.
+first used.
+
+The package lists the LSTM first: its own modules (config, params, reference, harness, launches,
+timing, ...) and ``kernels``, ``steps``, ``backward``, with ``runtime`` (GPU or simulator). Around
+it: ``course`` (the notebooks' exercises and grader ``fl.check``, the profile, the timeline model,
+the lessons' checks), ``topics`` (the CNN layouts, notebooks 20-21; data feeding, 30-31; the Keras
+layer ``fl.keras_layer.FastLSTM``, 42), ``setup`` (the doctor: ``python -m fastlstm_lib doctor``).
+Training (notebooks 40-42): ``fl.reference_backward`` and the backward ladder ``fl.backward``.
 """
 
-from .requirements import missing as _missing
+from .setup.requirements import missing as _missing
 
 _ABSENT = _missing()  # NumPy or Numba absent: nothing below can load, but the doctor still runs
 if _ABSENT:
-    from .requirements import refusal as _refusal
+    from .setup.requirements import refusal as _refusal
 
     __getattr__ = _refusal(_ABSENT)
 else:
     import os as _os
 
-    from .numba_compat import restore_numpy_aliases
+    from .runtime.numba_compat import restore_numpy_aliases
 
     restore_numpy_aliases()  # NumPy 2.5 removed np.row_stack, which numba-cuda names when it first compiles
     if _os.environ.get("FASTLSTM_FAKE_GPU", "").strip():  # the fake-GPU test mode (tests/fakegpu): its driver first
@@ -35,33 +37,34 @@ else:
                               "PYTHONPATH=$PWD/tests FASTLSTM_FAKE_GPU=T4 python SCRIPT.py, or unset "
                               "FASTLSTM_FAKE_GPU") from None
         _fakegpu.activate_from_environment()
-    from . import simulator  # first: decides NUMBA_ENABLE_CUDASIM before numba is imported
+    from .runtime import simulator  # first: decides NUMBA_ENABLE_CUDASIM before numba is imported
 
     if simulator.SIMULATOR:
         simulator.lock_shared_array_allocation()  # a race in the simulator's shared memory
-        from .numba_compat import complete_builtin_simulator
+        from .runtime.numba_compat import complete_builtin_simulator
 
         complete_builtin_simulator()  # numba's own simulator (no numba-cuda, as on macOS) lacks a few calls
 
-    from .numba_settings import quiet_low_occupancy_warnings
+    from .runtime.numba_settings import quiet_low_occupancy_warnings
 
     quiet_low_occupancy_warnings()  # small grids are the course's choice: no warning at each launch on a GPU
 
-    from .keras_backend import set_tensorflow_defaults
+    from .runtime.keras_backend import set_tensorflow_defaults
 
     set_tensorflow_defaults()  # before anything imports TensorFlow (a test's importorskip, a notebook)
     from .config import LSTMConfig, flops
     from .params import GATES, LayerParams, init_params, random_input, validate_input, validate_params
     from .reference import RTOL, matches, reference_forward, relative_error
-    from .device import device_info, is_simulator
+    from .runtime.device import device_info, is_simulator
     from . import steps
     from .launches import count_launches, launch_overhead_us
-    from .article import article_numbers, article_source, ladder_comparison
+    from .course.article import article_numbers, article_source, ladder_comparison
     from .gpus import fp32_peak_tflops, gpu
-    from .results import committed_results, format_table, load_results, save_results
+    from .course.results import committed_results, format_table, load_results, save_results
     from .harness import WrongResultError, bench, bench_batch_sweep, bench_steps, host_and_device_times
-    # Binds fl.profile to the function (the subpackage stays importable: ``from fastlstm_lib.profile import charts``).
-    from .profile import lower_bound, profile
+    # Binds fl.profile to the function (the subpackage stays importable:
+    # ``from fastlstm_lib.course.profile import charts``).
+    from .course.profile import lower_bound, profile
     from . import backward
     from .backward import reference_backward
 
@@ -70,10 +73,13 @@ else:
         "params_from_keras": "keras_bridge",  # a list of keras.layers.LSTM -> params
         "keras_forward": "keras_bridge",  # Keras' own LSTM stack on x with params
         "persistent_limits": "kernels.persistent_plan",  # which batch sizes fit the persistent step on a chip
-        "check": "exercises",  # grade a notebook exercise and print the verdict
-        "estimate": "timeline",  # an ESTIMATED timeline of a recorded pass on a GPU (blocks on SMs)
-        "plot_timeline": "timeline",  # that timeline drawn as Nsight Systems draws one
+        "check": "course.exercises",  # grade a notebook exercise and print the verdict
+        "estimate": "course.timeline",  # an ESTIMATED timeline of a recorded pass on a GPU (blocks on SMs)
+        "plot_timeline": "course.timeline",  # that timeline drawn as Nsight Systems draws one
     }
+
+    #: Subpackages reached as ``fl.<name>`` on first use: name -> where it lives.
+    _SUBPACKAGES = {"keras_layer": "topics.keras_layer", "exercises": "course.exercises"}
 
     def __getattr__(name):
         """The names in ``_LAZY``, and the subpackages ``fl.keras_layer`` (it imports Keras) and
@@ -82,8 +88,8 @@ else:
 
         if name in _LAZY:
             return getattr(importlib.import_module(f"{__name__}.{_LAZY[name]}"), name)
-        if name in ("keras_layer", "exercises"):  # subpackages: fl.exercises.catalog(...) works before fl.check
-            return importlib.import_module(f"{__name__}.{name}")
+        if name in _SUBPACKAGES:  # fl.exercises.catalog(...) works before fl.check
+            return importlib.import_module(f"{__name__}.{_SUBPACKAGES[name]}")
         raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 
 

@@ -41,7 +41,7 @@ def known(check):
 
 
 def build_parser(fl) -> argparse.ArgumentParser:
-    from fastlstm_lib.doctor import add_arguments as doctor_arguments
+    from fastlstm_lib.setup.doctor import add_arguments as doctor_arguments
 
     def ladder_step(name):
         if fl.steps.get(name).name not in fl.steps.names():
@@ -99,7 +99,7 @@ def check_outputs(args) -> None:
     if getattr(args, "out", None) is not None:
         check_writable_path("--out", args.out)
     if getattr(args, "plot", None) is not None:
-        from fastlstm_lib.plots import check_image_path
+        from fastlstm_lib.course.plots import check_image_path
 
         check_image_path("--plot", args.plot)
     if getattr(args, "out", None) is not None and getattr(args, "plot", None) is not None:
@@ -112,7 +112,7 @@ def check_outputs(args) -> None:
 def main(argv=None) -> int:
     argv = sys.argv[1:] if argv is None else list(argv)
     if argv[:1] == ["doctor"]:  # first, and alone: the doctor runs in any Python 3, even one without NumPy or Numba
-        from fastlstm_lib.doctor import main as doctor_main
+        from fastlstm_lib.setup.doctor import main as doctor_main
 
         return doctor_main(argv[1:])
     import fastlstm_lib as fl
@@ -139,7 +139,7 @@ def info_command(fl, args) -> int:
 def set_tf32_for(fl, args) -> None:
     """``--tf32`` for the Keras steps among ``--steps`` (imports TensorFlow only when there are some)."""
     if any(name in fl.steps.keras_names() for name in args.steps or []):
-        from fastlstm_lib.keras_backend import set_tf32
+        from fastlstm_lib.runtime.keras_backend import set_tf32
 
         set_tf32(args.tf32 == "on")
 
@@ -152,7 +152,7 @@ def gemm_command(fl, args) -> int:
     except RuntimeError as error:
         print(f"error: {error}", file=sys.stderr)
         return 2
-    from fastlstm_lib.tables import Column, table
+    from fastlstm_lib.course.tables import Column, table
 
     cells = [[row["shape"], f"ours {row['ours_gflops']:8.0f} GFLOP/s", f"cuBLAS {row['cublas_gflops']:8.0f} GFLOP/s",
               f"({100 * row['fraction_of_cublas']:.0f}% of cuBLAS)"] for row in rows]
@@ -171,7 +171,7 @@ def clocks_command(fl, args) -> int:
     cfg = getattr(fl.LSTMConfig, args.config)()
     results = [fl.harness.bench_or_skip(name, cfg, measure=fl.host_and_device_times)
                for name in (args.steps or fl.steps.names())]
-    from fastlstm_lib.tables import Column, Span, table
+    from fastlstm_lib.course.tables import Column, Span, table
 
     rows = [[r["step"], Span(f"skipped: {r['skipped']}")] if "skipped" in r else
             [r["step"], f"issue {r['issue_ms']['median']:9.3f} ms", f"GPU {r['device_ms']['median']:9.3f} ms",
@@ -186,7 +186,7 @@ def clocks_command(fl, args) -> int:
 def sweep_command(fl, args) -> int:
     set_tf32_for(fl, args)
     results = fl.bench_batch_sweep(args.steps, args.batches, getattr(fl.LSTMConfig, args.config)())
-    from fastlstm_lib.tables import Column, Span, table
+    from fastlstm_lib.course.tables import Column, Span, table
 
     rows = [[f"batch {r['config']['batch']:>4}", r["step"]]
             + ([Span(f"skipped: {r['skipped']}")] if "skipped" in r else
@@ -208,7 +208,7 @@ def bench_command(fl, args) -> int:
         import matplotlib
 
         matplotlib.use("Agg")  # a file, no window
-        from fastlstm_lib.plots import ladder_chart
+        from fastlstm_lib.course.plots import ladder_chart
 
         ladder_chart(results).savefig(args.plot, dpi=120)
         print(f"wrote {args.plot}" + (" (simulator: no measured bars, times mean nothing)" if fl.is_simulator() else ""))
@@ -219,8 +219,8 @@ def profile_command(fl, args) -> int:
     """``profile``: the ladder's bounds per GPU and host, the article beside them, and how long it took."""
     import time
 
-    from fastlstm_lib.profile import ladder
-    from fastlstm_lib.tables import Column, table
+    from fastlstm_lib.course.profile import ladder
+    from fastlstm_lib.course.tables import Column, table
 
     cfg = getattr(fl.LSTMConfig, args.config)()
     started = time.perf_counter()

@@ -92,7 +92,7 @@ def check_array(name: str, value, dtypes: tuple) -> np.ndarray:
 
 def check_keras_model(name: str, model, *, hint: str = ""):
     """A Keras model (``keras.Model``, Sequential included): TypeError otherwise. Returns keras."""
-    from .keras_backend import import_keras
+    from .runtime.keras_backend import import_keras
 
     keras = import_keras()
     if not isinstance(model, keras.Model):

@@ -44,7 +44,7 @@ class LSTMConfig:
     @classmethod
     def default(cls) -> "LSTMConfig":
         """``article()`` on a GPU, ``tiny()`` on the simulator."""
-        from . import simulator
+        from .runtime import simulator
 
         return cls.tiny() if simulator.SIMULATOR else cls.article()
 

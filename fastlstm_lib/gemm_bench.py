@@ -17,10 +17,10 @@ from __future__ import annotations
 import numpy as np
 from numba import cuda
 
-from . import simulator
+from .runtime import simulator
 from .checks import check_int
 from .config import LSTMConfig
-from .device import device_info
+from .runtime.device import device_info
 from .kernels.gemm import choose_blocking, exact, gemm
 from .timing import issue_and_run_times
 

@@ -114,7 +114,7 @@ def chip(name: str | None = None) -> Chip:
     """
     if name is not None:
         return Chip.from_row(gpu(name))
-    from . import simulator
+    from .runtime import simulator
 
     if simulator.SIMULATOR:
         raise ValueError("the CUDA simulator has no chip limits: name a GPU, e.g. chip('H100')")

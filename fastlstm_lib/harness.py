@@ -18,12 +18,12 @@ from typing import NamedTuple
 from .checks import check_bool, check_int, check_int_list, check_number
 from .config import LSTMConfig
 from .copies import fresh, frozen
-from .graphs import checked_graph
+from .runtime.graphs import checked_graph
 from .params import init_params, random_input
 from .progress import progress_bar
 from .reference import RTOL, reference_forward, where_nonfinite
-from .simulator_budget import SIMULATOR_PASSES, refuse_slow_simulation, simulated_passes
-from . import simulator
+from .steps.simulator_budget import SIMULATOR_PASSES, refuse_slow_simulation, simulated_passes
+from .runtime import simulator
 from . import steps as steps_registry
 from .timing import issue_and_run_times, summarize
 

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from .keras_backend import import_keras, strict_float32
+from .runtime.keras_backend import import_keras, strict_float32
 from .params import LayerParams, validate_input, validate_params
 
 

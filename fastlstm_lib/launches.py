@@ -37,7 +37,7 @@ from collections import Counter
 
 from numba import cuda
 
-from . import simulator
+from .runtime import simulator
 from .checks import check_int
 from .kernels.spec import function_name as kernel_name
 from .timing import wall_times

@@ -21,7 +21,7 @@ import time
 
 import numpy as np
 
-from . import simulator
+from .runtime import simulator
 
 
 def wall_times(call, *, warmup: int, repeats: int, synchronize=None) -> list[float]:
@@ -120,7 +120,7 @@ def epoch_timer():
 
     ``on_epoch_end`` comes after the epoch's last step has finished, so nothing is left queued.
     """
-    from .keras_backend import import_keras
+    from .runtime.keras_backend import import_keras
 
     keras = import_keras()
 

@@ -64,7 +64,7 @@ def numba_cuda_missing(linux: bool = False, c_compiler: bool = False) -> str | N
     import shutil
     import sys
 
-    from fastlstm_lib import numba_compat
+    from fastlstm_lib.runtime import numba_compat
 
     if linux and not sys.platform.startswith("linux"):
         return "needs Linux (the CUDA compilers from pip, a fake libcuda.so.1)"

@@ -1,5 +1,5 @@
-"""The library's shape, as a newcomer relies on it: no import cycle, small documented modules,
-one definition per helper, and a ladder that is exactly its stepNN_*.py files."""
+"""The library's shape, as a newcomer relies on it: the LSTM first, no import cycle, small
+documented modules, one definition per helper, and a ladder that is exactly its stepNN_*.py files."""
 
 import ast
 import difflib
@@ -67,6 +67,40 @@ def test_no_import_cycle():
     assert not cycles, "import cycles: " + "; ".join(" -> ".join(cycle) for cycle in cycles)
 
 
+#: Where the package's parts live: the LSTM core is the package's own modules and these folders;
+#: the course's apparatus, the Keras side topics and the set-up each have a folder of their own.
+CORE_FOLDERS = ("kernels", "steps", "backward", "runtime")
+AROUND = ("course", "topics", "setup")
+
+
+def part_of(name: str) -> str:
+    """"core", or the folder of the package's parts around it that holds module ``name``."""
+    parts = name.split(".")
+    return parts[1] if len(parts) > 2 and parts[1] in AROUND else "core"
+
+
+def test_the_package_lists_the_lstm_first():
+    """The root holds at most 15 modules, and the LSTM core's own folders; what is not the LSTM
+    is in one of course/, topics/, setup/."""
+    modules = sorted(path.name for path in PACKAGE.glob("*.py"))
+    folders = sorted(path.name for path in PACKAGE.iterdir() if (path / "__init__.py").exists())
+    assert len(modules) <= 15, modules
+    assert folders == sorted(CORE_FOLDERS + AROUND), folders
+
+
+def test_the_core_never_imports_the_course_or_the_topics():
+    """The LSTM (kernels, steps, backward, their runtime and the root's modules) runs without the
+    course around it: nothing of the core imports course/ or topics/ (the package's __init__,
+    the public face, and __main__, the command line, excepted)."""
+    public = {"fastlstm_lib", "fastlstm_lib.__main__"}
+    wrong = {name: sorted(target for target in imported_modules(name, path) if part_of(target) in ("course", "topics"))
+             for name, path in MODULES.items() if part_of(name) == "core" and name not in public}
+    assert not {name: targets for name, targets in wrong.items() if targets}
+    runtime = {name: sorted(target for target in imported_modules(name, path) if ".runtime" not in target)
+               for name, path in MODULES.items() if name.startswith("fastlstm_lib.runtime")}
+    assert not {name: targets for name, targets in runtime.items() if targets}  # where we run: below everything
+
+
 def test_every_module_says_what_it_is_for_and_is_one_concept():
     for name, path in MODULES.items():
         source = path.read_text()
@@ -122,9 +156,9 @@ def test_keras_steps_share_the_step_interface():
 #: Where the library may change Numba's objects other than through ``launches.patched``: fixes
 #: made for good, once per process, never undone (module, function -> why).
 PERMANENT_NUMBA_FIXES = {
-    ("fastlstm_lib.numba_compat", "complete_builtin_simulator"): "names numba's own simulator lacks",
-    ("fastlstm_lib.numba_compat", "restore_numpy_aliases"): "NumPy aliases numba-cuda needs",
-    ("fastlstm_lib.simulator", "lock_shared_array_allocation"): "the simulator's shared arrays, under a lock",
+    ("fastlstm_lib.runtime.numba_compat", "complete_builtin_simulator"): "names numba's own simulator lacks",
+    ("fastlstm_lib.runtime.numba_compat", "restore_numpy_aliases"): "NumPy aliases numba-cuda needs",
+    ("fastlstm_lib.runtime.simulator", "lock_shared_array_allocation"): "the simulator's shared arrays, under a lock",
 }
 
 

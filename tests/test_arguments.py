@@ -98,7 +98,7 @@ def test_ladder_comparison_checks_its_rows():
 
 
 def test_charts_check_their_arguments():
-    from fastlstm_lib import plots
+    from fastlstm_lib.course import plots
 
     with pytest.raises(TypeError, match="results must be a list"):
         plots.ladder_chart(None)
@@ -214,7 +214,7 @@ def test_lower_bound_names_the_bad_argument():
 
 
 def test_ladder_bounds_checks_everything_before_recording(monkeypatch):
-    from fastlstm_lib.profile import ladder
+    from fastlstm_lib.course.profile import ladder
 
     def no_work(*args, **kwargs):
         raise AssertionError("a step was recorded before the arguments were checked")
@@ -257,7 +257,7 @@ def test_a_changed_profile_does_not_change_the_next_one():
 def no_work(monkeypatch):
     """Every command's work fails the test if it starts."""
     from fastlstm_lib import gemm_bench, harness
-    from fastlstm_lib.profile import ladder
+    from fastlstm_lib.course.profile import ladder
 
     def work(*args, **kwargs):
         raise AssertionError("work started before the arguments were checked")

@@ -9,9 +9,9 @@ import cProfile
 import numpy as np
 import pytest
 
-from fastlstm_lib import cnn, feeding
+from fastlstm_lib.topics import cnn, feeding
 from fastlstm_lib.backward import benchmark, layer_api
-from fastlstm_lib.cnn import measure
+from fastlstm_lib.topics.cnn import measure
 from fastlstm_lib.config import LSTMConfig
 
 
@@ -129,7 +129,7 @@ def test_run_plan_refuses_before_any_training(monkeypatch):
 
 
 def test_slow_dataset_refuses_before_calibrating(monkeypatch):
-    from fastlstm_lib.feeding import dataset
+    from fastlstm_lib.topics.feeding import dataset
 
     monkeypatch.setattr(dataset, "calibrate_loops_per_ms", lambda **k: pytest.fail("calibrated"))
     with pytest.raises(TypeError, match=r"n_batches must be an int >= 1, got str 'x'"):
@@ -137,7 +137,7 @@ def test_slow_dataset_refuses_before_calibrating(monkeypatch):
 
 
 def test_compare_feeders_refuses_before_training(monkeypatch):
-    from fastlstm_lib.feeding import feeders
+    from fastlstm_lib.topics.feeding import feeders
 
     monkeypatch.setattr(feeders, "calibrate_loops_per_ms", lambda **k: pytest.fail("calibrated"))
     monkeypatch.setattr(feeders, "small_model", lambda *a, **k: pytest.fail("built a model"))
@@ -146,7 +146,7 @@ def test_compare_feeders_refuses_before_training(monkeypatch):
 
 
 def test_time_layouts_refuses_unknown_option_before_building(monkeypatch):
-    from fastlstm_lib.cnn import training
+    from fastlstm_lib.topics.cnn import training
 
     data = cnn.ImageData(*cnn.synthetic_images(4, image_size=8), *cnn.synthetic_images(2, image_size=8), "synthetic", "")
     monkeypatch.setattr(training, "build", lambda *a, **k: pytest.fail("built a model"))
@@ -185,7 +185,7 @@ def test_profiling_helpers_still_work():
     ({"units": 4, "step": "nope"}, ValueError, r"step must be one of"),
 ])
 def test_fastlstm_constructor_refuses(kwargs, error, message, keras_available):  # FastLSTM is a Keras layer
-    from fastlstm_lib.keras_layer import FastLSTM
+    from fastlstm_lib.topics.keras_layer import FastLSTM
 
     with pytest.raises(error, match=message):
         FastLSTM(**kwargs)
@@ -197,7 +197,7 @@ def test_fastlstm_constructor_refuses(kwargs, error, message, keras_available): 
     (lambda kl: kl.twin_lstm_models(4, 2, seed=-1), ValueError, r"seed must be an int >= 0"),
 ])
 def test_twin_lstm_models_refuses(call, error, message, keras_available):
-    from fastlstm_lib import keras_layer
+    from fastlstm_lib.topics import keras_layer
 
     with pytest.raises(error, match=message):
         call(keras_layer)

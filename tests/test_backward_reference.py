@@ -55,7 +55,7 @@ def test_one_step_gradients_by_hand():
 
 def test_reference_equals_keras_gradients(keras_available):
     from fastlstm_lib.backward.keras_training import keras_gradients
-    from fastlstm_lib.keras_backend import backend_name, set_tf32
+    from fastlstm_lib.runtime.keras_backend import backend_name, set_tf32
 
     set_tf32(False)  # on a GPU with TF32, Keras would not compute in float32
     if backend_name() not in ("tensorflow", "torch"):

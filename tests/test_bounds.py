@@ -6,8 +6,8 @@ import pytest
 
 import fastlstm_lib as fl
 from fastlstm_lib.__main__ import main
-from fastlstm_lib.profile import Launch, Profile, charts, ladder
-from fastlstm_lib.profile.bound import host_costs
+from fastlstm_lib.course.profile import Launch, Profile, charts, ladder
+from fastlstm_lib.course.profile.bound import host_costs
 
 try:  # only test_charts_draw needs matplotlib (a lent GPU machine may have none): it skips without it
     import matplotlib

@@ -1,4 +1,4 @@
-"""fastlstm_lib.cnn: both layouts build the same model and compute the same function; the article's
+"""fastlstm_lib.topics.cnn: both layouts build the same model and compute the same function; the article's
 models have the article's structure; one definition of "faster" everywhere; results files round
 trip; the data loader never needs the network; bad arguments say what was expected. No timing
 assertions."""
@@ -11,8 +11,8 @@ import sys
 import numpy as np
 import pytest
 
-import fastlstm_lib.cnn as cnn
-from fastlstm_lib.results import RESULTS
+import fastlstm_lib.topics.cnn as cnn
+from fastlstm_lib.course.results import RESULTS
 
 pytest.importorskip("keras")
 
@@ -121,7 +121,7 @@ def test_tensorflow_runs_a_channels_first_convolution_on_any_cpu():
     keras = cnn.import_keras()
     if keras.backend.backend() != "tensorflow":
         pytest.skip("a TensorFlow CPU kernel question; Keras runs on " + keras.backend.backend())
-    from fastlstm_lib.keras_backend import onednn_enabled
+    from fastlstm_lib.runtime.keras_backend import onednn_enabled
 
     assert onednn_enabled() is not False, "TF_ENABLE_ONEDNN_OPTS=1 should have been set before TensorFlow loaded"
     images = np.zeros((1, 3, 4, 4), np.float32)
@@ -386,7 +386,7 @@ def test_variant_plan_leaves_xla_out_on_other_backends():
     assert plan == [("cnn10", "float32", False)] and "TensorFlow backend only" in skipped[0]
     plan, skipped = cnn.variant_plan(backend="tensorflow")
     assert len(plan) == 8 and not skipped
-    assert "KERAS_BACKEND=torch python -m fastlstm_lib.cnn --out data/results/cnn-layouts-" in cnn.MEASURE_COMMAND
+    assert "KERAS_BACKEND=torch python -m fastlstm_lib.topics.cnn --out data/results/cnn-layouts-" in cnn.MEASURE_COMMAND
 
 
 # ---------------------------------------------------------------------------- TensorFlow
@@ -432,7 +432,7 @@ def test_gpu_settings_say_why_they_did_nothing_without_a_gpu():
 
 
 def test_import_stays_light():
-    code = ("import sys, fastlstm_lib.cnn; "
+    code = ("import sys, fastlstm_lib.topics.cnn; "
             "bad = [m for m in ('keras', 'tensorflow', 'torch', 'matplotlib', 'tqdm') if m in sys.modules]; print(bad)")
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
     assert out.stdout.strip().splitlines()[-1] == "[]"

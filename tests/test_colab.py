@@ -15,7 +15,7 @@ import pytest
 
 ROOT = Path(__file__).resolve().parents[1]
 NOTEBOOKS = sorted((ROOT / "notebooks").glob("*.ipynb"))
-COLAB = runpy.run_path(str(ROOT / "fastlstm_lib" / "colab.py"))
+COLAB = runpy.run_path(str(ROOT / "fastlstm_lib" / "setup" / "colab.py"))
 CELLS = runpy.run_path(str(ROOT / "tools" / "colab_cells.py"))
 
 
@@ -54,8 +54,9 @@ def test_the_setup_cell_does_nothing_off_colab():
 def test_on_colab_the_cell_runs_setup_from_the_clone(tmp_path, monkeypatch):
     """With the clone already there (no git), the cell runs the clone's colab.py, by path."""
     home = tmp_path / "fastlstm"
-    (home / "fastlstm_lib").mkdir(parents=True)
-    (home / "fastlstm_lib" / "colab.py").write_text("import sys\ndef setup(home):\n    sys.modules['_colab_test'].calls.append(home)\n")
+    (home / "fastlstm_lib" / "setup").mkdir(parents=True)
+    (home / "fastlstm_lib" / "setup" / "colab.py").write_text(
+        "import sys\ndef setup(home):\n    sys.modules['_colab_test'].calls.append(home)\n")
     record = types.SimpleNamespace(calls=[])
     monkeypatch.setitem(sys.modules, "_colab_test", record)
     monkeypatch.setitem(sys.modules, "google.colab", types.ModuleType("google.colab"))

@@ -247,8 +247,8 @@ def test_the_library_reads_the_matrix_without_importing_it():
             if any("compile_matrix" in name for name in names):
                 importers.append(str(path.relative_to(cm.ROOT)))
     assert not importers, importers
-    probe = ("import sys, fastlstm_lib, fastlstm_lib.sass, fastlstm_lib.timeline.blocks as blocks; blocks._resources(); "
-             "fastlstm_lib.sass.purposes('blocked_gemm', 'sm_90'); "
+    probe = ("import sys, fastlstm_lib, fastlstm_lib.course.sass, fastlstm_lib.course.timeline.blocks as blocks; blocks._resources(); "
+             "fastlstm_lib.course.sass.purposes('blocked_gemm', 'sm_90'); "
              "print(sorted(m for m in sys.modules if 'compile_matrix' in m))")
     env = {**os.environ, "PYTHONPATH": str(cm.TOOLS)}
     done = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, timeout=120, env=env)

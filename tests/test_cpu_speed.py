@@ -1,4 +1,4 @@
-"""The CPU experiments of notebooks 03, 05 and 07 (fastlstm_lib.cpu_speed, cpu_cells): at tiny sizes,
+"""The CPU experiments of notebooks 03, 05 and 07 (fastlstm_lib.course.cpu_speed, cpu_cells): at tiny sizes,
 their fields, their checks (every variant against float64, wrong or NaN results refused) and their
 argument checks. Nothing here asserts a speed: the times depend on the machine."""
 
@@ -8,7 +8,7 @@ import numpy as np
 import pytest
 
 import fastlstm_lib as fl
-from fastlstm_lib import cpu_cells, cpu_speed
+from fastlstm_lib.course import cpu_cells, cpu_speed
 
 FAST = {"repeats": 2, "max_seconds": 0.1, "progress": False}
 TINY = {

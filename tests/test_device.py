@@ -115,7 +115,7 @@ def test_no_low_occupancy_warning_at_every_small_launch_on_a_gpu():
 @pytest.mark.parametrize("setting, expected", [(None, "0"), ("1", "1")])
 def test_the_occupancy_warning_is_off_after_import_unless_asked_for(setting, expected):
     environment = {} if setting is None else {"NUMBA_CUDA_LOW_OCCUPANCY_WARNINGS": setting}
-    code = ("import fastlstm_lib\nconfig = fastlstm_lib.numba_compat.cuda_config()  # numba-cuda's or numba's\n"
+    code = ("import fastlstm_lib\nconfig = fastlstm_lib.runtime.numba_compat.cuda_config()  # numba-cuda's or numba's\n"
             "print(config.CUDA_LOW_OCCUPANCY_WARNINGS)")
     if setting is None:
         code = "import os\nos.environ.pop('NUMBA_CUDA_LOW_OCCUPANCY_WARNINGS', None)\n" + code

@@ -8,8 +8,8 @@ import sys
 import pytest
 
 import fastlstm_lib as fl
-from fastlstm_lib import doctor
-from fastlstm_lib.doctor import findings, probes
+from fastlstm_lib.setup import doctor
+from fastlstm_lib.setup.doctor import findings, probes
 
 HEAVY = ("tensorflow", "keras", "torch", "jax", "matplotlib")
 
@@ -23,7 +23,7 @@ def skip_where_packages_are_missing():
     """On a machine that lacks pinned packages the notebooks need (a lent GPU machine's own Python:
     no TensorFlow, maybe no matplotlib or Keras) the doctor rightly answers 1: say so and skip.
     Everywhere `make setup` installed the pins, nothing is skipped."""
-    from fastlstm_lib.doctor import software
+    from fastlstm_lib.setup.doctor import software
 
     _, pinned = probes.pins()
     backend = os.environ.get("KERAS_BACKEND", "tensorflow")
@@ -37,7 +37,7 @@ def skip_where_packages_are_missing():
 
 def test_doctor_on_this_machine_is_fast_and_imports_no_framework():
     skip_where_packages_are_missing()
-    code = (f"import sys\nfrom fastlstm_lib.doctor import run\nstatus = run(full=False)\n"
+    code = (f"import sys\nfrom fastlstm_lib.setup.doctor import run\nstatus = run(full=False)\n"
             f"print('heavy:', sorted({{m.split('.')[0] for m in sys.modules}} & set({HEAVY!r})))\nsys.exit(status)")
     done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
     assert done.returncode == 0, done.stdout + done.stderr
@@ -226,7 +226,7 @@ def test_the_probe_asks_for_cooperative_launch(monkeypatch):
 
     from numba import cuda
 
-    from fastlstm_lib.doctor import cuda_probe
+    from fastlstm_lib.setup.doctor import cuda_probe
 
     attributes = {"MULTIPROCESSOR_COUNT": 24, "COOPERATIVE_LAUNCH": 0}
     device = SimpleNamespace(name=b"Tesla M40 24GB", compute_capability=(5, 2), **attributes)
@@ -237,7 +237,7 @@ def test_the_probe_asks_for_cooperative_launch(monkeypatch):
 
 # ---- any Python 3, this platform's pins, the exact fix, each cause once (issue 20) ------------------
 
-from fastlstm_lib.doctor import fixes, markers, pyproject  # noqa: E402
+from fastlstm_lib.setup.doctor import fixes, markers, pyproject  # noqa: E402
 
 ROOT = str(probes.ROOT)
 #: Runs `python -m fastlstm_lib doctor` (or another module) in an isolated Python without site-packages
@@ -264,7 +264,7 @@ def numba_cuda_pin_here() -> str:
     return fixes.numba_cuda_requirement(machine) or fixes.pinned(machine, "numba-cuda")
 
 
-@pytest.mark.parametrize("module, args", [("fastlstm_lib", ["doctor", "--quick"]), ("fastlstm_lib.doctor", ["--full"])])
+@pytest.mark.parametrize("module, args", [("fastlstm_lib", ["doctor", "--quick"]), ("fastlstm_lib.setup.doctor", ["--full"])])
 def test_the_doctor_runs_in_a_python_without_numpy_or_numba(module, args):
     done = bare_python(sys.executable, module, args)
     assert "Traceback" not in done.stderr, done.stderr
@@ -356,7 +356,7 @@ def test_colab_keeps_its_versions_and_gets_what_it_lacks_from_the_setup_cell():
     assert "info  Colab's own versions, kept: numpy 2.0.2 is installed, 2.4.6 is pinned; keras 3.10.0 is installed" in text
     assert "fail  numba-cuda is not installed\n        fix: run the notebook's first cell (the set-up cell)" in text, text
     assert "pip" not in text and "nbval" not in text and status == 1
-    # What the set-up cell installs (fastlstm_lib/colab.py: what Colab has too old) is not Colab's to keep.
+    # What the set-up cell installs (fastlstm_lib/setup/colab.py: what Colab has too old) is not Colab's to keep.
     status, text = verdict_and_text(facts(colab=True, installed={**facts().installed, "numba-cuda": "0.22.2"}))
     assert "fail  numba-cuda 0.22.2 is installed, the set-up cell installs 0.30.4\n        fix: run the notebook's" in text
     assert "Colab's own versions" not in text and status == 1, text
@@ -431,7 +431,7 @@ def test_another_installed_backend_is_information_and_tensorflow_optional():
     ("Darwin", "x86_64", (3, 13, 1), "an Intel Mac needs Python 3.11 or 3.12"),
 ])
 def test_a_python_the_pins_have_no_wheels_for_fails_in_make_setups_words(system, machine, python, words):
-    # One rule for both: fastlstm_lib.requirements.python_problem, which make setup runs first.
+    # One rule for both: fastlstm_lib.setup.requirements.python_problem, which make setup runs first.
     status, text = verdict_and_text(facts(system=system, machine=machine, python=python))
     assert status == 1 and f"fail  Python {'.'.join(map(str, python))}: {words}" in text, text
     assert verdict_and_text(facts(system=system, machine=machine, python=(3, 12, 1)))[1].count(

@@ -12,8 +12,8 @@ import pytest
 from numba import cuda
 
 import fastlstm_lib as fl
-from fastlstm_lib import exercises
-from fastlstm_lib.exercises import mutants
+from fastlstm_lib.course import exercises
+from fastlstm_lib.course.exercises import mutants
 from fastlstm_lib.steps.step02_baseline import Baseline
 from conftest import ODD, problem
 
@@ -46,7 +46,7 @@ CATALOG = {
 PLANTED = [(name, mistake) for name, mistakes in CATALOG.items() for mistake in mistakes]
 #: Mistakes whose symptom the simulator shows every time and a GPU may not: a race, seen as a result that
 #: changes with the order the simulator runs the threads in (one at a time, ascending or descending), or
-#: uninitialised local memory, NaN on the simulator (fastlstm_lib/exercises/kernel_runs.py: the simulator
+#: uninitialised local memory, NaN on the simulator (fastlstm_lib/course/exercises/kernel_runs.py: the simulator
 #: is the stricter judge). On a GPU these are graded all the same, but not tested.
 SIMULATOR_JUDGED = {("tile_loads", "missing_sync_after_loads"), ("tile_loads", "missing_sync_before_next_loads"),
                     ("grid_step", "missing_grid_barrier"), ("rows_per_thread", "sums_not_zeroed"),
@@ -62,7 +62,7 @@ def test_exercises_in_notebook_order():
     for module in pkgutil.iter_modules(exercises.__path__):
         number = exercises.EXERCISE_MODULE.fullmatch(module.name)
         if number:
-            notebook = importlib.import_module(f"fastlstm_lib.exercises.{module.name}").EXERCISE.notebook
+            notebook = importlib.import_module(f"fastlstm_lib.course.exercises.{module.name}").EXERCISE.notebook
             assert number.group(1) == notebook, f"{module.name} is checked in notebook {notebook}"
     assert all(exercises.get(n).difficulty in ("easy", "medium", "hard") for n in exercises.names())
 
@@ -134,7 +134,7 @@ def test_a_solution_in_other_words_passes_and_verdicts_repeat():
 
 def test_the_simpler_persistent_kernel_the_notebook_asks_for_passes():
     """Notebook 09's stub: h_{t-1} straight from global memory, no staging, no split dot products."""
-    from fastlstm_lib.exercises.ex09_grid_step import PLAN
+    from fastlstm_lib.course.exercises.ex09_grid_step import PLAN
     from fastlstm_lib.kernels.pointwise import sigmoidf
     import math
     from numba import float32
@@ -173,7 +173,7 @@ def test_the_simpler_persistent_kernel_the_notebook_asks_for_passes():
 def test_rows_per_thread_judges_the_outputs_not_the_loads():
     """One row per thread, written the usual way (b = tid // UNITS), is caught; weights reloaded inside
     the row loop give the same numbers and pass (the hints and notebook 09 say so)."""
-    from fastlstm_lib.exercises.ex09_rows_per_thread import ROWS, UNITS
+    from fastlstm_lib.course.exercises.ex09_rows_per_thread import ROWS, UNITS
     from numba import float32
 
     @cuda.jit
@@ -259,7 +259,7 @@ def test_bad_requests_say_what_was_expected():
 
 def test_importing_the_exercises_loads_no_framework():
     heavy = ("tensorflow", "keras", "torch", "matplotlib")
-    done = subprocess.run([sys.executable, "-c", "import sys, fastlstm_lib.exercises as e; e.names(); "
+    done = subprocess.run([sys.executable, "-c", "import sys, fastlstm_lib.course.exercises as e; e.names(); "
                            f"print(sorted({{m.split('.')[0] for m in sys.modules}} & set({heavy!r})))"],
                           capture_output=True, text=True, timeout=120)
     assert done.returncode == 0, done.stderr

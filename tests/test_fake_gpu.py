@@ -186,7 +186,7 @@ CAPTURE_RULES = REFUSED + textwrap.dedent('''
     import fastlstm_lib as fl
     from numba import cuda
     from numba.cuda.cudadrv.driver import binding, driver
-    from fastlstm_lib import graphs
+    from fastlstm_lib.runtime import graphs
 
 
     @cuda.jit

@@ -1,4 +1,4 @@
-"""fastlstm_lib.feeding: the slow dataset, the timeline, feeders, the GIL, isolation, profiling, spawn.
+"""fastlstm_lib.topics.feeding: the slow dataset, the timeline, feeders, the GIL, isolation, profiling, spawn.
 
 No assertion here is about speed: timings only have to exist and be consistent.
 """
@@ -19,8 +19,8 @@ import types
 import numpy as np
 import pytest
 
-import fastlstm_lib.feeding as fd
-from fastlstm_lib.keras_backend import import_keras, tensorflow_reason
+import fastlstm_lib.topics.feeding as fd
+from fastlstm_lib.runtime.keras_backend import import_keras, tensorflow_reason
 
 # The one check that needs a fresh TensorFlow process (fd.run_isolated: ~4 s, mostly imports)
 # starts now, before this module imports Keras: the child's imports then overlap ours and the
@@ -50,7 +50,7 @@ def small_dataset(**options):
 
 
 def test_importing_feeding_does_not_import_keras():
-    code = "import sys, fastlstm_lib, fastlstm_lib.feeding; print(sorted({'keras', 'tensorflow', 'matplotlib', 'tqdm'} & set(sys.modules)))"
+    code = "import sys, fastlstm_lib, fastlstm_lib.topics.feeding; print(sorted({'keras', 'tensorflow', 'matplotlib', 'tqdm'} & set(sys.modules)))"
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout
     assert out.strip() == "[]"
 
@@ -92,7 +92,7 @@ def test_enqueuer_hands_out_batches_in_order_with_threads():
 
 def test_dataset_pickles_by_name():
     copy = pickle.loads(pickle.dumps(small_dataset(seed=5)))
-    assert type(copy).__module__ == "fastlstm_lib.feeding.dataset" and type(copy).__qualname__ == "SlowBatches"
+    assert type(copy).__module__ == "fastlstm_lib.topics.feeding.dataset" and type(copy).__qualname__ == "SlowBatches"
     assert type(copy) is fd.SlowBatches  # one class, whichever module it is asked from
     assert np.array_equal(copy[1][0], fd.make_batch(1, SMALL["batch_size"], SMALL["n_features"], seed=5)[0])
 
@@ -100,7 +100,7 @@ def test_dataset_pickles_by_name():
 def test_dataset_class_is_defined_when_unpickling_asks_for_it():
     # A fresh interpreter (spawn) has no SlowBatches yet: unpickling asks the module for it, and
     # the module's __getattr__ defines it. Here: forget the class, then unpickle.
-    from fastlstm_lib.feeding import dataset
+    from fastlstm_lib.topics.feeding import dataset
 
     data = pickle.dumps(small_dataset(seed=4))
     original = dataset.__dict__.pop("SlowBatches")
@@ -422,7 +422,7 @@ def test_small_call_latency_callers_agree():
 
 def test_measure_devices_records_each_device(monkeypatch):
     # The two measurements are tested above; here only what measure_devices makes of them.
-    from fastlstm_lib.feeding import devices
+    from fastlstm_lib.topics.feeding import devices
 
     calls = []
     monkeypatch.setattr(devices, "training_throughput", lambda sizes, device, **kw: calls.append(device) or [{"b": sizes}])
@@ -437,8 +437,8 @@ def test_measure_devices_records_each_device(monkeypatch):
 
 
 def test_committed_device_runs_reads_only_feeding_results(tmp_path, monkeypatch):
-    from fastlstm_lib.feeding import devices
-    from fastlstm_lib.results import save_results
+    from fastlstm_lib.topics.feeding import devices
+    from fastlstm_lib.course.results import save_results
 
     save_results([{"measurement": "feeding", "device": "gpu:0"}], tmp_path / "feeding-x.json")
     save_results([{"step": "baseline"}], tmp_path / "ladder-x.json")

@@ -99,7 +99,7 @@ def test_a_profile_records_each_gemms_version_and_the_timeline_its_compiled_row(
     recurrent GEMMs version 6 (32 x 32, K in 4 parts; unsplit, version 3: nothing to vectorize);
     step 03's, read with the 'T' flag, 3."""
     import fastlstm_lib as fl
-    from fastlstm_lib.timeline.blocks import table_name
+    from fastlstm_lib.course.timeline.blocks import table_name
 
     def rows(step, **options):
         recorded = fl.profile(step, chip="H100", **options)

@@ -224,7 +224,7 @@ def test_numpy_aliases_numba_cuda_names_are_put_back(monkeypatch):
     """NumPy 2.5 (the GPU machine's) removed np.row_stack; numba-cuda 0.30.4 names it when it first compiles."""
     import numpy as np
 
-    from fastlstm_lib.numba_compat import restore_numpy_aliases
+    from fastlstm_lib.runtime.numba_compat import restore_numpy_aliases
 
     monkeypatch.delattr(np, "row_stack", raising=False)
     assert restore_numpy_aliases() == ["row_stack"] and np.row_stack is np.vstack
@@ -235,7 +235,7 @@ def test_committed_results_keep_plain_and_graph_passes_apart(tmp_path, monkeypat
     """The ladder stage writes both into one file, and the wavefront with its recurrent GEMM whole
     (``splits=1``); a chart of the ladder reads one kind at a time, and never the twin."""
     import fastlstm_lib as fl
-    from fastlstm_lib import results
+    from fastlstm_lib.course import results
 
     row = {"step": "baseline", "time_ms": {"median": 1.0}, "config": {}}
     (tmp_path / "ladder-20990101.json").write_text(json.dumps({"results": [

@@ -1,12 +1,12 @@
-"""Recordings and estimates kept on disk (fastlstm_lib/kept.py): read back whole and equal, made
+"""Recordings and estimates kept on disk (fastlstm_lib/course/kept.py): read back whole and equal, made
 again when a file is damaged or holds something else, never kept for other code, and never in
 the way (switched off, or nowhere to write)."""
 
 import pytest
 
 import fastlstm_lib as fl
-from fastlstm_lib import kept, lesson
-from fastlstm_lib.profile import record
+from fastlstm_lib.course import kept, lesson
+from fastlstm_lib.course.profile import record
 
 
 @pytest.fixture
@@ -104,7 +104,7 @@ def test_a_kept_recording_equals_a_fresh_one(cache):
 
 
 def test_a_kept_estimate_is_the_estimate(cache):
-    from fastlstm_lib.timeline.story import estimated_pass
+    from fastlstm_lib.course.timeline.story import estimated_pass
 
     ms = lesson.estimate_ms("fused_pointwise", "H100", "python")
     assert ms == estimated_pass("fused_pointwise", "H100", "python", fl.LSTMConfig.article())[1].total_ms

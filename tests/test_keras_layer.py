@@ -15,7 +15,7 @@ BATCH, STEPS, FEATURES, UNITS = 3, 5, 3, 5
 
 @pytest.fixture(scope="module")
 def keras():
-    from fastlstm_lib.keras_backend import backend_name, import_keras, set_tf32
+    from fastlstm_lib.runtime.keras_backend import backend_name, import_keras, set_tf32
 
     if backend_name() not in ("tensorflow", "torch"):
         pytest.skip(f"FastLSTM runs on the TensorFlow and torch backends, not {backend_name()}")
@@ -55,7 +55,7 @@ def test_unit_forget_bias_like_keras(keras, kl):
 
 
 def test_gradients_equal_keras_lstm(keras, kl):
-    from fastlstm_lib.keras_backend import backend_name
+    from fastlstm_lib.runtime.keras_backend import backend_name
 
     ours, theirs, x = twin_layers(keras, kl, True, seed=1)
     dy = np.random.default_rng(2).standard_normal((BATCH, STEPS, UNITS)).astype(np.float32)

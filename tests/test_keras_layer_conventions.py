@@ -23,7 +23,7 @@ RTOL = 1e-5
 
 @pytest.fixture(scope="module")
 def keras():
-    from fastlstm_lib.keras_backend import backend_name, import_keras, set_tf32
+    from fastlstm_lib.runtime.keras_backend import backend_name, import_keras, set_tf32
 
     if backend_name() not in ("tensorflow", "torch"):
         pytest.skip(f"FastLSTM runs on the TensorFlow and torch backends, not {backend_name()}")
@@ -37,7 +37,7 @@ def kl(keras):
 
 
 def backend():
-    from fastlstm_lib.keras_backend import backend_name
+    from fastlstm_lib.runtime.keras_backend import backend_name
 
     return backend_name()
 
@@ -185,7 +185,7 @@ def test_keras_lstm_arguments_refused_by_name(keras, kl, name):
 
 
 def test_every_keras_lstm_argument_is_taken_or_refused(keras, kl):
-    from fastlstm_lib.keras_layer.conventions import LSTM_ONLY_ARGUMENTS
+    from fastlstm_lib.topics.keras_layer.conventions import LSTM_ONLY_ARGUMENTS
 
     def parameters(cls):
         return set(inspect.signature(cls.__init__).parameters) - {"self", "kwargs"}

@@ -6,7 +6,7 @@ import numpy as np
 import pytest
 
 import fastlstm_lib as fl
-from fastlstm_lib import keras_backend
+from fastlstm_lib.runtime import keras_backend
 from fastlstm_lib.steps import keras_lstm
 from conftest import MINI, ODD, problem
 

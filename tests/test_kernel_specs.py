@@ -12,14 +12,14 @@ import pytest
 
 import fastlstm_lib as fl
 from fastlstm_lib.config import LSTMConfig
-from fastlstm_lib.exercises.memory import ACCESS
+from fastlstm_lib.course.exercises.memory import ACCESS
 from fastlstm_lib.gpus import chip
 from fastlstm_lib.kernels import catalog
 from fastlstm_lib.kernels.spec import function_name
 from fastlstm_lib.kernels.versions import every, spec_of
-from fastlstm_lib.profile.formulas import FORMULAS, argument_names
-from fastlstm_lib.profile.record import record_pass
-from fastlstm_lib.timeline.blocks import GEMM_ROWS
+from fastlstm_lib.course.profile.formulas import FORMULAS, argument_names
+from fastlstm_lib.course.profile.record import record_pass
+from fastlstm_lib.course.timeline.blocks import GEMM_ROWS
 
 KERNELS = Path(fl.__file__).parent / "kernels"
 

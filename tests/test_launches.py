@@ -7,10 +7,10 @@ from numba import cuda
 
 import fastlstm_lib as fl
 from fastlstm_lib import replay
-from fastlstm_lib.exercises.trace import Trace
+from fastlstm_lib.course.exercises.trace import Trace
 from fastlstm_lib.kernels import pointwise as pw
 from fastlstm_lib.launches import intercept, kernel_class, patched
-from fastlstm_lib.profile.dryrun import dry_run
+from fastlstm_lib.course.profile.dryrun import dry_run
 
 
 def numba_as_found():
@@ -49,7 +49,7 @@ def test_count_launches_sees_a_trace_and_a_recorded_pass():
 
 @pytest.mark.skipif(not fl.is_simulator(), reason="instrumented arrays need the simulator")
 def test_instrumented_inside_a_trace_and_a_count():
-    from fastlstm_lib.profile.instrument import instrumented
+    from fastlstm_lib.course.profile.instrument import instrumented
 
     a = cuda.device_array((2, 3), dtype=np.float32)
     with fl.count_launches() as counted, Trace() as trace, instrumented() as measured:

@@ -1,4 +1,4 @@
-"""The notebooks' one-call lesson parts (fastlstm_lib.lesson): deterministic words, right numbers."""
+"""The notebooks' one-call lesson parts (fastlstm_lib.course.lesson): deterministic words, right numbers."""
 
 try:  # the tests here draw no chart (chart=False): a machine without matplotlib runs them all
     import matplotlib
@@ -8,7 +8,7 @@ else:
     matplotlib.use("Agg")
 
 import fastlstm_lib as fl  # noqa: E402
-from fastlstm_lib import lesson  # noqa: E402
+from fastlstm_lib.course import lesson  # noqa: E402
 
 #: Odd sizes smaller than lesson.ODD, for the checks standing() runs before its article-size lines.
 SMALL = fl.LSTMConfig(batch=3, seq_len=2, input_size=5, hidden=7, layers=2)
@@ -108,7 +108,7 @@ def test_nvtx_ranges_are_no_ops_where_nothing_can_record_them():
 
     import pytest
 
-    from fastlstm_lib.nvtx import nvtx_range
+    from fastlstm_lib.runtime.nvtx import nvtx_range
 
     if fl.is_simulator():
         assert isinstance(nvtx_range("baseline pass"), contextlib.nullcontext)

@@ -23,7 +23,7 @@ from pathlib import Path
 
 import pytest
 
-from fastlstm_lib import exercises
+from fastlstm_lib.course import exercises
 
 ROOT = Path(__file__).resolve().parents[1]
 NOTEBOOKS = sorted((ROOT / "notebooks").glob("*.ipynb"))

@@ -92,7 +92,7 @@ def test_make_lab_starts_jupyterlab_as_root_and_as_a_user(tmp_path):
     ((3, 14), "linux", "x86_64", "Python 3.11, 3.12 or 3.13 is needed"),
 ])
 def test_make_setup_says_which_python_it_needs(version, system, machine, refused):
-    from fastlstm_lib.requirements import python_problem
+    from fastlstm_lib.setup.requirements import python_problem
 
     why = python_problem(version, system, machine)
     assert (why is None) if refused is None else why.startswith(refused), why

@@ -11,8 +11,8 @@ from numba import cuda
 import fastlstm_lib as fl
 from fastlstm_lib.kernels import gemm as gemm_module, persistent_plan, pointwise as pw
 from fastlstm_lib.kernels.pointwise import CELL_FLOP
-from fastlstm_lib.profile.dryrun import dry_run
-from fastlstm_lib.profile.graph import dependencies
+from fastlstm_lib.course.profile.dryrun import dry_run
+from fastlstm_lib.course.profile.graph import dependencies
 from conftest import problem
 
 #: Odd sizes: no multiple of the simulator's tiles (8 x 8 x 4) or of a warp.
@@ -33,7 +33,7 @@ ARTICLE_LAUNCHES = {"baseline": 10004, "combined_gemms": 7604, "streams": 7604, 
 def real_runs():
     """Per case: what count_launches counted, and every launch measured element by element, in a
     real simulated forward pass; and the dry run's profile of the same pass."""
-    from fastlstm_lib.profile.instrument import instrumented
+    from fastlstm_lib.course.profile.instrument import instrumented
 
     if not fl.is_simulator():
         pytest.skip("instrumented arrays need the simulator")

@@ -9,9 +9,9 @@ from numba import cuda
 
 import fastlstm_lib as fl
 from fastlstm_lib.kernels import gemm, persistent, persistent_plan, pointwise as pw, reduce
-from fastlstm_lib.profile import charts, sectors
-from fastlstm_lib.profile.dryrun import dry_run
-from fastlstm_lib.profile.formulas import traffic
+from fastlstm_lib.course.profile import charts, sectors
+from fastlstm_lib.course.profile.dryrun import dry_run
+from fastlstm_lib.course.profile.formulas import traffic
 from fastlstm_lib.kernels.views import distinct_bytes
 
 pytestmark = pytest.mark.skipif(not fl.is_simulator(), reason="instrumented arrays need the simulator")
@@ -21,7 +21,7 @@ FIELDS = ("loads", "stores", "footprint_read", "footprint_written", "footprint",
 
 def formula_and_measurement(launch, fields=FIELDS):
     """What the formula says of the single launch ``launch()`` makes, and what it really touched."""
-    from fastlstm_lib.profile.instrument import instrumented
+    from fastlstm_lib.course.profile.instrument import instrumented
 
     with dry_run() as recording:
         launch()
@@ -94,7 +94,7 @@ def test_column_sum_on_a_strided_view_with_a_ragged_edge(accumulate):
 def test_column_sum_loads_are_coalesced():
     """At a GPU's geometry (32 columns x 8 threads down them), a warp reads 32 neighbouring floats
     of one row: 4 sectors per warp-wide load, like the GEMM's operands."""
-    from fastlstm_lib.profile.instrument import run_instrumented
+    from fastlstm_lib.course.profile.instrument import run_instrumented
 
     a = device((19, 2 * reduce.COLUMNS))  # 256-byte rows: every row starts a sector
     out = cuda.device_array(2 * reduce.COLUMNS, dtype=np.float32)

@@ -93,7 +93,7 @@ def test_params_from_keras_round_trip(keras_available):
     params = fl.params_from_keras([layer for layer in model.layers])
     assert [p.kernel.shape for p in params] == [(6, 36), (9, 36)]
     x = np.random.default_rng(0).standard_normal((3, 4, 6)).astype(np.float32)
-    from fastlstm_lib.keras_backend import strict_float32
+    from fastlstm_lib.runtime.keras_backend import strict_float32
 
     with strict_float32():  # TF32 off, as fl.keras_forward computes: cuDNN's LSTM on a GPU would round to TF32
         expected = keras.ops.convert_to_numpy(model(x))  # a torch tensor (on the GPU) comes to the host

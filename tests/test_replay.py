@@ -97,7 +97,7 @@ def test_a_step_can_refuse_replay_and_the_grader_never_replays():
     assert runner.replay is None
     import inspect
 
-    from fastlstm_lib.exercises import step_runs
+    from fastlstm_lib.course.exercises import step_runs
 
     assert "runner.replay_passes = False" in inspect.getsource(step_runs)
 

@@ -1,9 +1,9 @@
-"""Reading the compile matrix's table and SASS listings (fastlstm_lib/sass.py, notebook 12): any machine, no compiler."""
+"""Reading the compile matrix's table and SASS listings (fastlstm_lib/course/sass.py, notebook 12): any machine, no compiler."""
 
 import pytest
 
-from fastlstm_lib import sass
-from fastlstm_lib.sass import LISTED, read_table
+from fastlstm_lib.course import sass
+from fastlstm_lib.course.sass import LISTED, read_table
 
 
 def test_every_listed_main_loop_is_committed_and_agrees_with_the_table():

@@ -1,4 +1,4 @@
-"""The estimated timeline (fastlstm_lib.timeline): never below the lower bound, waves and tails
+"""The estimated timeline (fastlstm_lib.course.timeline): never below the lower bound, waves and tails
 checked by hand on a toy profile, cuBLAS's published times reproduced, committed results
 compared, bad arguments named, and the article's M40 table printed."""
 
@@ -8,15 +8,15 @@ import numpy as np
 import pytest
 
 import fastlstm_lib as fl
-from fastlstm_lib.article import article_numbers
-from fastlstm_lib.sass import read_table
+from fastlstm_lib.course.article import article_numbers
+from fastlstm_lib.course.sass import read_table
 from fastlstm_lib.config import flops
 from fastlstm_lib.kernels.gemm import gpu_blocking
-from fastlstm_lib.timeline import against_results, cublas, estimate, plot_step_change, step_change, step_change_text
-from fastlstm_lib.timeline.blocks import table_name
-from fastlstm_lib.timeline.constants import constant, model_constants
+from fastlstm_lib.course.timeline import against_results, cublas, estimate, plot_step_change, step_change, step_change_text
+from fastlstm_lib.course.timeline.blocks import table_name
+from fastlstm_lib.course.timeline.constants import constant, model_constants
 from fastlstm_lib.gpus import gpu as gpu_row
-from fastlstm_lib.profile.record import Launch, Profile
+from fastlstm_lib.course.profile.record import Launch, Profile
 
 ARTICLE_STEPS = [row["step"] for row in article_numbers()]
 
@@ -279,8 +279,8 @@ def test_a_column_sum_launch_finds_its_row():
 
     from fastlstm_lib.gpus import chip
     from fastlstm_lib.kernels import reduce
-    from fastlstm_lib.profile.dryrun import dry_run
-    from fastlstm_lib.profile.record import _launch_record
+    from fastlstm_lib.course.profile.dryrun import dry_run
+    from fastlstm_lib.course.profile.record import _launch_record
 
     dz, db = cuda.device_array((6400, 2048), dtype=np.float32), cuda.device_array(2048, dtype=np.float32)
     with dry_run(chip("H100")) as recording:
@@ -304,7 +304,7 @@ ARTICLE_RATIOS = {
 
 
 def test_the_model_against_the_article_moves_only_on_purpose():
-    from fastlstm_lib.timeline import article_table
+    from fastlstm_lib.course.timeline import article_table
 
     table = article_table()
     now = {gemm: {row["step"]: round(row[f"{gemm}_residual"], 2) for row in table} for gemm in ARTICLE_RATIOS}

@@ -2,7 +2,7 @@
 
     python tools/colab_cells.py [--repository URL] [--branch NAME] [--check]
 
-Both cells come from fastlstm_lib/colab.py (REPOSITORY, BRANCH): the one place the course's address
+Both cells come from fastlstm_lib/setup/colab.py (REPOSITORY, BRANCH): the one place the course's address
 is written. Running it again changes nothing (the cells are found by their ids, "colab-badge" and
 "colab-setup", and replaced). The set-up cell is stored as run, without output: off Colab it prints
 nothing, so nbval finds what it stored. With --check, it writes nothing and exits 1 if a notebook
@@ -19,7 +19,7 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
 NOTEBOOKS = ROOT / "notebooks"
-COLAB = runpy.run_path(str(ROOT / "fastlstm_lib" / "colab.py"))  # without importing fastlstm_lib (Numba)
+COLAB = runpy.run_path(str(ROOT / "fastlstm_lib" / "setup" / "colab.py"))  # without importing fastlstm_lib (Numba)
 BADGE_ID, SETUP_ID = "colab-badge", "colab-setup"
 #: Notebook 00's Colab cells from before this tool (ids as saved): replaced by the standard ones.
 OLD_CELLS = {"00_setup.ipynb": ("## On Google Colab", 'if "google.colab" in sys.modules:  # Colab only')}

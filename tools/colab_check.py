@@ -41,7 +41,7 @@ from packaging.utils import canonicalize_name
 from packaging.version import Version
 
 ROOT = Path(__file__).resolve().parents[1]
-COLAB = runpy.run_path(str(ROOT / "fastlstm_lib" / "colab.py"))
+COLAB = runpy.run_path(str(ROOT / "fastlstm_lib" / "setup" / "colab.py"))
 FREEZE = ROOT / "data" / "colab" / "pip-freeze.gpu.txt"
 REPORT = ROOT / "data" / "colab" / "colab_check.txt"
 STACK = re.compile(r"cuda|cu1[23]|nvidia|numba|llvmlite|rapids|rmm|raft|cudf|cuml|cugraph|cucim|cuvs|cupy|dask|"

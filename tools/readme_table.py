@@ -5,7 +5,7 @@ measurement of it.
     python tools/readme_table.py            # print the table
     python tools/readme_table.py --write    # put it in README.md, between its two markers
 
-Launches are counted by the library's dry run (``fastlstm_lib.profile.record.record_pass``, what
+Launches are counted by the library's dry run (``fastlstm_lib.course.profile.record.record_pass``, what
 ``fl.profile`` records a pass with): each step's own ``setup`` outside the count, then one pass
 of its ``run``, every launch recorded, none performed, with an H100's launch geometry (which
 GEMM version runs where depends on the chip's SMs; the counts do not). A second of CPU, no GPU.
@@ -35,7 +35,7 @@ def pass_launches(step, *, chip: str = CHIP, **options) -> collections.Counter:
     ``fl.profile`` records it (``record_pass``: ``setup`` first, uncounted), kernels kept as objects."""
     from fastlstm_lib.config import LSTMConfig
     from fastlstm_lib.gpus import chip as chip_limits
-    from fastlstm_lib.profile.record import record_pass
+    from fastlstm_lib.course.profile.record import record_pass
 
     recording, _ = record_pass(step, LSTMConfig.article(), chip_limits(chip), options)
     return collections.Counter(kernel_label(call.kernel) for call in recording.launches)
@@ -59,7 +59,7 @@ def measured(name: str, timed: str | None = None) -> str:
     """The median time of the newest committed GPU measurement of ``name`` at the article's size
     (the backward pass alone where ``timed`` says so), or "not measured"."""
     from fastlstm_lib.config import LSTMConfig
-    from fastlstm_lib.results import committed_results
+    from fastlstm_lib.course.results import committed_results
 
     article = LSTMConfig.article().as_dict()
     found = [r for r in committed_results() if r["step"] == name and r.get("config") == article

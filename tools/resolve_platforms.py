@@ -7,7 +7,7 @@ it runs ``pip install --dry-run --ignore-installed --only-binary=:all:`` for the
 (``--platform``, ``--python-version``, ``--abi``) on the requirements of ``pyproject.toml`` (the
 extras named), and prints one table: "ok" with the number of packages, the Keras backend, NumPy and
 the CUDA Numba uses; or, for a Python that ``make setup`` refuses on that platform on purpose
-(``fastlstm_lib/requirements.py``), its words; or the requirement pip found no wheel for.
+(``fastlstm_lib/setup/requirements.py``), its words; or the requirement pip found no wheel for.
 
 pip evaluates environment markers (``sys_platform == 'linux'``) against the machine it runs on,
 not the ``--platform`` it is given (pip issue #11664), so this script runs pip in a child process
@@ -126,7 +126,7 @@ def main(argv=None) -> int:
             if r["ok"]:
                 print(f"| {target} | {python} | ok, {r['packages']} packages | {r['backend']} | {r['numpy']} "
                       f"| {r['cuda']} |", flush=True)
-            elif refused:  # expected: `make setup` stops first and says why (fastlstm_lib/requirements.py)
+            elif refused:  # expected: `make setup` stops first and says why (fastlstm_lib/setup/requirements.py)
                 print(f"| {target} | {python} | no install: make setup says \"{refused}\" | | | |", flush=True)
             else:
                 failed += 1

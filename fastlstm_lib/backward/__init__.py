@@ -11,14 +11,14 @@ called ``STEP``; the ladder is read from those file names. Every step's forward 
 ``TrainingForward`` (notebook 08's wavefront, keeping gates and c), which each step holds
 (``BackwardStep.forward_step``) rather than inherits: the ladder changes only the backward. ``reference.py`` is the float64 BPTT; ``base.py`` what the steps share; ``benchmark.py``
 the GPU measurement of notebook 41 (``python -m fastlstm_lib.backward``). The Keras layer that
-trains on these kernels is ``fastlstm_lib.keras_layer``.
+trains on these kernels is ``fastlstm_lib.topics.keras_layer``.
 
 Importing this package loads NumPy and Numba only; the ladder's modules load on first use.
 """
 
 from __future__ import annotations
 
-from ..registry import Ladder
+from ..steps.registry import Ladder
 from .reference import BACKWARD_RTOL, TrainingResult, gradient_errors, numerical_gradients, output_gradient, \
     reference_backward, reference_training
 

@@ -20,10 +20,10 @@ import datetime
 import numpy as np
 from numba import cuda
 
-from .. import simulator
+from ..runtime import simulator
 from ..checks import check_bool, check_int
 from ..config import LSTMConfig
-from ..device import device_info
+from ..runtime.device import device_info
 from ..harness import bench
 from ..kernels.gemm import gemm
 from ..timing import summarize, time_launches
@@ -107,7 +107,7 @@ def bench_backward(cfg: LSTMConfig | None = None, *, steps=None, keras: bool = T
               "weight_gradient": each("weight gradient", lambda: bench_weight_gradients(cfg)),
               "date": datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds")}
     if keras:
-        from ..keras_backend import environment, set_tf32
+        from ..runtime.keras_backend import environment, set_tf32
         from .keras_training import KERAS_TRAINING
 
         set_tf32(False)  # true FP32, like our kernels

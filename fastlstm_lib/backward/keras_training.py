@@ -16,7 +16,7 @@ from __future__ import annotations
 import numpy as np
 
 from ..config import LSTMConfig, flops
-from ..keras_backend import import_keras, wait_for
+from ..runtime.keras_backend import import_keras, wait_for
 from ..params import LayerParams, validate_input
 from ..steps.base import reject_options
 from ..steps.keras_lstm import KerasLSTM, KerasRunner
@@ -35,7 +35,7 @@ def gradient_function(model, dy: np.ndarray):
     if backend == "tensorflow":
         import tensorflow as tf
 
-        from ..keras_backend import quiet_retracing_warnings
+        from ..runtime.keras_backend import quiet_retracing_warnings
 
         quiet_retracing_warnings(tf)
 

@@ -22,8 +22,8 @@ from __future__ import annotations
 import argparse
 import sys
 
-from .. import simulator
-from ..device import device_info
+from ..runtime import simulator
+from ..runtime.device import device_info
 from .catalog import INNER, REPEATS, SIZES, WARMUP, measure, select
 from .persistent_plan import PersistentLimitError
 

@@ -16,7 +16,7 @@ from typing import Callable
 import numpy as np
 from numba import cuda
 
-from .. import simulator
+from ..runtime import simulator
 from ..reference import relative_error, sigmoid64
 from ..timing import summarize, time_launches
 from . import gemm as g, persistent, persistent_plan, pointwise as pw, pointwise_backward as pwb, reduce, vector
@@ -353,7 +353,7 @@ def measure(version: Version, sizes=SIZES, seed: int = 0, check: bool = True,
     again, with GFLOP/s (GEMMs, persistent) or GB/s (the memory-bound rest) beside the chip's peak
     (data/gpus.csv) and, for a GEMM, cuBLAS's time. ``check=False`` and ``counts`` are the GPU
     run's rehearsal on a fake GPU: every launch and event, no value compared, few repeats."""
-    from ..device import device_info
+    from ..runtime.device import device_info
     from ..gpus import find_gpu
 
     chip = None if simulator.SIMULATOR else find_gpu(device_info()["name"])

@@ -120,8 +120,8 @@ from typing import NamedTuple
 
 from numba import boolean, cuda, float32, uint32
 
-from .. import simulator
-from ..device import multiprocessors
+from ..runtime import simulator
+from ..runtime.device import multiprocessors
 # The family's versions in one namespace (the list above): 1-3 here, the shared parts and 4-6 beside.
 from .gemm_pipelined import (SHARED_ALIGN, prefetch_gemm_kernel, split_gemm_kernel, vector_fits,  # noqa: F401
                              vector_gemm_kernel, vector_width)

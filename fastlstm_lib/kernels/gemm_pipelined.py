@@ -11,7 +11,7 @@ import functools
 
 from numba import cuda, float32, uint32
 
-from .. import simulator
+from ..runtime import simulator
 from .gemm_slab import divides, numbered, patch_store, unrolled_slab
 from .vector import load_vector
 

@@ -7,9 +7,9 @@ only the numbers change. (The GEMM and persistent kernels choose their own block
 
 from __future__ import annotations
 
-from .. import simulator
+from ..runtime import simulator
 
-#: Threads per block of the element-wise kernels on a GPU (and, for ``fastlstm_lib.profile``'s dry
+#: Threads per block of the element-wise kernels on a GPU (and, for ``fastlstm_lib.course.profile``'s dry
 #: runs, as on a named GPU).
 GPU_POINTWISE_THREADS = 256
 #: Threads per block of the element-wise kernels on this device.

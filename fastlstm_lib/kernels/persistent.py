@@ -57,7 +57,7 @@ import math
 
 from numba import cuda, float32, uint64
 
-from .. import simulator
+from ..runtime import simulator
 from .pointwise import CELL_FLOP, sigmoidf
 from .spec import Traffic
 from .views import view_of

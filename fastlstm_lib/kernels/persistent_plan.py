@@ -18,7 +18,7 @@ import dataclasses
 
 from numba import float32
 
-from .. import simulator
+from ..runtime import simulator
 from ..checks import check_int, check_int_list, check_str
 from ..gpus import Chip, chip as chip_limits, occupancy
 from .persistent import MAX_REGISTERS, MAX_ROWS, STATIC_SHARED_BYTES, VECTOR, SharedLayout, check_layout, \

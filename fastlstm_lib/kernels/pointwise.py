@@ -31,7 +31,7 @@ import math
 
 from numba import cuda, float32
 
-from .. import simulator
+from ..runtime import simulator
 from .geometry import pointwise_grid
 from .spec import Build, Spec, Traffic, elementwise, function_name
 from .views import view_of

@@ -40,7 +40,7 @@ import functools
 
 from numba import boolean, cuda, float32
 
-from .. import simulator
+from ..runtime import simulator
 from ..checks import check_bool
 from .geometry import blocks_for
 from .spec import Build, Spec, Traffic
@@ -49,7 +49,7 @@ from .views import view_of
 #: Columns per block: one warp across them.
 COLUMNS = 32
 #: Threads down each column on a GPU (a block of 32 x 8 = 256 threads) and, for the dry runs of
-#: ``fastlstm_lib.profile``, as on a named GPU. A power of two: the tree halves it.
+#: ``fastlstm_lib.course.profile``, as on a named GPU. A power of two: the tree halves it.
 GPU_ROW_THREADS = 8
 #: Threads down each column on this device: 4 on the simulator (every simulated thread costs time),
 #: which still gives the tree two levels.

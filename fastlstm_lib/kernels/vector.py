@@ -19,7 +19,7 @@ from __future__ import annotations
 
 import functools
 
-from .. import simulator
+from ..runtime import simulator
 
 WIDTHS = (1, 2, 4)
 

@@ -73,7 +73,7 @@ def host_array(array) -> np.ndarray | None:
     inner = getattr(array, "_ary", None)  # the simulator's FakeCUDAArray
     if isinstance(inner, np.ndarray):
         return inner
-    inner = getattr(array, "array", None)  # fastlstm_lib.profile.instrument.InstrumentedArray
+    inner = getattr(array, "array", None)  # fastlstm_lib.course.profile.instrument.InstrumentedArray
     return inner if isinstance(inner, np.ndarray) else None
 
 

@@ -12,7 +12,7 @@ the ladder.
 
 from __future__ import annotations
 
-from ..registry import Ladder
+from .registry import Ladder
 from .base import LSTMStep, Runner
 
 

@@ -29,14 +29,14 @@ from typing import Any
 import numpy as np
 from numba import cuda
 
-from .. import simulator
+from ..runtime import simulator
 from ..config import LSTMConfig, flops
-from ..device import device_info
-from ..graphs import PassGraph, checked_graph
+from ..runtime.device import device_info
+from ..runtime.graphs import PassGraph, checked_graph
 from ..params import validate_input
 from ..reference import RTOL, reference_forward, relative_error
 from ..replay import record
-from ..nvtx import nvtx_range
+from ..runtime.nvtx import nvtx_range
 from ..timing import issue_and_run_times, time_launches
 
 #: (warmup, repeats) on real hardware: a GPU, or the CPU that Keras runs on beside the simulator.

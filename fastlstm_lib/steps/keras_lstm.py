@@ -21,7 +21,7 @@ from __future__ import annotations
 import numpy as np
 
 from ..config import LSTMConfig
-from ..keras_backend import backend_device, compiled_inference, import_keras, tf32_enabled, wait_for
+from ..runtime.keras_backend import backend_device, compiled_inference, import_keras, tf32_enabled, wait_for
 from ..params import validate_input
 from ..timing import wall_times
 from .base import REAL_REPEATS, LSTMStep, Runner, reject_options
@@ -76,7 +76,7 @@ class KerasLSTM(LSTMStep):
         return KerasRunner(self, cfg, compiled_inference(model), import_keras().ops.convert_to_tensor(x))
 
     def device(self) -> dict:
-        from ..numba_compat import package_version
+        from ..runtime.numba_compat import package_version
 
         where = backend_device()
         info = super().device()

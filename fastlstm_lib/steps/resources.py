@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from numba import cuda
 
-from .. import simulator
+from ..runtime import simulator
 
 
 def scratch(shape, count=None):

@@ -21,7 +21,7 @@ It is the project's test code, not part of the installed package: the top-level 
 ``fakegpu.activate("T4")`` first thing. ``fakegpu.state()`` gives the log; ``child_environment``
 the environment of a fresh Python that presents a fake GPU. Linux only (it builds a small C
 library with the machine's compiler), and numba-cuda only (numba's built-in ``numba.cuda`` is
-not faked: ``fastlstm_lib.numba_compat``).
+not faked: ``fastlstm_lib.runtime.numba_compat``).
 """
 
 from __future__ import annotations
@@ -72,7 +72,8 @@ def activate(name: str) -> _state.State:
     """
     if not isinstance(name, str):
         raise TypeError(f"name must be a GPU name (str), got {type(name).__name__}")
-    from fastlstm_lib import gpus, numba_compat
+    from fastlstm_lib import gpus
+    from fastlstm_lib.runtime import numba_compat
 
     numba_compat.require_numba_cuda("the fake-GPU test mode")
     row = gpus.gpu(name)  # ValueError naming the known GPUs

@@ -8,7 +8,7 @@ found", as on a driver that lacks them. It is loaded with RTLD_GLOBAL under the 
 the driver, so every later ``dlopen("libcuda.so.1")`` in the process gets this one.
 
 ``cuInit``, ``cuDeviceGetCount`` and ``cuDriverGetVersion`` are exported by name as well, for
-code that looks them up directly (``fastlstm_lib.simulator``'s ctypes probe does).
+code that looks them up directly (``fastlstm_lib.runtime.simulator``'s ctypes probe does).
 """
 
 from __future__ import annotations
@@ -99,8 +99,8 @@ class ShimUnavailable(RuntimeError):
 
 def cache_dir() -> Path:
     """Where the built library is kept: ``fakegpu/`` in the project's cache folder ($FASTLSTM_CACHE,
-    else ~/.cache/fastlstm: ``fastlstm_lib.kept.cache_root``)."""
-    from fastlstm_lib.kept import cache_root
+    else ~/.cache/fastlstm: ``fastlstm_lib.course.kept.cache_root``)."""
+    from fastlstm_lib.course.kept import cache_root
 
     return cache_root() / "fakegpu"
 

@@ -69,7 +69,7 @@ def run(parts=("forward", "backward", "harness", "keras")) -> dict:
         for name in fl.steps.names():
             _item(results, f"profile {name} article", lambda: fl.profile(name, article))
         _item(results, "clocks odd", lambda: fl.host_and_device_times("fused_pointwise", odd, warmup=0, repeats=2))
-        for name in fl.steps.names():  # captured into a CUDA Graph, launched whole (fastlstm_lib/graphs.py)
+        for name in fl.steps.names():  # captured into a CUDA Graph, launched whole (fastlstm_lib/runtime/graphs.py)
             _item(results, f"graph {name} odd", lambda: fl.bench(name, odd, graph=True, warmup=1, repeats=2))
         backward_last = fl.backward.names()[-1]
         _item(results, "graph backward odd", lambda: fl.bench(fl.backward.get(backward_last), odd, graph=True,
@@ -90,7 +90,7 @@ def run(parts=("forward", "backward", "harness", "keras")) -> dict:
         _item(results, "persistent_limits", lambda: fl.persistent_limits())
 
         def doctor():
-            from fastlstm_lib import doctor as doctor_
+            from fastlstm_lib.setup import doctor as doctor_
 
             lines = []
             doctor_.run(full=False, out=lines.append)

@@ -2,7 +2,7 @@
 course meets (sm_52 to sm_90), and what the compiler made of it: registers, spills, shared
 memory and the instruction mix of its main loop. No GPU needed, only pip's CUDA compilers.
 A tool of the course's authors and of its tests, not of the learner's package: the library reads
-what it writes (``fastlstm_lib.sass``: ``read_table``, the listings), and never imports it.
+what it writes (``fastlstm_lib.course.sass``: ``read_table``, the listings), and never imports it.
 
     PYTHONPATH=tools python -m compile_matrix --out data/kernel_resources.csv   # regenerate
     PYTHONPATH=tools python -m compile_matrix --check                           # exit 1 if stale
@@ -32,7 +32,7 @@ import sys
 import tempfile
 from pathlib import Path
 
-from fastlstm_lib.sass import LISTED, LISTINGS, TABLE, read_table  # what it writes, as the library reads it
+from fastlstm_lib.course.sass import LISTED, LISTINGS, TABLE, read_table  # what it writes, as the library reads it
 
 from .sass import LOOP_COLUMNS, disassembly, main_loop_mix, main_loop_text, parse_nvdisasm, slab_mix, staged_loads
 from .toolkits import ARCHS, arch_name, assemble, resources, toolkit_of, version_line, versions
@@ -44,7 +44,7 @@ COMMAND = "PYTHONPATH=tools python -m compile_matrix --out data/kernel_resources
 #: Files whose content decides the table (besides the compilers): the kernels, the chip data the
 #: persistent kernel is planned with, the instruction classes the loop mix counts by, and the
 #: matrix's own modules.
-SOURCES = ("fastlstm_lib/kernels/*.py", "fastlstm_lib/gpus.py", "data/gpus.csv", "fastlstm_lib/sass.py",
+SOURCES = ("fastlstm_lib/kernels/*.py", "fastlstm_lib/gpus.py", "data/gpus.csv", "fastlstm_lib/course/sass.py",
            "tools/compile_matrix/*.py")
 
 #: column -> what it holds (the table's header says it too).
@@ -135,7 +135,7 @@ def build(cache: Path = CACHE, workers: int | None = None, archs=None) -> list[d
     chosen = list(ARCHS) if archs is None else list(archs)
     if not chosen or any(cc not in ARCHS for cc in chosen):
         raise ValueError(f"archs must be a non-empty list of {sorted(ARCHS)}, got {archs!r}")
-    from fastlstm_lib.numba_compat import require_numba_cuda
+    from fastlstm_lib.runtime.numba_compat import require_numba_cuda
 
     require_numba_cuda("the compile matrix")  # it compiles with numba-cuda's real path, never the simulator
     key = cache_key()

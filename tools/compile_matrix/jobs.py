@@ -47,7 +47,7 @@ def command(cc: tuple[int, int], out: Path) -> tuple[list[str], dict[str, str]]:
 
 def prepare(cc: tuple[int, int]) -> None:
     """Point Numba at ``cc``'s toolkit, before its first compilation, and check that it took."""
-    from fastlstm_lib import simulator
+    from fastlstm_lib.runtime import simulator
 
     if simulator.SIMULATOR:
         raise RuntimeError("the compile matrix's worker runs as `python -c BOOTSTRAP` (see command())")

@@ -24,7 +24,7 @@ import subprocess
 from pathlib import Path
 from typing import NamedTuple
 
-from fastlstm_lib.sass import GLOBAL_LOADS, INTEGER, LOCAL, SHARED_LOADS, base  # the instruction classes, defined once
+from fastlstm_lib.course.sass import GLOBAL_LOADS, INTEGER, LOCAL, SHARED_LOADS, base  # the instruction classes, defined once
 
 from .toolkits import tool, toolkit_of
 

@@ -37,7 +37,7 @@ def main(argv=None) -> int:
 
     ctx = Context(args.out, args.budget, args.quick, fail=args.fail)
     ctx.unable = (PersistentLimitError,)  # the persistent grid on a GPU it cannot fit: skipped, with why
-    from fastlstm_lib import simulator
+    from fastlstm_lib.runtime import simulator
 
     if simulator.SIMULATOR:
         print("error: no GPU here: the CUDA simulator's times mean nothing and the article's sizes take hours there; "

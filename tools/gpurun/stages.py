@@ -163,7 +163,7 @@ def smoke(ctx) -> dict:
     grid barrier across many blocks and the two costs the lessons lack."""
     from numba import cuda
 
-    from fastlstm_lib.doctor import cuda_probe
+    from fastlstm_lib.setup.doctor import cuda_probe
 
     lib = fl()
     environment(ctx)
@@ -186,7 +186,7 @@ def smoke(ctx) -> dict:
     if ctx.item("plain kernel: compile and run (the doctor's)", plain) is None:
         raise StopRun(f"not even a plain kernel compiles and runs (see its traceback); NVVM: {facts.get('nvvm')}, "
                       f"found by {facts.get('found_by')}")
-    from fastlstm_lib.device import multiprocessors
+    from fastlstm_lib.runtime.device import multiprocessors
 
     sms = multiprocessors()
 
@@ -477,7 +477,7 @@ def cudnn(ctx) -> dict:
     if why:
         ctx.rows.append({"item": "Keras' LSTM", "outcome": f"skipped: {why}"})
     else:
-        from fastlstm_lib.keras_backend import backend_name, set_tf32
+        from fastlstm_lib.runtime.keras_backend import backend_name, set_tf32
 
         def keras_step(name):
             set_tf32(False)

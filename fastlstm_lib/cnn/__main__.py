@@ -1,8 +1,0 @@
-"""``python -m fastlstm_lib.cnn --out FILE``: time the article's two CNNs in both layouts (see ``measure``)."""
-
-import sys
-
-from .measure import main
-
-if __name__ == "__main__":
-    sys.exit(main())

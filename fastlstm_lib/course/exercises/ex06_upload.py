@@ -1,0 +1,129 @@
+"""Exercise (notebook 06): upload the weights once, in the layout the GEMM takes without the 'T' flag.
+
+The learner rewrites ``upload_weights(layer)`` in a subclass of ``FusedPointwise``: a namespace
+with ``kernel`` = W (in x 4H) and ``recurrent`` = U (H x 4H) as row-major device arrays,
+``bias``, and ``transposed=False``. The solution is the library's ``Pretransposed``. Layout
+mistakes give right numbers (the GEMM handles any layout), so the uploaded namespace itself is
+inspected first: its fields, shapes, dtype, memory order and flag; then the step is run.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from ...copies import fresh
+from ...steps.step02_baseline import Baseline
+from ...steps.step06_pretransposed import Pretransposed
+from .memory import device_layout
+from .base import Mistake, first_line, planted_step
+from .step_runs import StepExercise
+
+FIELDS = ("kernel", "recurrent", "bias", "transposed")
+UPLOAD_KERNEL = "kernel=cuda.to_device(layer.kernel)"
+
+
+def uploaded(evidence):
+    """(the namespace ``upload_weights`` returns for layer 0, or None; the error it raised, or None)."""
+    if "upload" not in evidence.__dict__:
+        try:
+            evidence.__dict__["upload"] = (evidence.step.upload_weights(fresh(evidence.params[0])), None)
+        except Exception as error:
+            evidence.__dict__["upload"] = (None, error)
+    return evidence.__dict__["upload"]
+
+
+def layout(evidence) -> dict:
+    """What is off about the uploaded namespace: {problem: sentence}."""
+    weights, error = uploaded(evidence)
+    if error is not None:
+        return {"error": f"upload_weights raised {first_line(error)}"}
+    missing = [f for f in FIELDS if not hasattr(weights, f)]
+    if missing:
+        return {"missing": f"the namespace it returns has no {', '.join(missing)} (it needs {', '.join(FIELDS)})"}
+    host = [f for f in ("kernel", "recurrent", "bias") if device_layout(getattr(weights, f)) is None]
+    if host:
+        kinds = ", ".join(f"{f} is {type(getattr(weights, f)).__name__}" for f in host)
+        return {"host": f"{kinds}: host memory, which a kernel cannot read; every field but transposed must be a "
+                        "device array"}
+    layer = evidence.params[0]
+    found = {}
+    for field, wanted in (("kernel", layer.kernel), ("recurrent", layer.recurrent_kernel)):
+        array = getattr(weights, field)
+        if tuple(array.shape) == wanted.shape[::-1]:
+            found.setdefault("shape", f"{field} has shape {tuple(array.shape)}: one row per gate unit, the layout the "
+                                       f"GEMM reads transposed; pre-transposed it is {wanted.shape}")
+        elif tuple(array.shape) == wanted.shape and not array.is_c_contiguous():
+            found.setdefault("order", f"{field} has the right shape {wanted.shape} but is stored column by column "
+                                       f"(strides {tuple(array.strides)} bytes): in memory that is the transposed "
+                                       "layout again")
+    if weights.transposed and "shape" in found:
+        found["previous"] = found.pop("shape") + ", and transposed=True: the previous step's upload"
+    elif weights.transposed:
+        found["flag"] = "kernel and recurrent are pre-transposed, but transposed=True asks the GEMM to transpose again"
+    elif "shape" not in found and "order" not in found and np.dtype(weights.kernel.dtype) != np.float32:
+        found["dtype"] = f"kernel has dtype {weights.kernel.dtype}; the kernels compute in float32"
+    return found
+
+
+def layout_problem(kind: str):
+    def detect(evidence):
+        return layout(evidence).get(kind)
+
+    return detect
+
+
+def _plant(*edits):
+    return lambda: planted_step(Pretransposed, "upload_weights", *edits)
+
+
+class Upload(StepExercise):
+    name = "upload"
+    notebook = "06"
+    step_name = "pretransposed"
+    methods = ("upload_weights",)
+    title = ("upload_weights(self, layer) in a subclass of FusedPointwise: a SimpleNamespace(kernel=W, "
+             "recurrent=U, bias=..., transposed=False) of device arrays, in the layout the GEMM takes without the 'T' flag")
+    difficulty = "easy"
+    hints = (  # a nudge, the idea, the code (fl.exercises.hint(name, level))
+        ("The baseline transposed Keras' matrices on upload. Which layout does the GEMM read "
+         "without its 'T' flag?"),
+        ("Keras' kernel (in x 4H) and recurrent_kernel (H x 4H) are W and U themselves, "
+         'row-major: upload them as they are, and say transposed=False so the steps call the '
+         'GEMM without the flag.'),
+        ('SimpleNamespace(kernel=cuda.to_device(layer.kernel), '
+         'recurrent=cuda.to_device(layer.recurrent_kernel), bias=cuda.to_device(layer.bias), '
+         'transposed=False)'),
+    )
+
+
+EXERCISE = Upload()
+EXERCISE.catalog = (
+    Mistake("upload_raises", "upload_weights raises", "it gets one layer (kernel, recurrent_kernel, bias) "
+            "of NumPy arrays and returns device arrays", "calling it on layer 0 raises",
+            layout_problem("error"), _plant(("layer.kernel)", "layer.weights)"))),
+    Mistake("field_missing", "the namespace lacks a field", "the GEMMs and the cell read weights.kernel, "
+            "weights.recurrent, weights.bias and weights.transposed", "a field is missing from what it returns",
+            layout_problem("missing"), _plant(("bias=cuda.to_device(layer.bias),", ""))),
+    Mistake("host_arrays", "the weights stay in host memory",
+            "upload means copying to the GPU: cuda.to_device(array) returns a device array; a NumPy array (or a "
+            "list) stays on the host", "a field of what it returns is not a device array",
+            layout_problem("host"), _plant((UPLOAD_KERNEL, "kernel=layer.kernel"))),
+    Mistake("still_transposed", "the weights are uploaded the way the previous step did",
+            "that is the baseline's upload: W^T (4H x in) read with the 'T' flag; upload layer.kernel itself",
+            "kernel is (4H x in) with transposed=True: right numbers, old layout",
+            layout_problem("previous"), lambda: type("Planted", (Pretransposed,),
+                                                     {"upload_weights": Baseline.upload_weights})),
+    Mistake("transposed_flag_kept", "transposed=True is kept",
+            "the arrays are W and U in the GEMM's layout: transposed=False, or the GEMM reads them transposed again",
+            "kernel is (in x 4H) but the flag asks for a transpose", layout_problem("flag"),
+            _plant(("transposed=False", "transposed=True"))),
+    Mistake("uploads_w", "W^T is uploaded instead of W",
+            "layer.kernel is already W (Keras' layout, in x 4H); layer.kernel.T is W^T, the baseline's layout",
+            "kernel has shape (4H x in) while transposed=False", layout_problem("shape"),
+            _plant((UPLOAD_KERNEL, "kernel=cuda.to_device(layer.kernel.T.copy())"))),
+    Mistake("column_major", "W is uploaded column by column",
+            "the shape is only half of the layout: np.asfortranarray (or a .T of a transposed array) keeps the "
+            "shape and stores it column-major, which in memory is W^T again; upload C-contiguous arrays",
+            "kernel has the right shape but Fortran (column-major) strides", layout_problem("order"),
+            _plant((UPLOAD_KERNEL, "kernel=cuda.to_device(layer.kernel.T.copy().T)"))),
+)

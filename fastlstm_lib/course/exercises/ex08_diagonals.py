@@ -1,0 +1,110 @@
+"""Exercise (notebook 08): walk the wavefront's diagonals.
+
+The learner rewrites ``run`` in a subclass of ``Wavefront``: the stub keeps its first lines
+(wait for the previous run, reset every lane's c); the learner writes the loop that calls
+``self.run_chunk(state, layer, k, inputs[layer], outputs[layer])`` for every (layer, chunk k),
+diagonal by diagonal (layer + k = d). The solution is the library's ``Wavefront.run``. Judged
+with 2 layers and ``chunk=1`` over 3 steps (3 chunks, 4 diagonals), and twice back to back.
+"""
+
+from __future__ import annotations
+
+from ...config import LSTMConfig
+from ...steps.step08_wavefront import Wavefront
+from . import locate, symptoms
+from .base import Mistake, planted_step
+from .step_runs import StepExercise
+
+DIAGONALS = ("    for diagonal in range(layers + chunks - 1):\n"
+             "        for layer in range(max(0, diagonal - chunks + 1), min(layers, diagonal + 1)):\n"
+             "            self.run_chunk(state, layer, diagonal - layer, inputs[layer], outputs[layer])")
+
+
+def _plant(*edits):
+    return lambda: planted_step(Wavefront, "run", *edits)
+
+
+def layer_major(order: str) -> str:
+    return (f"    for layer in {order}:\n        for k in range(chunks):\n"
+            "            self.run_chunk(state, layer, k, inputs[layer], outputs[layer])")
+
+
+def last_steps_unwritten(evidence):
+    run = evidence.first
+    finding = run.trace.first("unwritten_output") if run.trace and run.error is None else None
+    if finding is None:
+        return None
+    mask = locate.unwritten_steps(finding.elements, run.y.transpose(1, 0, 2).shape)
+    steps = mask.any(axis=(0, 2))
+    if steps[-1]:
+        return f"no kernel wrote the output at {locate.spread(mask)}"
+    return None
+
+
+def queued_layer_by_layer(evidence):
+    """Right and ordered, but layer 1's first launch is queued after all of layer 0's."""
+    run = evidence.first
+    if run.error is not None or evidence.wrong() is not None or run.trace.findings:
+        return None
+    work = [(i, launch.stream) for i, launch in enumerate(run.trace.launches) if launch.kernel != "_fill"]
+    last_below = max(i for i, stream in work if stream == "state.lanes[0].stream")
+    first_above = min(i for i, stream in work if stream == "state.lanes[1].stream")
+    if first_above > last_below:
+        return (f"the output is right, but layer 1's first launch (number {first_above} of the run) is queued only "
+                f"after all of layer 0's (the last is number {last_below})")
+    return None
+
+
+class Diagonals(StepExercise):
+    name = "diagonals"
+    notebook = "08"
+    step_name = "wavefront"
+    methods = ("run",)
+    title = ("the diagonal loop of run(self, state, x, out) in a subclass of Wavefront: self.run_chunk(state, "
+             "layer, k, inputs[layer], outputs[layer]) for every (layer, chunk k), diagonal d = layer + k by "
+             "diagonal")
+    difficulty = "medium"
+    hints = (  # a nudge, the idea, the code (fl.exercises.hint(name, level))
+        ('Chunk k of layer l needs chunk k of layer l - 1 and chunk k - 1 of layer l. Which '
+         '(layer, chunk) pairs can run at the same time?'),
+        ('The pairs with the same layer + k: a diagonal d. Walk the diagonals in order; on '
+         'each, call run_chunk for every layer that has a chunk k = d - layer with 0 <= k < '
+         "chunks. run_chunk already waits for the layer below's event."),
+        ('for d in range(layers + chunks - 1): for layer in range(max(0, d - chunks + 1), '
+         'min(layers - 1, d) + 1): self.run_chunk(state, layer, d - layer, inputs[layer], '
+         'outputs[layer])'),
+    )
+    cfg = LSTMConfig(batch=3, seq_len=3, input_size=5, hidden=7, layers=2)
+    options = {"chunk": 1}  # 3 chunks, 4 diagonals: layer 1 starts while layer 0 still has a chunk to do
+
+
+EXERCISE = Diagonals()
+EXERCISE.catalog = (
+    Mistake("chunk_out_of_range", "a diagonal asks for chunks that do not exist",
+            "on diagonal d, layer l does chunk d - l, which exists only if 0 <= d - l < chunks: the layers of a "
+            "diagonal run from max(0, d - chunks + 1) to min(layers - 1, d)",
+            "IndexError: run_chunk is asked for a chunk past the last (a negative one silently runs the last)",
+            symptoms.raised("IndexError"),
+            _plant(("range(max(0, diagonal - chunks + 1), min(layers, diagonal + 1))", "range(min(layers, diagonal + 1))"))),
+    Mistake("missing_last_diagonals", "the last diagonals are never run",
+            "layers + chunks - 1 diagonals: the top layer's last chunk is on diagonal layers + chunks - 2",
+            "the trace: the top layer's last steps of the output are never written",
+            last_steps_unwritten, _plant(("range(layers + chunks - 1)", "range(layers + chunks - 2)"))),
+    Mistake("top_layer_first", "a layer runs before the layer below has produced its input",
+            "layer l's chunk k reads layer l-1's chunk k: queue (l-1, k) first. run_chunk waits for layer l-1's "
+            "event, but a wait before the event is recorded waits for nothing",
+            "the trace: the layer above reads state.hidden_seq before any kernel of this run wrote it",
+            symptoms.read_before_write("state.hidden_seq"),
+            _plant((DIAGONALS, layer_major("reversed(range(layers))")))),
+    Mistake("layer_by_layer", "the work is queued layer by layer, not diagonal by diagonal",
+            "the events keep it right, but layer 1's first chunk is queued only after every launch of layer 0: "
+            "on a GPU it cannot start earlier. Walk the diagonals so each layer starts as soon as its input is ready",
+            "right and ordered, but the first launch of layer 1 comes after the last of layer 0",
+            queued_layer_by_layer, _plant((DIAGONALS, layer_major("range(layers)")))),
+    Mistake("previous_run_not_awaited", "a run does not wait for the previous run",
+            "runs queued back to back share every lane's buffers: before starting, each lane waits for every "
+            "lane's last chunk_done event of the previous run (the stub's first loop)",
+            "the trace, two runs back to back: the second run overwrites buffers the first may still be using",
+            symptoms.race(stage="again"),
+            _plant(("other.chunk_done[-1].wait(lane.stream)", "pass")), stage="again"),
+)

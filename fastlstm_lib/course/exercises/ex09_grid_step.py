@@ -1,0 +1,145 @@
+"""Exercise (notebook 09): one time step of the persistent kernel, and its grid barrier.
+
+The learner writes the body of the time loop of a persistent LSTM layer kernel,
+``persistent_layer(x_gates, recurrent, bias, hs)``: for its (batch row b, unit j), the four dot
+products h_{t-1} . U[:, gate column] (none at t = 0), plus the input products and the bias, the
+gates, c (kept in a register across steps) and h_t; then the grid barrier, so that no block
+starts step t+1 before every block has written h_t. The stub gives the rest (U's columns loaded
+into shared memory once). The solution is the library's kernel (``kernels/persistent.py``) for
+the same grid, with one thread per (row, unit). On the simulator the grid is one block (its
+blocks run one after the other, so a barrier across blocks cannot work there); on a GPU, three.
+"""
+
+from __future__ import annotations
+
+import inspect
+
+import numpy as np
+
+from ...kernels import persistent, persistent_plan
+from ...runtime import simulator
+from . import locate, mutants, symptoms
+from .base import Mistake, planted_kernel
+from .kernel_runs import KernelExercise, Probe
+
+BATCH, HIDDEN, STEPS, INPUTS = 3, 13, 3, 5
+#: The grid the checker launches: every unit in one block on the simulator, 3 blocks on a GPU
+#: (the last one only partly used).
+UNITS = HIDDEN if simulator.SIMULATOR else 5
+#: h_{t-1} staged 4 units at a time (a shorter last chunk): then, in a single block, the threads that
+#: stage an element are not the ones that wrote it, and a missing grid barrier shows.
+PLAN = persistent_plan.Plan(HIDDEN, BATCH, units=UNITS, blocks=-(-HIDDEN // UNITS), splits=1, k_chunk=4)
+ODD = f"batch {BATCH}, hidden {HIDDEN}, {STEPS} steps, {PLAN.blocks} block(s) of {PLAN.threads} threads"
+BIAS_LINES = ("+ bias_i\n", "+ bias_f\n", "+ bias_c\n", "+ bias_o\n")
+AXES = ("step", "batch row", "unit")
+
+
+def layer_inputs() -> dict:
+    rng = np.random.default_rng(9)
+    scale = 0.5 / np.sqrt(INPUTS + HIDDEN)  # like init_params: the gates stay in their steep middle
+    x = rng.standard_normal((BATCH, STEPS, INPUTS))
+    kernel = rng.standard_normal((INPUTS, 4 * HIDDEN)) * scale
+    x_gates = np.ascontiguousarray((x @ kernel).transpose(1, 0, 2))  # (T, B, 4H), without the bias
+    return {"x_gates": x_gates.astype(np.float32),
+            "recurrent": (rng.standard_normal((HIDDEN, 4 * HIDDEN)) * scale).astype(np.float32),
+            "bias": (rng.standard_normal(4 * HIDDEN) * 0.1).astype(np.float32),
+            "hs": np.full((STEPS, BATCH, HIDDEN), np.nan, dtype=np.float32)}
+
+
+def layer_outputs(inputs: dict, variant: mutants.Variant) -> np.ndarray:
+    """hs (T, B, H) of the layer with ``variant``'s mistake."""
+    input_part = inputs["x_gates"].astype(np.float64).transpose(1, 0, 2)
+    h = mutants.layer(input_part, inputs["recurrent"].astype(np.float64), inputs["bias"].astype(np.float64), variant)
+    return h.transpose(1, 0, 2)
+
+
+def nan_from_step(first: int):
+    """The output is right before step ``first`` and NaN everywhere from it on."""
+
+    def detect(evidence):
+        result = evidence.probe(ODD)
+        if result.error is not None or result.order_dependent():
+            return None
+        nan = np.isnan(result.outputs["hs"])
+        if nan[first:].all() and not nan[:first].any():
+            right = f"; {locate.spans(range(first), STEPS, 'step')} right" if first else ""
+            return f"hs: NaN from step {first} on, in every batch row and unit{right}"
+        return None
+
+    return detect
+
+
+def _plant(*edits):
+    return lambda: planted_kernel(PLAN.kernel(), *edits)
+
+
+class GridStep(KernelExercise):
+    name = "grid_step"
+    notebook = "09"
+    title = ("the time loop's body in persistent_layer: the dot products with h_{t-1}, the gates, c and h_t of "
+             "this thread's (batch row, unit), then the grid barrier")
+    difficulty = "hard"
+    hints = (  # a nudge, the idea, the code (fl.exercises.hint(name, level))
+        ("Step t needs every block's h_{t-1}. What does a block do before it may read it, and "
+         'what is different at t = 0?'),
+        ('At t = 0 there is no recurrent term. Otherwise the four dot products of h_{t-1} (hs[t '
+         "- 1], written by every block) with this unit's four columns of U (u_s, already in "
+         'shared memory); add the input products and the bias, apply the gates, update c (a '
+         'variable that lives across steps) and write h_t if j < HIDDEN. Then every thread, '
+         'even those without a unit, waits at the grid barrier.'),
+        ('if t > 0: z_g += hs[t - 1, b, k] * u_s[g*UNITS + jj, k] over k in range(HIDDEN), for '
+         'g = 0..3; z_g += x_gates[t, b, g*HIDDEN + j] + bias[g*HIDDEN + j]; c = sigmoidf(z_f) '
+         '* c + sigmoidf(z_i) * math.tanh(z_c); if j < HIDDEN: hs[t, b, j] = sigmoidf(z_o) * '
+         'math.tanh(c); then grid.sync(), reached by every thread'),
+    )
+    outputs = ("hs",)
+    axes = {"hs": AXES}
+    probes = (Probe(ODD, layer_inputs),)
+
+    def solution(self):
+        return PLAN.kernel()
+
+    def solution_source(self) -> str:
+        return ("# the solution: fastlstm_lib/kernels/persistent.py, for this grid (splits = 1: one thread per pair;\n"
+                "# it also stages h_{t-1} in shared memory, 4 units at a time, which the exercise does not ask for)\n"
+                + inspect.getsource(persistent.persistent_layer_kernel))
+
+    def launch(self, kernel, arrays: dict) -> None:
+        # The library's kernel keeps its shared memory in one dynamic buffer; a learner's static arrays
+        # need none of it, and the extra request costs them nothing.
+        kernel[PLAN.blocks, PLAN.threads, 0, PLAN.shared_bytes](arrays["x_gates"], arrays["recurrent"], arrays["bias"],
+                                                                arrays["hs"])
+
+    def expected(self, inputs: dict) -> dict:
+        return {"hs": layer_outputs(inputs, mutants.Variant())}
+
+
+EXERCISE = GridStep()
+EXERCISE.catalog = (
+    Mistake("missing_grid_barrier", "no barrier between one step and the next",
+            "grid.sync() at the end of every step (reached by every thread, even those with j >= HIDDEN): step "
+            "t+1 reads all of h_t, written by every thread of every block",
+            "the result changes with the order the threads run in (one at a time, ascending or descending)",
+            symptoms.order_dependent(ODD), _plant(("grid.sync()", "pass"))),
+    Mistake("no_first_step_case", "step 0 reads an h_{-1} that does not exist",
+            "at t = 0 there is no recurrent term (h_{-1} = 0): skip the dot products; hs[t - 1] is hs[-1] there, "
+            "the last step's slot, still NaN",
+            "NaN from step 0 on", nan_from_step(0), _plant(("if t > 0:", "if True:"))),
+    Mistake("reads_current_step", "the recurrent term reads h_t instead of h_{t-1}",
+            "step t reads hs[t - 1], the previous step's output; hs[t] is what this step writes",
+            "step 0 right, NaN from step 1 on (hs[t] is still NaN when it is read)",
+            nan_from_step(1), _plant(("hs[t - 1, row, uint64(k0) + kk]", "hs[t, row, uint64(k0) + kk]"))),
+    Mistake("c_reset_each_step", "c is reset at every step",
+            "c lives across the whole sequence: set it to 0 once, before the time loop, and update it in place",
+            "the output equals an LSTM with c = i*g", symptoms.cell_variant(ODD, "c_not_carried", layer_outputs),
+            _plant(("    for t in range(hs.shape[0]):\n",
+                    "    for t in range(hs.shape[0]):\n        for m in range(mine):\n            c[m] = float32(0.0)\n"))),
+    Mistake("gate_order", "the gates are taken in the wrong order",
+            "gates i, f, c, o: column g*HIDDEN + j of x_gates, U and bias; c = f*c + i*tanh(z_c), h = o*tanh(c)",
+            "the output equals an LSTM that reads the gate blocks in another order", symptoms.any_gate_order(ODD, layer_outputs),
+            _plant(("sigmoidf(z_f) * c[m] + sigmoidf(z_i)", "sigmoidf(z_i) * c[m] + sigmoidf(z_f)"))),
+    Mistake("bias_twice", "the bias is added twice",
+            "x_gates holds x_t @ W without the bias: add the bias once per gate",
+            "the output equals an LSTM with twice the bias", symptoms.cell_variant(ODD, "bias_twice", layer_outputs),
+            _plant(*((line, line.rstrip("\n") + " " + line.strip() + "\n") for line in BIAS_LINES))),
+)

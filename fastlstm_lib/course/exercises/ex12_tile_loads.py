@@ -1,0 +1,141 @@
+"""Exercise (notebook 12): the shared-memory tile loads of the tiled GEMM, and its barriers.
+
+The learner writes, inside the given ``tiled_gemm(a, b, c, accumulate)`` kernel, the loads of
+one element of A and one of B into the shared tiles (zeros past the edges of the matrices) and
+the two ``cuda.syncthreads()`` around the multiply-adds. The solution is the library's
+``kernels/gemm.tiled_gemm_kernel(TILE)``. Three probes, all at sizes derived from the tile edge
+(4 on the simulator, 16 on a GPU): sizes off the tile edges with a partial last slab along K;
+sizes that are exact multiples of the tile (no edge at all); K within one slab.
+"""
+
+from __future__ import annotations
+
+import inspect
+
+import numpy as np
+
+from ...kernels import gemm
+from .base import Mistake, planted_kernel
+from .kernel_runs import KernelExercise, Probe
+from . import symptoms
+
+TILE = gemm.TILE
+ODD = f"odd sizes: C ({TILE + 1} x {2 * TILE - 1}) = A @ B, K = {2 * TILE + 1}"
+EXACT = f"exact tiles: C ({2 * TILE} x {2 * TILE}), K = {2 * TILE}"
+ONE_SLAB = f"one slab: C ({TILE + 1} x {TILE + 3}), K = {TILE - 1}"
+
+LOAD_A = "a_tile[ty, tx] = a[row, a_col] if (row < m and a_col < k_total) else float32(0.0)"
+LOAD_B = "b_tile[ty, tx] = b[b_row, col] if (b_row < k_total and col < n) else float32(0.0)"
+SYNC_AFTER_LOADS = "        cuda.syncthreads()\n        for kk in range(tile):"
+SYNC_AFTER_USE = "        cuda.syncthreads()  # nobody overwrites"
+
+
+def gemm_inputs(m: int, n: int, k: int, seed: int):
+    def make() -> dict:
+        rng = np.random.default_rng(seed)
+        return {"a": rng.standard_normal((m, k)).astype(np.float32),
+                "b": rng.standard_normal((k, n)).astype(np.float32),
+                "c": np.full((m, n), np.nan, dtype=np.float32)}
+
+    return make
+
+
+def _plant(*edits):
+    return lambda: planted_kernel(gemm.tiled_gemm_kernel(TILE), *edits)
+
+
+def right_on_tiles_only(evidence):
+    """Right at exact tile sizes, wrong (deterministically) as soon as a matrix edge cuts a tile."""
+    exact, odd = evidence.probe(EXACT), evidence.probe(ODD)
+    if exact.error or odd.error or exact.wrong(evidence.exercise) or odd.order_dependent():
+        return None
+    wrong = odd.wrong(evidence.exercise)
+    return f"right at exact tile sizes, but {wrong}" if wrong else None
+
+
+def wrong_without_edges(evidence):
+    """Wrong even where no edge is involved, and the same in both thread orders."""
+    exact = evidence.probe(EXACT)
+    if exact.error is None and not exact.order_dependent():
+        return exact.wrong(evidence.exercise)
+    return None
+
+
+class TileLoads(KernelExercise):
+    name = "tile_loads"
+    notebook = "12"
+    title = ("in tiled_gemm, load one element of A and one of B into the shared tiles (zero past the edges of "
+             "the matrices), and put the two cuda.syncthreads() where the block must wait")
+    difficulty = "medium"
+    hints = (  # a nudge, the idea, the code (fl.exercises.hint(name, level))
+        ('Each thread of the block fills one element of each shared tile, per slab of K. What '
+         'must every thread wait for before it reads the tiles, and before the next slab '
+         'overwrites them?'),
+        ('Thread (ty, tx) loads the element of A in its row at column k0 + tx, and the element '
+         'of B in its column at row k0 + ty. An element past the edge of a matrix is loaded as '
+         '0.0, so that it adds nothing. A barrier after the loads (everyone has loaded before '
+         'anyone reads) and one after the k loop (everyone has read before the next loads).'),
+        ('a_tile[ty, tx] = a[row, k0 + tx] if row < m and k0 + tx < k_total else 0.0; the same '
+         'for b_tile[ty, tx] from b[k0 + ty, col] (k0 + ty < k_total, col < n); '
+         'cuda.syncthreads() after the two loads and again after the k loop.'),
+    )
+    outputs = ("c",)
+    axes = {"c": ("row", "column")}
+    probes = (Probe(ODD, gemm_inputs(TILE + 1, 2 * TILE - 1, 2 * TILE + 1, seed=3)),
+              Probe(EXACT, gemm_inputs(2 * TILE, 2 * TILE, 2 * TILE, seed=4)),
+              Probe(ONE_SLAB, gemm_inputs(TILE + 1, TILE + 3, TILE - 1, seed=5)))
+
+    def solution(self):
+        return gemm.tiled_gemm_kernel(TILE)
+
+    def solution_source(self) -> str:
+        return ("# the solution: fastlstm_lib/kernels/gemm.py (tile is TILE)\n"
+                + inspect.getsource(gemm.tiled_gemm_kernel(TILE).py_func))
+
+    def launch(self, kernel, arrays: dict) -> None:
+        m, n = arrays["c"].shape
+        kernel[(-(-n // TILE), -(-m // TILE)), (TILE, TILE)](arrays["a"], arrays["b"], arrays["c"], False)
+
+    def expected(self, inputs: dict) -> dict:
+        return {"c": inputs["a"].astype(np.float64) @ inputs["b"].astype(np.float64)}
+
+
+EXERCISE = TileLoads()
+EXERCISE.catalog = (
+    Mistake(
+        "unguarded_load", "the tile loads are not guarded at the edges of the matrices",
+        "a thread whose row, column or k falls outside A or B must load 0.0 instead of reading: "
+        "`a[row, a_col] if (row < m and a_col < k_total) else float32(0.0)`",
+        "IndexError on the simulator, NaN read from the padding past the edge on a GPU; exact tile sizes are right",
+        symptoms.past_edge(ODD, "c"),
+        _plant((LOAD_A, "a_tile[ty, tx] = a[row, a_col]"), (LOAD_B, "b_tile[ty, tx] = b[b_row, col]"))),
+    Mistake(
+        "missing_sync_after_loads", "no barrier between loading the tiles and reading them",
+        "cuda.syncthreads() right after the two loads: every thread reads a whole row of one tile and a whole "
+        "column of the other, most of them loaded by other threads",
+        "with K within one slab, the result changes with the order the threads run in",
+        symptoms.order_dependent(ONE_SLAB),
+        _plant((SYNC_AFTER_LOADS, "        for kk in range(tile):"))),
+    Mistake(
+        "missing_sync_before_next_loads", "no barrier between reading the tiles and loading the next slab",
+        "cuda.syncthreads() at the end of each slab: otherwise a fast thread loads the next slab over values "
+        "that slower threads are still multiplying",
+        "right with one slab along K; with several, the result changes with the order the threads run in",
+        symptoms.order_dependent(ODD),
+        _plant((SYNC_AFTER_USE, "        pass  # nobody overwrites"))),
+    Mistake(
+        "wrong_load_index", "the loads put elements in the wrong places of the tiles",
+        "thread (ty, tx) stores A's element at a_tile[ty, tx] and B's at b_tile[ty, tx]; the multiply-adds read "
+        "a_tile[ty, kk] (a row of A) and b_tile[kk, tx] (a column of B)",
+        "wrong even at exact tile sizes (no edge involved), the same in both thread orders",
+        wrong_without_edges,
+        _plant(("a_tile[ty, tx] = a[row, a_col]", "a_tile[tx, ty] = a[row, a_col]"))),
+    Mistake(
+        "edge_not_zeroed", "the tile entries past an edge are skipped, not zeroed",
+        "an `if` that skips the load leaves the previous slab's value in the tile, and it is multiplied in: "
+        "store 0.0 there instead (`... else float32(0.0)`)",
+        "right at exact tile sizes, wrong when K ends inside a tile (the stale entries add in)",
+        right_on_tiles_only,
+        _plant((LOAD_A, "if row < m and a_col < k_total:\n                a_tile[ty, tx] = a[row, a_col]"),
+               (LOAD_B, "if b_row < k_total and col < n:\n                b_tile[ty, tx] = b[b_row, col]"))),
+)

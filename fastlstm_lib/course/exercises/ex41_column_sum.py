@@ -1,0 +1,250 @@
+"""Exercise (notebook 41): the column sum behind the bias gradient, db = 1^T dZ.
+
+The learner writes ``column_sum(a, out, accumulate)``: out[j] = the sum of column j of ``a`` (or
+out[j] += it), launched like the library's (``kernels/reduce.py``): one block of (COLUMNS,
+ROW_THREADS) threads per 32 columns; each thread adds up every ROW_THREADS-th row of its column,
+the block adds its partial sums in a shared-memory tree, and one thread per column writes. The
+solution is the library's kernel. Four probes, none a multiple of 32 or of ROW_THREADS: odd sizes
+(a partly used last tile); a square matrix (a sum along the wrong axis gives the row sums there);
+``accumulate`` on an ``out`` that holds values; fewer rows than threads down a column.
+
+Many of the mistakes leave out or repeat whole rows. Where there are more columns than rows, the
+output fixes the weight each row was added with (a least-squares solve, exact here): which rows
+are missing or counted twice says whether the stride or the tree is at fault.
+"""
+
+from __future__ import annotations
+
+import inspect
+
+import numpy as np
+
+from ...kernels import reduce
+from ...kernels.geometry import blocks_for
+from . import locate, symptoms
+from .base import Mistake, planted_kernel
+from .kernel_runs import KernelExercise, Probe
+
+R, C = reduce.ROW_THREADS, reduce.COLUMNS
+ODD_ROWS, COLS = 3 * R + 1, C + 5
+ODD = f"{ODD_ROWS} x {COLS}: a block of {C} columns and part of a second, {R} threads down each"
+SQUARE = f"{COLS} x {COLS}: as many rows as columns"
+ACCUMULATE = f"{2 * R + 1} x {COLS} with accumulate=True: out holds values to add to"
+FEW_ROWS = f"{R - 1} x 5: fewer rows than threads down a column"
+
+LOAD = "acc += a[r, col]"
+STRIDE = "range(ty, rows, row_threads)"
+SYNC_BEFORE_TREE = "    cuda.syncthreads()  # every partial sum is stored before any is read\n"
+SYNC_IN_TREE = "        cuda.syncthreads()  # this level is done before the next one reads it\n"
+WRITE = """        if accumulate:
+            out[col] += partial[0, tx]
+        else:
+            out[col] = partial[0, tx]"""  # the source as ``replaced`` reads it: dedented by the factory's 4
+
+
+def sum_inputs(rows: int, cols: int, seed: int, accumulate: bool = False):
+    def make() -> dict:
+        rng = np.random.default_rng(seed)
+        a = rng.standard_normal((rows, cols)).astype(np.float32)
+        out = rng.standard_normal(cols).astype(np.float32) if accumulate else np.full(cols, np.nan, np.float32)
+        return {"a": a, "out": out}
+
+    return make
+
+
+def _plant(*edits):
+    return lambda: planted_kernel(reduce.column_sum_kernel(R), *edits)
+
+
+def row_weights(a: np.ndarray, out: np.ndarray | None) -> np.ndarray | None:
+    """The whole number of times ``out`` added each row of ``a`` (out = w @ a, solved exactly where
+    there are more columns than rows); None when no such weights explain it."""
+    a = a.astype(np.float64)
+    if out is None or not np.isfinite(out).all() or a.shape[0] > a.shape[1]:
+        return None
+    weights = np.linalg.lstsq(a.T, out.astype(np.float64), rcond=None)[0]
+    whole = np.round(weights)
+    scale = float(np.abs(a).sum(axis=0).max())
+    if np.abs(weights - whole).max() > 1e-3 or np.abs(a.T @ whole - out).max() > 1e-4 * scale:
+        return None
+    return whole.astype(int)
+
+
+def odd_weights(evidence) -> np.ndarray | None:
+    """``row_weights`` of the odd probe's output (its first thread order)."""
+    result = evidence.probe(ODD)
+    return None if result.error is not None else row_weights(result.inputs["a"], result.outputs["out"])
+
+
+def by_thread(weights: np.ndarray) -> np.ndarray | None:
+    """The weight of each thread ty's rows (ty, ty + R, ...) when all rows of a thread share one; else None."""
+    per_thread = [set(weights[y::R]) for y in range(R)]
+    return np.array([s.pop() for s in per_thread]) if all(len(s) == 1 for s in per_thread) else None
+
+
+def rows_left_out(by_tree: bool):
+    """Some rows are never added (weight 0, the others 1): by whole threads (``by_tree``, the tree
+    drops partial sums) or not (the stride skips rows)."""
+
+    def detect(evidence):
+        weights = odd_weights(evidence)
+        if weights is None or weights.min() != 0 or weights.max() != 1:
+            return None
+        threads = by_thread(weights)
+        if (threads is not None) != by_tree:
+            return None
+        if by_tree:
+            lost = np.flatnonzero(threads == 0)
+            kept = ", ".join(map(str, np.flatnonzero(threads)))
+            return (f"out equals the sum of the rows of threads ty = {kept} alone: the partial sums of threads "
+                    f"ty = {', '.join(map(str, lost))} never reach out (probe: {ODD})")
+        return (f"out equals a sum without {locate.spans(np.flatnonzero(weights == 0), weights.size, 'row')} "
+                f"of a (probe: {ODD})")
+
+    return detect
+
+
+def rows_counted_twice(evidence):
+    weights = odd_weights(evidence)
+    if weights is None or weights.min() < 0 or weights.max() < 2:
+        return None
+    many = np.flatnonzero(weights > 1)
+    return (f"out adds {locate.spans(many, weights.size, 'row')} of a more than once (up to {weights.max()} "
+            f"times; probe: {ODD})")
+
+
+def order_dependent_with_nan(nan: bool):
+    """The two thread orders differ, and one of them gives NaN (a partial sum read before it was
+    stored: shared memory starts as NaN there) or neither does (a tree level read too early)."""
+    detect_order = symptoms.order_dependent(ODD)
+
+    def detect(evidence):
+        where = detect_order(evidence)
+        result = evidence.probe(ODD)
+        if where is None or any(not np.isfinite(o.outputs["out"]).all() for o in result.outcomes) != nan:
+            return None
+        return where + ("; NaN is shared memory nobody had stored yet" if nan else "")
+
+    return detect
+
+
+def added_to_nan(evidence):
+    """Without accumulate, out (NaN before the launch) comes back NaN everywhere, and the accumulate
+    probe is right: out is always added to."""
+    result, accumulated = evidence.probe(ODD), evidence.probe(ACCUMULATE)
+    if result.error is not None or result.order_dependent() or np.isfinite(result.outputs["out"]).any():
+        return None
+    if accumulated.error is not None or accumulated.wrong(evidence.exercise):
+        return None
+    return (f"with accumulate=False, every element of out is NaN, its value before the launch plus the sum "
+            f"(probe: {ODD})")
+
+
+class ColumnSum(KernelExercise):
+    name = "column_sum"
+    notebook = "41"
+    title = ("the kernel column_sum(a, out, accumulate): out[j] = sum of column j of a (out[j] += it with "
+             f"accumulate); a block of {C} columns x ROW_THREADS threads down them, partial sums added in a "
+             "shared-memory tree")
+    difficulty = "medium"
+    hints = (  # a nudge, the idea, the code (fl.exercises.hint(name, level))
+        ('Each column has ROW_THREADS threads: which rows does each one add up, so that every row is '
+         'added exactly once, and how do the ROW_THREADS sums of a column become one, when a thread '
+         'cannot read the registers of another?'),
+        ('Thread (tx, ty) owns column blockIdx.x * COLUMNS + tx and adds up rows ty, ty + '
+         'ROW_THREADS, ty + 2 ROW_THREADS, ... of it (none if the column is past the last). It stores '
+         'that sum in partial[ty, tx] and the block waits. Then a tree: with h = ROW_THREADS / 2, '
+         'then half of that, down to 1, threads ty < h add partial[ty + h, tx] into partial[ty, '
+         'tx], and the block waits after every level. Thread ty = 0 writes partial[0, tx] into out '
+         'for its column (adds it when accumulate is true).'),
+        ('acc = float32(0.0); if col < cols: for r in range(ty, rows, ROW_THREADS): acc += a[r, '
+         'col]; partial[ty, tx] = acc; cuda.syncthreads(); half = ROW_THREADS // 2; while half > 0: '
+         '(if ty < half: partial[ty, tx] += partial[ty + half, tx]); cuda.syncthreads(); half //= 2; '
+         'then if ty == 0 and col < cols: out[col] += partial[0, tx] if accumulate, else out[col] = '
+         'partial[0, tx]'),
+    )
+    outputs = ("out",)
+    axes = {"out": ("column",)}
+    probes = (Probe(ODD, sum_inputs(ODD_ROWS, COLS, seed=11)),
+              Probe(SQUARE, sum_inputs(COLS, COLS, seed=12)),
+              Probe(ACCUMULATE, sum_inputs(2 * R + 1, COLS, seed=13, accumulate=True), flags=(("accumulate", True),)),
+              Probe(FEW_ROWS, sum_inputs(R - 1, 5, seed=14)))
+
+    def solution(self):
+        return reduce.column_sum_kernel(R)
+
+    def solution_source(self) -> str:
+        return (f"# the solution: fastlstm_lib/kernels/reduce.py (row_threads is ROW_THREADS, {R} here)\n"
+                + inspect.getsource(reduce.column_sum_kernel(R).py_func))
+
+    def launch(self, kernel, arrays: dict) -> None:
+        a, out = arrays["a"], arrays["out"]
+        kernel[blocks_for(a.shape[1], C), (C, R)](a, out, bool(arrays.get("accumulate", False)))
+
+    def expected(self, inputs: dict) -> dict:
+        total = inputs["a"].astype(np.float64).sum(axis=0)
+        before = inputs["out"].astype(np.float64)
+        return {"out": total if np.isnan(before).all() else before + total}
+
+
+EXERCISE = ColumnSum()
+EXERCISE.catalog = (
+    Mistake("rows_and_columns_swapped", "the sum runs along a row of a, not down a column",
+            "a[r, col] is row r of column col: thread (tx, ty) walks down its column, the row index r changing",
+            "on a square matrix, out holds the row sums",
+            symptoms.equals(SQUARE, "out", lambda inputs: inputs["a"].astype(np.float64).sum(axis=1), "the row sums of a"),
+            _plant((LOAD, "acc += a[col, r]"))),
+    Mistake("accumulate_always", "out is added to even when accumulate is False",
+            "with accumulate=False the column's total replaces out[col] (`out[col] = ...`); only with "
+            "accumulate=True is it added to what out holds",
+            "with accumulate=False, out comes back NaN (its value before the launch, plus the sum); right with accumulate",
+            added_to_nan, _plant((WRITE, "        out[col] += partial[0, tx]"))),
+    Mistake("same_columns_every_block", "every block sums the same columns",
+            "the block's columns start at blockIdx.x * COLUMNS: col = cuda.blockIdx.x * COLUMNS + tx",
+            f"the first {C} columns are right, those after them are never written",
+            symptoms.unwritten_from(ODD, "out", C), _plant(("col = cuda.blockIdx.x * COLUMNS + tx", "col = tx"))),
+    Mistake("unguarded_column_edge", "the columns past the last one are not guarded",
+            "the last block's tile hangs past the last column: its threads there load nothing "
+            "(`if col < cols:` around the loop) and write nothing (`and col < cols` on the write)",
+            "IndexError on the simulator, a write into the NaN padding after out on a GPU",
+            symptoms.past_edge(ODD, "out"),
+            _plant(("if col < cols:  # the last tile", "if True:  # the last tile"),
+                   ("if ty == 0 and col < cols:", "if ty == 0:"))),
+    Mistake("missing_sync_before_tree", "no barrier between storing the partial sums and adding them up",
+            "cuda.syncthreads() right after `partial[ty, tx] = acc`: the tree reads the partial sums of other "
+            "threads, which must all be stored first",
+            "the result changes with the order the threads run in, and one order gives NaN (shared memory not stored yet)",
+            order_dependent_with_nan(True), _plant((SYNC_BEFORE_TREE, ""))),
+    Mistake("every_thread_writes", "every thread of a column writes out[col], not thread ty = 0 alone",
+            "after the tree partial[0, tx] holds the column's total, and one thread must write it: "
+            "`if ty == 0 and col < cols:` (on a GPU, several threads adding to out[col] at once also race)",
+            f"with accumulate=True, out gains the column's total {R} times (once per thread down the column)",
+            symptoms.equals(ACCUMULATE, "out", lambda inputs: inputs["out"] + R * inputs["a"].astype(np.float64).sum(axis=0),
+                            f"its old values plus {R} times the sum"),
+            _plant(("if ty == 0 and col < cols:", "if col < cols:"))),
+    Mistake("missing_sync_in_tree", "no barrier between the levels of the tree",
+            "cuda.syncthreads() at the end of every level, inside the loop: the next level reads sums this level "
+            "has just written, some by other threads",
+            "the result changes with the order the threads run in (no NaN: the sums were stored, just not all added yet)",
+            order_dependent_with_nan(False), _plant((SYNC_IN_TREE, ""))),
+    Mistake("tree_drops_partial_sums", "the tree stops before it has added every partial sum",
+            "halve until 1 is done: `while half > 0` (a tree over ROW_THREADS sums has log2(ROW_THREADS) levels)",
+            "out equals the sum of the rows of some threads only: whole threads' partial sums are missing",
+            rows_left_out(by_tree=True), _plant(("while half > 0:", "while half > 1:"))),
+    Mistake("stride_skips_rows", "the loop down the column skips rows",
+            "the ROW_THREADS threads of a column share its rows: thread ty takes rows ty, ty + ROW_THREADS, "
+            "ty + 2 ROW_THREADS, ... (a step of ROW_THREADS, not COLUMNS or blockDim.x)",
+            "out equals a sum that leaves out some rows of a",
+            rows_left_out(by_tree=False), _plant((STRIDE, "range(ty, rows, COLUMNS)"))),
+    Mistake("stride_double_counts_rows", "the loop down the column adds some rows more than once",
+            "each thread takes every ROW_THREADS-th row from its own ty on: `range(ty, rows, ROW_THREADS)`, so "
+            "that the threads' rows never overlap",
+            "out equals a sum that adds some rows of a two or more times",
+            rows_counted_twice, _plant((STRIDE, "range(ty, rows)"))),
+    Mistake("accumulate_ignored", "accumulate is ignored: out is overwritten",
+            "with accumulate=True, add the column's total to what out holds: `out[col] += partial[0, tx]`",
+            "with accumulate=True, out holds the sum alone, its old values gone",
+            symptoms.equals(ACCUMULATE, "out", lambda inputs: inputs["a"].astype(np.float64).sum(axis=0),
+                            "the sum alone, without out's old values"),
+            _plant((WRITE, "        out[col] = partial[0, tx]"))),
+)

@@ -1,0 +1,268 @@
+"""A record of every launch, stream, event and buffer of a run, and the ordering mistakes in it.
+
+On the simulator streams run one after the other, so a step whose side stream is not ordered
+with its main stream still computes the right numbers there; on a GPU it races. The grader
+therefore checks the order itself, not only the numbers. Inside ``Trace()``:
+
+- every kernel launch is recorded with its stream and the memory its arguments cover (which
+  arguments a library kernel reads and writes is known: ``memory.ACCESS``);
+- every ``event.record`` / ``event.wait`` and host synchronisation is recorded;
+- every float buffer made with ``cuda.device_array`` starts as NaN (uninitialised scratch shows).
+
+From that, with CUDA's rules for ordinary (blocking) streams and the legacy default stream, a
+vector clock per stream (``streams``) tells whether launch A is guaranteed to finish before launch
+B starts.
+Three findings come out, in launch order, the first of each kind kept:
+
+- ``read_before_write``: a kernel reads scratch (or the output) that no kernel of this run wrote;
+- ``race``: two launches touch the same elements, one writing, with nothing ordering them; the
+  events around them say which usual mistake it is (``Finding.cause``);
+- ``unwritten_output``: elements of the output that no kernel of this run wrote.
+
+Buffers and streams are named after where the step keeps them (``state.x_seq[2]``,
+``state.side``), found by walking the step's state after ``setup``.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import dataclasses
+from types import SimpleNamespace
+
+import numpy as np
+from numba import cuda
+
+from ...launches import intercept, kernel_name, patched  # the one place that patches Numba
+from .memory import ACCESS, UNNAMED, Buffer, Memory, device_layout, element_offsets
+from .streams import DEFAULT_STREAM, Launch, TracedEvent, is_default_stream, join, ordered
+
+@dataclasses.dataclass
+class Finding:
+    kind: str  # "read_before_write", "race" or "unwritten_output"
+    text: str
+    cause: str = ""  # races: which ordering mistake the events point to
+    buffer: str = ""  # the buffer concerned, by the name the step keeps it under
+    elements: np.ndarray | None = None  # unwritten_output: flat indices into the output
+
+
+class Trace:
+    """``with Trace() as trace:`` records launches, events and allocations (see the module doc)."""
+
+    def __init__(self):
+        self.memory = Memory()
+        self.launches: list[Launch] = []
+        self.log: list[tuple] = []  # ("launch", Launch) / ("record" | "wait", event name, stream)
+        self.findings: list[Finding] = []
+        self._clocks: dict[str, dict] = {}
+        self._host: dict = {}  # what the host has waited for: ordered before all later work
+        self._streams: dict[int, tuple] = {}  # id -> (stream object, name)
+        self._event_names: dict[int, str] = {}
+        self._output: Buffer | None = None
+        self._patches = contextlib.ExitStack()  # what __exit__ puts back
+
+    # ---- setting up ------------------------------------------------------------------------
+
+    def __enter__(self):
+        original_event, original_sync, original_alloc = cuda.event, cuda.synchronize, cuda.device_array
+
+        def traced_launch(kernel, config, configure):  # kernel[grid, block, stream]: record, then launch
+            configured = configure(kernel, config)
+            stream = config[2] if len(config) > 2 else 0
+
+            def launch(*args):
+                self._launch(kernel_name(kernel), stream, args)
+                return configured(*args)
+
+            return launch
+
+        def synchronize():
+            self.host_waited(join(*self._clocks.values()))
+            return original_sync()
+
+        def poisoned_device_array(*args, **kwargs):
+            array = original_alloc(*args, **kwargs)
+            if np.dtype(array.dtype).kind == "f":
+                array.copy_to_device(np.full(array.shape, np.nan, dtype=array.dtype))
+                self.memory.buffer_of(array, scratch=True)
+            return array
+
+        self._patches.enter_context(intercept(traced_launch))
+        self._patches.enter_context(patched([
+            (cuda, "event", lambda *args, **kwargs: TracedEvent(original_event(*args, **kwargs), self)),
+            (cuda, "synchronize", synchronize), (cuda, "device_array", poisoned_device_array)]))
+        return self
+
+    def __exit__(self, *exc):
+        self._patches.close()
+        return False
+
+    def name_things(self, roots: dict) -> None:
+        """Name buffers, streams and events after where ``roots`` keep them ({"state": state, ...})."""
+        stream_type = type(cuda.default_stream())
+        for name, value in roots.items():
+            self._walk(value, name, stream_type, depth=0)
+
+    def _walk(self, value, path, stream_type, depth):
+        if device_layout(value) is not None:
+            buffer = self.memory.buffer_of(value, scratch=False)
+            if buffer.start == device_layout(value)[0] and buffer.name.startswith(UNNAMED):
+                buffer.name = path
+        elif isinstance(value, TracedEvent):
+            self._event_names.setdefault(id(value), path)
+        elif isinstance(value, stream_type):
+            self._streams.setdefault(id(value), (value, path))
+        elif depth < 4 and isinstance(value, (list, tuple)):
+            for i, item in enumerate(value):
+                self._walk(item, f"{path}[{i}]", stream_type, depth + 1)
+        elif depth < 4 and isinstance(value, SimpleNamespace):
+            for key, item in vars(value).items():
+                self._walk(item, f"{path}.{key}", stream_type, depth + 1)
+
+    def set_output(self, array) -> None:
+        """The step's output: written in full by every run, never read before it is written."""
+        self._output = self.memory.buffer_of(array, scratch=True)
+        self._output.name = "out"
+
+    def end_setup(self) -> None:
+        for buffer in self.memory.buffers:
+            buffer.after_setup = buffer.written.copy()
+
+    def start_run(self) -> None:
+        """Scratch written during setup stays written; everything else must be written again."""
+        for buffer in self.memory.buffers:
+            buffer.written = buffer.after_setup.copy()
+        if self._output is not None:
+            self._output.written[:] = False
+
+    def end_run(self) -> None:
+        output = self._output
+        if output is not None and not output.written.all():
+            missing = np.flatnonzero(~output.written)
+            self._add(Finding("unwritten_output", f"{missing.size} of {output.size} elements of the output "
+                                                  "were never written", elements=missing))
+
+    # ---- what happens ----------------------------------------------------------------------
+
+    def stream_name(self, stream) -> str:
+        if is_default_stream(stream):
+            return DEFAULT_STREAM
+        if id(stream) not in self._streams:
+            self._streams[id(stream)] = (stream, f"stream #{len(self._streams) + 1}")
+        return self._streams[id(stream)][1]
+
+    def _event_name(self, event) -> str:
+        return self._event_names.setdefault(id(event), f"event #{len(self._event_names) + 1}")
+
+    def _issue(self, stream: str) -> dict:
+        if stream == DEFAULT_STREAM:  # the legacy default stream waits for every blocking stream...
+            return join(self._host, *self._clocks.values())
+        # ...and every blocking stream waits for it
+        return join(self._host, self._clocks.get(stream, {}), self._clocks.get(DEFAULT_STREAM, {}))
+
+    def event_recorded(self, event, stream) -> None:
+        name = self.stream_name(stream)
+        event.clock = self._issue(name)
+        self.log.append(("record", self._event_name(event), name))
+
+    def event_waited(self, event, stream) -> None:
+        name = self.stream_name(stream)
+        if event.clock is not None:
+            self._clocks[name] = join(self._clocks.get(name, {}), event.clock)
+        self.log.append(("wait", self._event_name(event), name))
+
+    def host_waited(self, clock: dict) -> None:
+        """The host waited for ``clock``: everything queued later is ordered after it."""
+        self._host = join(self._host, clock)
+
+    def _launch(self, kernel: str, stream, args) -> None:
+        name = self.stream_name(stream)
+        clock = self._issue(name)
+        seq = clock.get(name, 0) + 1
+        clock[name] = seq
+        self._clocks[name] = clock
+        launch = Launch(len(self.launches), kernel, name, seq, dict(clock))
+        self.launches.append(launch)
+        self.log.append(("launch", launch))
+        arrays = [(i, a) for i, a in enumerate(args) if device_layout(a) is not None]
+        if kernel not in ACCESS:  # a learner's kernel: assume it writes everything, check nothing
+            for _, array in arrays:
+                buffer = self.memory.buffer_of(array, scratch=False)
+                elements = element_offsets(device_layout(array), buffer)
+                if elements is not None:
+                    buffer.written[elements] = True
+            return
+        reads, writes = ACCESS[kernel]
+        if kernel.endswith("gemm") and len(args) > 3 and args[3]:
+            reads = reads + (2,)  # C += A @ B reads C
+        regions = {}
+        for i, array in arrays:
+            buffer = self.memory.buffer_of(array, scratch=False)
+            elements = element_offsets(device_layout(array), buffer)
+            if elements is not None:
+                regions[i] = (buffer, elements)
+        for i in reads:
+            if i in regions:
+                self._check_read(launch, *regions[i])
+        for i in writes:
+            if i in regions:
+                self._check_write(launch, *regions[i])
+
+    def _check_read(self, launch, buffer, elements) -> None:
+        if buffer.scratch and not buffer.written[elements].all():
+            unwritten = elements[~buffer.written[elements]]
+            self._add(Finding("read_before_write", f"{launch.kernel} on {launch.stream} reads "
+                                                   f"{buffer.describe(unwritten)} before any kernel of this run wrote it",
+                              buffer=buffer.name))
+        for writer in np.unique(buffer.last_write[elements]):
+            if writer >= 0 and not ordered(self.launches[writer], launch):
+                where = elements[buffer.last_write[elements] == writer]
+                self._race(self.launches[writer], launch, buffer, where, "reads")
+        buffer.readers.append((launch.index, elements))
+
+    def _check_write(self, launch, buffer, elements) -> None:
+        for writer in np.unique(buffer.last_write[elements]):
+            if writer >= 0 and writer != launch.index and not ordered(self.launches[writer], launch):
+                where = elements[buffer.last_write[elements] == writer]
+                self._race(self.launches[writer], launch, buffer, where, "overwrites")
+        for reader, read in buffer.readers:
+            if reader != launch.index and not ordered(self.launches[reader], launch):
+                both = np.intersect1d(read, elements)
+                if both.size:
+                    self._race(self.launches[reader], launch, buffer, both, "overwrites, while it may still be read,")
+        buffer.last_write[elements] = launch.index
+        buffer.written[elements] = True
+
+    def _race(self, first: Launch, second: Launch, buffer: Buffer, elements, verb: str) -> None:
+        if self.first("race"):
+            return  # only the first race is reported: the rest usually follow from it
+        self._add(Finding("race", f"{second.kernel} on {second.stream} {verb} {buffer.describe(elements)}, which "
+                                  f"{first.kernel} on {first.stream} {'reads' if 'read,' in verb else 'writes'} just "
+                                  f"before, and nothing makes {second.stream} wait for it",
+                          cause=self._cause(first, second), buffer=buffer.name))
+
+    def _cause(self, first: Launch, second: Launch) -> str:
+        """Which ordering mistake the events around two unordered launches point to."""
+        start, end = (next(i for i, e in enumerate(self.log) if e[0] == "launch" and e[1] is launch)
+                      for launch in (first, second))
+        for at in range(start + 1, end):
+            if self.log[at][0] != "record" or self.log[at][2] != first.stream:
+                continue  # look at the events recorded after the first launch, on its stream
+            event = self.log[at][1]
+            waits = [e[2] for e in self.log[at + 1:end] if e[0] == "wait" and e[1] == event]
+            if not waits:
+                previous = max((i for i in range(at) if self.log[i][:2] == ("record", event)), default=-1)
+                early = any(e[:3] == ("wait", event, second.stream) for e in self.log[previous + 1:at])
+                return "wait_before_record" if early else "missing_wait"
+            if second.stream not in waits:
+                return "wait_on_wrong_stream"
+        waited = {e[1] for e in self.log[start + 1:end] if e[0] == "wait" and e[2] == second.stream}
+        if any(e[0] == "record" and e[1] in waited for e in self.log[start + 1:end]):
+            return "event_on_wrong_stream"
+        return "streams_unordered"
+
+    def _add(self, finding: Finding) -> None:
+        if not any(f.kind == finding.kind for f in self.findings):
+            self.findings.append(finding)
+
+    def first(self, kind: str) -> Finding | None:
+        return next((f for f in self.findings if f.kind == kind), None)

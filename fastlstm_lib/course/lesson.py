@@ -1,0 +1,346 @@
+"""One call for each part that every ladder notebook (03-09) has, so a notebook keeps only its own cells.
+
+- ``check(step)``: the step at the course's odd sizes against the float64 reference and Keras,
+  with the launches counted in that real run set against ``fl.profile``'s dry run of it. The
+  printed words do not depend on the device, so nbval compares them; the errors are returned.
+- ``launches(step)``: every step so far, recorded without running (``fl.profile``) at the
+  article's size: launches per pass and per layer-step, GEMMs and element-wise kernels, a chart.
+- ``bounds(step)``: every step so far at the article's size: bytes, the critical path, and the
+  lower bound on an M40 and an H100 with a C++ host and with Python, beside the article's M40
+  measurement; a chart. Deterministic: data sheets, counts and dependencies, no clock.
+- ``standing(step)``: the check's verdicts, then this step beside the one before in one line each:
+  launches per pass, the lower bound and the timeline model's estimate (notebook 02 explains both),
+  the article's M40 measurement.
+- ``ladder_chart(step)``: the ladder's one chart, which grows by one step per notebook: ms per
+  pass of every step so far, measured (the article's M40, committed GPU results, this run) and
+  estimated, each labelled.
+- ``nsight(step)``: how to see the step's effect on a GPU with Nsight Systems (each pass an NVTX
+  range, ``nvtx.py``), or Nsight Compute where a kernel's memory access is the point: the commands,
+  and what to look for. Printed the same on every machine; nothing is run.
+- ``measure(step)``: on a GPU, every step so far checked and timed at the article's size; on the
+  simulator nothing is timed (it would measure Python threads) and it says so. Then the ladder chart.
+
+Geometry is an M40's unless a notebook says otherwise (``CHIP``): the article's GPU, so that the
+recorded launches are the same on every machine.
+"""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+
+from ..runtime import simulator
+from .. import steps
+from .article import ARTICLE_GPU
+from ..config import LSTMConfig
+from ..harness import bench_steps, problem
+from .kept import kept
+from ..kernels.versions import gemm_names
+from ..launches import count_launches
+from ..runtime.nvtx import DOMAIN as DOMAIN_NAME
+from .profile.record import shared_profile as profile  # read-only here: no copy needed
+from ..reference import RTOL, relative_error
+from .tables import Column, table
+
+#: The course's odd sizes: no multiple of any tile (4, 8, 16, 32, 64) or block size.
+ODD = LSTMConfig(batch=3, seq_len=5, input_size=5, hidden=7, layers=2)
+#: Whose launch geometry the dry runs record (the persistent grid, the GEMM blocking).
+CHIP = ARTICLE_GPU
+#: The GPUs and hosts the bounds are shown for: the article's GPU and a current one.
+BOUND_GPUS = (ARTICLE_GPU, "H100")
+#: The GEMM family's kernels (kernels/gemm.py), as recorded launches name them.
+GEMM_KERNELS = gemm_names()
+
+
+def steps_so_far(step: str) -> list[str]:
+    """The ladder up to and including ``step``."""
+    order = steps.names()
+    return order[: order.index(steps.get(step).name) + 1]
+
+
+def check(step: str, cfg: LSTMConfig = ODD, *, seed: int = 0, chip: str = CHIP) -> dict:
+    """Run ``step`` once at ``cfg`` (output poisoned with NaN first) and compare it with the float64
+    reference and with ``keras.layers.LSTM`` holding the same weights. Prints the verdicts; returns
+    {"reference": error, "keras": error, "launches": counted}."""
+    from ..keras_bridge import keras_forward
+
+    x, params, ref = problem(cfg, seed)
+    with count_launches() as counted:
+        y = steps.get(step).forward(x, params)
+    recorded = profile(step, cfg, chip=chip).kernels()
+    errors = {"reference": relative_error(y, ref), "keras": relative_error(y, keras_forward(x, params).astype(np.float64)),
+              "launches": sum(counted.values())}
+    print(f"output {y.shape} {y.dtype} | any NaN left: {bool(np.isnan(y).any())}")
+    print(f"{step} equals the float64 reference within {RTOL:g}: {errors['reference'] <= RTOL}")
+    print(f"{step} equals keras.layers.LSTM within {RTOL:g}:    {errors['keras'] <= RTOL}")
+    print(f"launches counted in this run: {errors['launches']}; recorded by fl.profile without running: "
+          f"{sum(recorded.values())}; the same kernels: {dict(counted) == recorded}")
+    return errors
+
+
+def launch_rows(names, cfg: LSTMConfig | None = None, *, chip: str = CHIP) -> list[dict]:
+    """Per step: launches per pass at ``cfg`` (the article's by default), GEMMs and element-wise."""
+    cfg = LSTMConfig.article() if cfg is None else cfg
+    rows = []
+    for name in names:
+        kernels = profile(name, cfg, chip=chip).kernels()
+        gemms = sum(n for kernel, n in kernels.items() if kernel in GEMM_KERNELS)
+        total = sum(kernels.values())
+        rows.append({"step": name, "launches": total, "gemm": gemms, "other": total - gemms, "kernels": kernels,
+                     "per_layer_step": total / (cfg.layers * cfg.seq_len)})
+    return rows
+
+
+LAUNCH_COLUMNS = (Column("step", "<", 18), Column("launches", ">", 9), Column("GEMMs", ">", 8),
+                  Column("element-wise", ">", 14), Column("per layer-step", ">", 16, ".2f"))
+TRAFFIC_COLUMNS = (Column("step", "<", 18), Column("MB loaded", ">", 10, ".0f"), Column("MB stored", ">", 11, ".0f"),
+                   Column("critical path", ">", 15))
+
+
+def launches(step: str, cfg: LSTMConfig | None = None, *, chip: str = CHIP, chart: bool = True) -> list[dict]:
+    """Every step so far, recorded at the article's size: a table and a chart of launches."""
+    cfg = LSTMConfig.article() if cfg is None else cfg
+    rows = launch_rows(steps_so_far(step), cfg, chip=chip)
+    print(f"launches per forward pass at {cfg.as_dict()} (recorded by fl.profile, nothing run):")
+    print(table(LAUNCH_COLUMNS, [[row[key] for key in ("step", "launches", "gemm", "other", "per_layer_step")]
+                                 for row in rows], sep=""))
+    if chart:
+        import matplotlib.pyplot as plt
+
+        from .plots import launch_chart
+
+        launch_chart({row["step"]: row["kernels"] for row in rows}, cfg.layers * cfg.seq_len)
+        plt.show()
+    return rows
+
+
+def bounds(step: str, *, gpus=BOUND_GPUS, chart: bool = True) -> list[dict]:
+    """Every step so far at the article's size: traffic, critical path and lower bounds per GPU and
+    host, beside the article's measurement. Returns the ``profile.ladder.ladder_bounds`` rows."""
+    from .profile.ladder import ladder_bounds, table_text
+
+    rows = ladder_bounds(gpus=gpus, steps=steps_so_far(step), chip=CHIP)
+    print("MB loaded and stored: every global load and store the kernels issue (re-reads included, most "
+          "served by caches, not DRAM); critical path: launches on the longest chain of dependent launches.")
+    print(table(TRAFFIC_COLUMNS, [[row["step"], row["bytes_read"] / 1e6, row["bytes_written"] / 1e6,
+                                   f"{row['critical_launches']:>9} launches"] for row in rows], sep=""))
+    print()
+    print(table_text(rows, gpus=gpus))
+    if chart:
+        import matplotlib.pyplot as plt
+
+        from .profile.charts import ladder_bounds_chart
+
+        ladder_bounds_chart(rows, gpus=gpus, title=f"Up to {step}: lower bounds beside the article (ms per pass)")
+        plt.show()
+    return rows
+
+
+ARTICLE_LABEL = "the article's M40"
+#: The timeline model's estimates a ladder notebook shows (notebook 02 explains the model): the
+#: article's GPU issued from C++ (the article's own setting) and an H100 issued from Python (ours).
+ESTIMATES = ((ARTICLE_GPU, "cpp"), ("H100", "python"))
+HOST_WORDS = {"cpp": "C++", "python": "Python"}
+
+
+def _change(before, now, fmt: str = "{:,}") -> str:
+    """ "old -> new", or "new" where there is no step before."""
+    return fmt.format(now) if before is None else f"{fmt.format(before)} -> {fmt.format(now)}"
+
+
+def estimate_ms(step: str, gpu: str, host: str) -> float | None:
+    """The timeline model's time for one pass of ``step`` at the article's size on ``gpu`` issued by
+    ``host`` (``fl.estimate``, recorded with that GPU's geometry), or None where the step cannot
+    run there (the persistent kernel needs a cooperative launch). Kept on disk for the next
+    notebook (``kept.py``)."""
+    name = steps.get(step).name
+    return kept(("estimate_ms", name, gpu, host, LSTMConfig.article().as_dict()), lambda: _estimate_ms(name, gpu, host),
+                (float, type(None)))
+
+
+def _estimate_ms(name: str, gpu: str, host: str) -> float | None:
+    from .timeline.story import estimated_pass
+
+    try:
+        return estimated_pass(name, gpu, host, LSTMConfig.article())[1].total_ms
+    except ValueError:
+        return None
+
+
+def standing(step: str, cfg: LSTMConfig = ODD, *, chip: str = CHIP, gpus=BOUND_GPUS) -> dict:
+    """Where ``step`` stands, in one cell: ``check`` at ``cfg`` (the verdicts printed), then, at the
+    article's size and recorded without running, one line each beside the step before: launches
+    per pass, the lower bound and the timeline model's estimate on an H100 issued from Python, and
+    the article's M40 measurement where it has one. Notebook 02 explains the bound and the model
+    once; their tables are ``bounds`` and ``timeline.step_change``. ``chip``: the launch geometry of
+    the check's recording and of the launch counts. Deterministic: nbval compares all of it.
+    Returns {"errors": ``check``'s dict, "launches": ``launch_rows``, "bounds": ``ladder_bounds``
+    rows, "estimates": {(step, gpu, host): ms}}, every step so far in each."""
+    from .profile.ladder import ladder_bounds
+
+    errors = check(step, cfg, chip=chip)
+    names = steps_so_far(step)
+    counted = launch_rows(names, chip=chip)
+    rows = ladder_bounds(gpus=gpus, steps=names, chip=CHIP)  # the persistent step is planned per GPU there
+    estimates = {(name, gpu, host): estimate_ms(name, gpu, host) for name in names[-2:] for gpu, host in ESTIMATES}
+    now, was = rows[-1], (rows[-2] if len(rows) > 1 else None)
+    before = was["step"] if was else None
+    old = (lambda key: None) if was is None else (lambda key: was[key])
+    gpu, host = ESTIMATES[-1]
+    bound = (f"{_change(old(f'{gpu} {host} ms'), now[f'{gpu} {host} ms'], '{:.1f}')} ms, "
+             f"set by {now[f'{gpu} {host} binding']}")
+    lines = [["launches per pass", _change(old("launches"), now["launches"])
+              + f" ({counted[-1]['gemm']:,} GEMMs, {counted[-1]['other']:,} element-wise)"],
+             [f"lower bound, {gpu}, {HOST_WORDS[host]} host", bound]]
+    for gpu, host in ESTIMATES[::-1]:
+        after, earlier = estimates[step, gpu, host], before and estimates[before, gpu, host]
+        text = ("cannot run there" if after is None else
+                _change(earlier, after, "{:.1f}") + " ms" if earlier is not None or before is None else f"{after:.1f} ms")
+        lines.append([f"estimate, {gpu}, {HOST_WORDS[host]} host", text])
+    if "article_ms" in now:
+        lines.append([ARTICLE_LABEL, _change(was.get("article_ms") if was else None, now["article_ms"], "{:.1f}")
+                      + " ms (measured)"])
+    print(f"\nAt the article's size ({before + ' -> ' + step if before else step}; recorded by fl.profile, "
+          "nothing run; bound and model: notebook 02):")
+    print(table((Column("", "<", 32), Column()), lines, sep="", indent="  ", header=False))
+    return {"errors": errors, "launches": counted, "bounds": rows, "estimates": estimates}
+
+
+def ladder_times(step: str, measured=()) -> list[dict]:
+    """Per step so far, at the article's size: ms per pass from every source the ladder chart
+    shows, each labelled: "{label}": ms. Measured: the article's M40 (published), every result
+    committed under data/results/ (device and file named), and ``measured`` (``fl.bench`` results
+    of this run). Estimated (``fl.estimate``): ``ESTIMATES``, and each measured GPU that
+    data/gpus.csv knows, issued from Python as our runs are. Simulator results carry no time."""
+    from ..gpus import find_gpu
+    from .results import check_results, committed_results
+
+    names = steps_so_far(step)
+    article = LSTMConfig.article()
+    ran = [dict(r, file="this run") for r in check_results("measured", list(measured)) if "skipped" not in r]
+    found = [r for r in committed_results() + ran
+             if r.get("times_meaningful") and r["config"] == article.as_dict() and r["step"] in names]
+    estimated = list(ESTIMATES)
+    for r in found:
+        gpu = find_gpu(r["device"]["name"])
+        if gpu is not None and (gpu["name"], "python") not in estimated:
+            estimated.append((gpu["name"], "python"))
+    from .article import article_ms
+
+    published = article_ms()
+    rows = []
+    for name in names:
+        row = {"step": name}
+        if name in published:
+            row[f"{ARTICLE_LABEL} (measured, published)"] = published[name]
+        for r in found:
+            if r["step"] == name:
+                row[f"{r['device']['name']} (measured, {r['file']})"] = r["time_ms"]["median"]
+        for gpu, host in estimated:
+            ms = estimate_ms(name, gpu, host)
+            if ms is not None:
+                row[f"{gpu}, {HOST_WORDS[host]} host (estimate)"] = ms
+        rows.append(row)
+    return rows
+
+
+def ladder_chart(step: str, measured=(), *, ax=None):
+    """One chart of the ladder so far (``ladder_times``): ms per pass at the article's size, log
+    scale, one group of bars per step, measured bars solid and estimates hatched, each labelled
+    with its GPU, host or file. Returns the figure."""
+    rows = ladder_times(step, measured)
+    import matplotlib.pyplot as plt
+
+    labels = list(dict.fromkeys(label for row in rows for label in row if label != "step"))
+    legend_rows = -(-len(labels) // 2)
+    if ax is None:
+        fig, ax = plt.subplots(figsize=(10, 1.5 + 0.22 * len(rows) * len(labels) + 0.25 * legend_rows))
+    else:
+        fig = ax.figure
+    height = 0.8 / len(labels)
+    colors = plt.get_cmap("tab10").colors
+    for index, label in enumerate(labels):
+        ys = [len(rows) - 1 - i - 0.4 + height * (index + 0.5) for i, row in enumerate(rows) if label in row]
+        ms = [row[label] for row in rows if label in row]
+        estimate = label.endswith("(estimate)")
+        ax.barh(ys, ms, height=height * 0.92, color="white" if estimate else colors[index % len(colors)],
+                edgecolor=colors[index % len(colors)], hatch="///" if estimate else None, label=label)
+        for y, value in zip(ys, ms):
+            ax.annotate(f"{value:.3g}", (value, y), xytext=(3, 0), textcoords="offset points", va="center", fontsize=7)
+    ax.set_yticks(range(len(rows)), [row["step"] for row in rows][::-1])
+    ax.set_xscale("log")
+    least = min(value for row in rows for label, value in row.items() if label != "step")
+    ax.set_xlim(10 ** math.floor(math.log10(least / 1.5)), None)  # bars start at a power of ten, not at the data
+    ax.set_xlabel("milliseconds per forward pass at the article's size (log scale; shorter is faster)")
+    ax.set_title(f"The ladder so far, up to {steps.get(step).name}: measured (solid) and estimated (hatched)")
+    handles, names = ax.get_legend_handles_labels()
+    fig.legend(handles, names, loc="lower center", ncol=2, fontsize="small")
+    fig.tight_layout(rect=(0, (0.1 + 0.22 * legend_rows) / fig.get_figheight(), 1, 1))
+    return fig
+
+
+#: Per ladder step: what its change looks like in Nsight Systems' timeline (or Nsight Compute's counters).
+LOOK_FOR = {
+    "baseline": "per layer-step, 8 small GEMM kernels and 17 element-wise ones, one after another on one stream, "
+                "with a gap before each: the launch latency, and on the host row the time Python takes to issue it",
+    "combined_gemms": "2 GEMM kernels per layer-step instead of 8 (stacked: 4x the columns each), and a shorter "
+                      "'combined_gemms pass' range than the 'baseline pass' one",
+    "streams": "a second stream: each input GEMM on it, overlapping the recurrent GEMM and the element-wise kernels "
+               "of the main stream; where the host issues launches more slowly than the GPU runs them, no overlap",
+    "fused_pointwise": "1 element-wise kernel (_lstm_cell) per layer-step instead of 17: the row of small kernels "
+                       "and their gaps is gone",
+    "pretransposed": "the same kernels, the same times: in Nsight Compute, the GEMM's global loads take 4 sectors "
+                     "per request (32-byte sectors per warp-wide load; notebook 06's count) in both layouts",
+    "combined_inputs": "one tall input GEMM at the start of each layer on the side stream, then only the recurrence "
+                       "(one GEMM and one cell per step) on the main one",
+    "wavefront": "one stream per layer: their kernels overlapping along diagonals, a layer starting its chunk as "
+                 "soon as the layer below has finished it",
+    "persistent": "one long persistent_layer kernel per layer after its input GEMM: 8 kernels in the whole pass; "
+                  "its length against the wavefront's pass is the barriers' and loads' real cost",
+}
+#: Nsight Compute's counters for sectors per warp-wide load (a request) of global loads.
+SECTOR_METRICS = "l1tex__t_sectors_pipe_lsu_mem_global_op_ld.sum,l1tex__t_requests_pipe_lsu_mem_global_op_ld.sum"
+
+
+def nsight(step: str) -> None:
+    """Print how to record ``step`` and the step before it with Nsight Systems (and Nsight Compute
+    for the pre-transposed weights), and what to look for. Nothing is run: the same on every machine."""
+    name = steps.get(step).name
+    if name not in LOOK_FOR:
+        raise ValueError(f"step must be one of the ladder's ({', '.join(LOOK_FOR)}), got {step!r}")
+    before = steps.previous(name)
+    pair = f"{before.name} {name}" if before is not None else name
+    print("On a machine with an NVIDIA GPU and Nsight Systems (nsys), in a terminal, nothing else running:")
+    print(f"  nsys profile -t cuda,nvtx -o {name} --force-overwrite true \\\n"
+          f"      python -m fastlstm_lib bench --steps {pair} --config article --warmup 1 --repeats 3")
+    print(f"  nsys stats --report nvtx_sum,cuda_gpu_kern_sum {name}.nsys-rep   # or open {name}.nsys-rep in the GUI")
+    print(f"Each pass is an NVTX range \"<step> pass\" (domain {DOMAIN_NAME}). Look for: {LOOK_FOR[name]}.")
+    if name == "pretransposed":
+        print("Nsight Compute (ncu), sectors per warp-wide load of the GEMM's global loads, measured:")
+        print(f"  ncu --kernel-name regex:blocked_gemm --launch-count 4 --metrics {SECTOR_METRICS} \\\n"
+              f"      python -m fastlstm_lib bench --steps {name} --config article --warmup 0 --repeats 1")
+        print("  sectors / requests = sectors per warp-wide load: 4 when a warp's 32 floats are 128 contiguous bytes")
+
+
+def measure(step: str, *, chart: bool = True) -> list[dict]:
+    """On a GPU: every step so far, checked and timed at the article's size (``fl.bench``), a table.
+    On the simulator nothing is timed, and it says so. Then (``chart``) the ladder's one chart,
+    ``ladder_chart``: this run's times beside the committed results, the article and the estimates."""
+    results = []
+    if simulator.SIMULATOR:
+        print("The CUDA simulator runs kernels as Python threads: a time taken here would say nothing "
+              "about a GPU, so nothing is timed. The chart shows the article's M40, any GPU result committed "
+              "under data/results/, and the timeline model's estimates. On a GPU this cell times every step "
+              "so far at the article's size and adds them.")
+    else:
+        from .results import format_table
+
+        results = bench_steps(steps_so_far(step), LSTMConfig.article())
+        print(format_table(results))
+    if chart:
+        import matplotlib.pyplot as plt
+
+        ladder_chart(step, results)
+        plt.show()
+    return results

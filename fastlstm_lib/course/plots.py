@@ -1,0 +1,221 @@
+"""Charts shared by the notebooks and the command line. matplotlib is imported when used.
+
+Each chart checks its arguments before matplotlib is imported; ``check_image_path`` checks a
+file a chart will be saved to (the command line's ``--plot``) before any benchmark runs.
+"""
+
+from __future__ import annotations
+
+from .article import article_numbers
+from ..checks import check_int, check_str, check_writable_path
+from ..kernels.versions import gemm_names
+from .results import check_results
+
+#: What ``ladder_chart`` reads of a result (measured ones: those whose times mean something).
+CHART_KEYS = ("step", "times_meaningful", "device.name", "gflops")
+
+
+def check_image_path(name: str, path):
+    """A path matplotlib can save a figure to: writable (``checks.check_writable_path``), its
+    suffix an image format matplotlib writes (.png, .svg, .pdf, ...). Returns a pathlib.Path."""
+    path = check_writable_path(name, path)
+    try:
+        from matplotlib.backend_bases import FigureCanvasBase
+    except ImportError:
+        raise ValueError(f"{name}: drawing a chart needs matplotlib (pip install matplotlib)") from None
+    formats = sorted(FigureCanvasBase.get_supported_filetypes())
+    if path.suffix.lower().lstrip(".") not in formats:
+        raise ValueError(f"{name} must end in an image format matplotlib writes (.{', .'.join(formats)}), "
+                         f"got {str(path)!r}")
+    return path
+
+
+def _check_published(published):
+    """True, False, or a list of step names (the article's; others, such as ``persistent``, show no bar)."""
+    if isinstance(published, bool):
+        return published
+    from ..steps import keras_names, names
+
+    known = list(dict.fromkeys([row["step"] for row in article_numbers()] + names() + keras_names()))
+    if isinstance(published, (str, bytes)) or not isinstance(published, (list, tuple, set)):
+        raise TypeError(f"published must be True, False or a list of step names ({', '.join(known)}), "
+                        f"got {type(published).__name__} {published!r}")
+    for step in published:
+        if step not in known:
+            raise ValueError(f"published must name known steps ({', '.join(known)}), got {step!r}")
+    return published
+
+
+def ladder_chart(results: list[dict], *, published=True, title: str | None = None, ax=None):
+    """Horizontal bars: GFLOP/s of each measured step, beside the blog's M40 numbers.
+
+    ``results`` are ``fl.bench`` dicts (any mix of devices: each bar is labelled with its
+    device). Simulator results are left out: their times mean nothing. ``published`` is True
+    (all published rows), False, or a list of step names to show. Returns the figure.
+    """
+    results = check_results("results", results, keys=CHART_KEYS)
+    published = _check_published(published)
+    if title is not None:
+        check_str("title", title)
+    import matplotlib.pyplot as plt
+
+    measured = [r for r in results if r.get("times_meaningful")]
+    rows = article_numbers() if published is True else [] if not published else [
+        row for row in article_numbers() if row["step"] in published
+    ]
+    if ax is None:
+        fig, ax = plt.subplots(figsize=(9, 1.2 + 0.3 * (len(measured) + len(rows))))
+    else:
+        fig = ax.figure
+    labels, values, colors = [], [], []
+    for row in rows:
+        labels.append(f"{row['step']} · Tesla M40 (published)")
+        values.append(row["gflops"])
+        colors.append("tab:gray")
+    palette = ["tab:green", "tab:blue", "tab:orange", "tab:purple"]
+    devices = sorted({r["device"]["name"] for r in measured})
+    for r in measured:
+        origin = r.get("file", "this run")  # committed results carry the file they came from
+        labels.append(f"{r['step']} · {r['device']['name']} ({origin})")
+        values.append(r["gflops"])
+        colors.append(palette[devices.index(r["device"]["name"]) % len(palette)])
+    ax.barh(labels[::-1], values[::-1], color=colors[::-1])
+    ax.set_xlabel("GFLOP/s (GEMM FLOPs / median time; higher is faster)")
+    ax.set_title(title or "LSTM forward pass, hidden 512, batch 64, 100 steps, 4 layers")
+    fig.tight_layout()
+    return fig
+
+
+# ---- pictures of the ideas (notebooks 02-08) -------------------------------------------------
+
+
+
+def launch_chart(counts: dict, layer_steps: int, *, ax=None):
+    """Stacked bars: kernel launches per layer-step of each step, GEMMs vs point-wise kernels.
+
+    ``counts`` maps a step name to the Counter of ``fl.count_launches()`` over one forward pass
+    that made ``layer_steps`` layer-steps.
+    """
+    if not isinstance(counts, dict):
+        raise TypeError(f"counts must be a dict of step name -> Counter of launches, got {type(counts).__name__} {counts!r:.80}")
+    if not counts:
+        raise ValueError("counts must hold at least one step, got an empty dict")
+    for step, counter in counts.items():
+        if not isinstance(counter, dict) or not all(isinstance(n, int) and not isinstance(n, bool) and n >= 0
+                                                    for n in counter.values()):
+            raise TypeError(f"counts[{step!r}] must be a Counter of launches by kernel name (fl.count_launches()), "
+                            f"got {type(counter).__name__} {counter!r:.80}")
+    layer_steps = check_int("layer_steps", layer_steps)
+    import matplotlib.pyplot as plt
+
+    if ax is None:
+        fig, ax = plt.subplots(figsize=(8, 0.9 + 0.45 * len(counts)))
+    else:
+        fig = ax.figure
+    names = list(counts)[::-1]
+    gemms = [sum(n for k, n in counts[s].items() if k in gemm_names()) / layer_steps for s in names]
+    others = [sum(n for k, n in counts[s].items() if k not in gemm_names()) / layer_steps for s in names]
+    ax.barh(names, gemms, color="tab:blue", label="GEMM launches")
+    ax.barh(names, others, left=gemms, color="tab:orange", label="element-wise launches")
+    for y, (g, o) in enumerate(zip(gemms, others)):
+        ax.text(g + o + 0.2, y, f"{g + o:.1f}", va="center")
+    ax.set_xlabel("kernel launches per layer-step (one forward pass / layers / steps)")
+    ax.set_xlim(0, max(g + o for g, o in zip(gemms, others)) * 1.15)
+    ax.legend(loc="lower right")
+    fig.tight_layout()
+    return fig
+
+
+def stream_timeline(lanes: list, *, title: str, ax=None):
+    """A schematic timeline: ``lanes`` = [(stream label, [(start, length, text, color), ...])].
+
+    Units are arbitrary: it shows what may overlap and what must wait, not measured times.
+    """
+    _check_lanes(lanes)
+    check_str("title", title)
+    import matplotlib.pyplot as plt
+
+    if ax is None:
+        fig, ax = plt.subplots(figsize=(11, 0.8 + 0.7 * len(lanes)))
+    else:
+        fig = ax.figure
+    for y, (_, boxes) in enumerate(lanes[::-1]):
+        for start, length, text, color in boxes:
+            ax.broken_barh([(start, length)], (y - 0.35, 0.7), color=color, edgecolor="white")
+            ax.text(start + length / 2, y, text, ha="center", va="center", fontsize=7)
+    ax.set_yticks(range(len(lanes)), [label for label, _ in lanes[::-1]])
+    ax.set_xlabel("time (schematic, arbitrary units)")
+    ax.set_title(title)
+    fig.tight_layout()
+    return fig
+
+
+def _check_lanes(lanes) -> None:
+    """``stream_timeline``'s lanes: [(label, [(start, length, text, color), ...]), ...], not empty."""
+    if not isinstance(lanes, (list, tuple)):
+        raise TypeError(f"lanes must be a list of (stream label, boxes), got {type(lanes).__name__} {lanes!r:.80}")
+    if not lanes:
+        raise ValueError("lanes must hold at least one (stream label, boxes), got an empty list")
+    for i, lane in enumerate(lanes):
+        if not isinstance(lane, (list, tuple)) or len(lane) != 2 or not isinstance(lane[1], (list, tuple)):
+            raise TypeError(f"lanes[{i}] must be (stream label, [(start, length, text, color), ...]), got {lane!r:.80}")
+        for j, box in enumerate(lane[1]):
+            if not isinstance(box, (list, tuple)) or len(box) != 4 or not all(
+                    isinstance(v, (int, float)) and not isinstance(v, bool) for v in box[:2]):
+                raise TypeError(f"lanes[{i}] box {j} must be (start, length, text, color) with numbers first, "
+                                f"got {box!r:.80}")
+
+
+def warp_loads(*, rows: int = 8, cols: int = 32, ax=None):
+    """Which words of a row-major matrix one warp's 32 loads touch: along a row (B stored (K, N))
+    or down a column (B stored (N, K) and read transposed)."""
+    rows = check_int("rows", rows, minimum=3)  # the picture marks row 2 and column 5
+    cols = check_int("cols", cols, minimum=6)
+    import matplotlib.pyplot as plt
+    import numpy as np
+
+    if ax is None:
+        fig, axes = plt.subplots(1, 2, figsize=(11, 3.2))
+    else:
+        fig, axes = ax.figure, ax
+    touched_row = np.zeros((rows, cols))
+    touched_row[2, :] = 1
+    touched_col = np.zeros((32, cols))
+    touched_col[:, 5] = 1
+    for axis, touched, title in [
+        (axes[0], touched_row, "pre-transposed: 32 neighbours in one row\n= 1 memory transaction of 128 bytes"),
+        (axes[1], touched_col, "read transposed: 1 word in each of 32 rows\n= 32 transactions, 4 of 128 bytes used"),
+    ]:
+        axis.imshow(touched, cmap="Blues", vmin=0, vmax=1.3, aspect="auto")
+        axis.set_title(title, fontsize=10)
+        axis.set_xlabel("column in memory (consecutive 4-byte words)")
+        axis.set_ylabel("row in memory")
+    fig.tight_layout()
+    return fig
+
+
+def wavefront_grid(layers: int, chunks: int, *, ax=None):
+    """The wavefront's order: cell (layer, chunk) labelled with its diagonal; equal labels may run
+    at the same time."""
+    layers = check_int("layers", layers)
+    chunks = check_int("chunks", chunks)
+    import matplotlib.pyplot as plt
+    import numpy as np
+
+    if ax is None:
+        fig, ax = plt.subplots(figsize=(min(12, 1.5 + 0.7 * chunks), 0.8 + 0.6 * layers))
+    else:
+        fig = ax.figure
+    diagonal = np.add.outer(np.arange(layers), np.arange(chunks))
+    ax.imshow(diagonal, cmap="viridis", origin="lower", aspect="auto")
+    for layer in range(layers):
+        for chunk in range(chunks):
+            ax.text(chunk, layer, str(diagonal[layer, chunk]), ha="center", va="center", color="white", fontsize=9)
+    ax.set_xlabel("chunk of time steps")
+    ax.set_ylabel("layer")
+    ax.set_xticks(range(chunks))
+    ax.set_yticks(range(layers))
+    ax.set_title(f"Wavefront: {layers + chunks - 1} diagonals instead of {layers * chunks} sequential chunks "
+                 "(cells with the same number may run at once)")
+    fig.tight_layout()
+    return fig

@@ -1,0 +1,137 @@
+"""Charts of profiles and bounds for the notebooks. matplotlib is imported when a chart is drawn.
+
+- ``timeline_chart``: the lower bound's schedule per stream, zoomed to a few layer-steps: what
+  overlaps, what waits for the host, what waits for another launch (notebooks 04, 07, 08);
+- ``sectors_chart``: 32-byte sectors per warp-wide load (notebook 06);
+- ``ladder_bounds_chart``: every step's bound per GPU and host beside the article (notebook 11);
+- ``article_ratio_chart``: the article's M40 time over our bound, step by step (notebook 11).
+
+Each returns its figure.
+"""
+
+from __future__ import annotations
+
+from ...checks import check_int
+from .bound import Bound
+
+KERNEL_COLORS = {"blocked_gemm": "tab:blue", "tiled_gemm": "tab:blue", "_lstm_cell": "tab:green",
+                 "persistent_layer": "tab:purple", "_fill": "tab:gray"}
+ELEMENTWISE_COLOR = "tab:orange"
+KERNEL_LABELS = {"blocked_gemm": "GEMM", "tiled_gemm": "GEMM", "_lstm_cell": "fused cell",
+                 "persistent_layer": "persistent layer", "_fill": "fill"}
+
+
+def _axes(ax, size):
+    import matplotlib.pyplot as plt
+
+    if ax is None:
+        return plt.subplots(figsize=size)
+    return ax.figure, ax
+
+
+def _window(bound: Bound, first: int, count: int) -> tuple[float, float]:
+    chosen = [e for e in bound.timeline if first <= e["launch"] < first + count]
+    if not chosen:
+        raise ValueError(f"no launch {first}..{first + count - 1} in a pass of {len(bound.timeline)}")
+    return min(e["start_ms"] for e in chosen), max(e["end_ms"] for e in chosen)
+
+
+def timeline_chart(bound: Bound, first: int | None = None, count: int = 30, *, ax=None, title: str | None = None):
+    """Launches per stream over time in the bound's schedule, for the time launches ``first`` to
+    ``first + count - 1`` span (default: 30 launches a tenth of the way into the pass), every
+    launch running in that window shown. A top row marks when the host issues each launch;
+    hatched bars are limited by DRAM bytes rather than FLOPs. The x-axis label says what the
+    schedule is: each launch at the whole GPU's peak, so launches that overlap in it would in fact
+    share the SMs (a lower bound, not a picture of a GPU)."""
+    from matplotlib.patches import Patch
+
+    if not isinstance(bound, Bound):
+        raise TypeError(f"timeline_chart() needs a Bound (fl.lower_bound(...)), got {type(bound).__name__}")
+    first = len(bound.timeline) // 10 if first is None else check_int("first", first, minimum=0)
+    count = check_int("count", count)
+    start, end = _window(bound, first, count)
+    shown = [e for e in bound.timeline if e["end_ms"] > start and e["start_ms"] < end]
+    streams = sorted({e["stream"] for e in shown})
+    fig, ax = _axes(ax, (10, 1.4 + 0.55 * (len(streams) + 1)))
+    row = {stream: i for i, stream in enumerate(streams)}
+    for e in shown:
+        color = KERNEL_COLORS.get(e["kernel"], ELEMENTWISE_COLOR)
+        left = max(e["start_ms"], start)
+        ax.barh(row[e["stream"]], (min(e["end_ms"], end) - left) * 1e3, left=(left - start) * 1e3, height=0.6,
+                color=color, edgecolor="black", linewidth=0.4, hatch="//" if e["limit"] == "bytes" else None)
+    issued = [(e["issued_ms"] - start) * 1e3 for e in bound.timeline if start <= e["issued_ms"] <= end]
+    ax.vlines(issued, len(streams) - 0.3, len(streams) + 0.3, color="black", linewidth=0.8)
+    ax.set_yticks(range(len(streams) + 1),
+                  [f"stream {s}" + (" (default)" if s == 0 else "") for s in streams] + ["host issues"])
+    ax.set_xlim(0, (end - start) * 1e3)
+    ax.set_xlabel(f"time in the lower-bound schedule (µs after {start:.3f} ms)\n"
+                  "the lower bound's schedule: each launch drawn at the whole GPU's peak; "
+                  "kernels that overlap here in fact share the SMs")
+    kinds = dict.fromkeys(KERNEL_LABELS.get(e["kernel"], "element-wise") for e in shown)
+    colors = {label: KERNEL_COLORS.get(name, ELEMENTWISE_COLOR) for name, label in KERNEL_LABELS.items()}
+    ax.legend(handles=[Patch(color=colors.get(kind, ELEMENTWISE_COLOR), label=kind) for kind in kinds],
+              loc="upper left", bbox_to_anchor=(1.0, 1.0), fontsize="small")
+    ax.set_title(title or f"{bound.step} on {bound.gpu}, host {bound.host}: bound {bound.bound_ms:.2f} ms "
+                          f"per pass, set by {bound.binding}")
+    fig.tight_layout()
+    return fig
+
+
+def sectors_chart(rows: list[dict], *, ax=None):
+    """Bars: 32-byte sectors per warp-wide load (``sectors.measure()``), against the 4 that 32
+    neighbouring floats need."""
+    fig, ax = _axes(ax, (9, 0.9 + 0.5 * len(rows)))
+    labels = [f"{r['load']}\n{r['layout']}" for r in rows]
+    values = [r["sectors_per_warp_load"] for r in rows]
+    colors = ["tab:red" if v > 4 else "tab:green" for v in values]
+    ax.barh(labels[::-1], values[::-1], color=colors[::-1])
+    ax.axvline(4, color="black", linestyle="--", linewidth=1, label="32 neighbouring floats: 4 sectors")
+    ax.set_xlabel("32-byte sectors per warp-wide load (measured on the simulator; fewer is better)")
+    ax.legend(loc="lower right", fontsize="small")
+    fig.tight_layout()
+    return fig
+
+
+def ladder_bounds_chart(rows: list[dict], gpus=("M40", "H100"), hosts=("cpp", "python"), *, ax=None, title=None):
+    """Per step: the lower bound per GPU and host (``ladder.ladder_bounds`` rows) and the article's
+    measured M40 time, in milliseconds per pass on a log scale."""
+    import numpy as np
+
+    fig, ax = _axes(ax, (10, 1.5 + 0.25 * len(rows) * (len(gpus) * len(hosts) + 1)))
+    series = [(f"{gpu} {host} ms", f"bound on {gpu}, {'C++' if host == 'cpp' else 'Python'} host") for gpu in gpus
+              for host in hosts] + [("article_ms", "the article's implementation, measured on a Tesla M40")]
+    height = 0.8 / len(series)
+    palette = ["tab:blue", "lightsteelblue", "tab:orange", "navajowhite", "tab:green", "palegreen", "tab:purple"]
+    positions = np.arange(len(rows))[::-1]
+    smallest = min(row[key] for row in rows for key, _ in series if row.get(key) is not None)
+    for k, (key, label) in enumerate(series):
+        color = "black" if key == "article_ms" else palette[k % len(palette)]
+        for y, row in zip(positions, rows):
+            bar_y = y + 0.4 - (k + 0.5) * height  # the legend's order, top to bottom
+            if row.get(key) is not None:
+                ax.barh(bar_y, row[key], height=height, color=color, label=label)
+                label = None  # once in the legend
+            elif row.get(key.replace(" ms", " binding")) == "does not fit" and key.endswith(f"{hosts[0]} ms"):
+                ax.text(smallest, bar_y, f" {key.split()[0]}: does not fit", va="center", fontsize="x-small")
+    ax.set_yticks(positions, [row["step"] for row in rows])
+    ax.set_xscale("log")
+    ax.set_xlim(left=smallest / 2)
+    ax.set_xlabel("milliseconds per forward pass, hidden 512, batch 64, 100 steps, 4 layers (log scale; lower is faster)")
+    ax.legend(loc="upper left", bbox_to_anchor=(1.0, 1.0), fontsize="small")
+    ax.set_title(title or "Lower bounds from launches, FLOPs, bytes and dependencies, beside the article")
+    fig.tight_layout()
+    return fig
+
+
+def article_ratio_chart(checked: list[dict], *, ax=None):
+    """Bars: the article's M40 time / our C++-host M40 bound per step (``ladder.article_check``).
+    At 1 the article's implementation would be at the limit; below 1 the bound would be wrong."""
+    fig, ax = _axes(ax, (8, 1.0 + 0.4 * len(checked)))
+    labels = [f"{r['step']} (bound by {r['binding_cpp']})" for r in checked]
+    ratios = [r["measured_over_bound"] for r in checked]
+    ax.barh(labels[::-1], ratios[::-1], color=["tab:blue" if r >= 1 else "tab:red" for r in ratios[::-1]])
+    ax.axvline(1, color="black", linewidth=1, label="at the bound")
+    ax.set_xlabel("article's M40 time / lower bound (C++ host): how far from the limit")
+    ax.legend(loc="lower right", fontsize="small")
+    fig.tight_layout()
+    return fig

@@ -1,0 +1,82 @@
+"""Every kernel's FLOPs and global-memory traffic, as formulas of its launch.
+
+For one launch of a kernel with its arguments (array views), grid and block, ``traffic`` returns
+its ``kernels.spec.Traffic``, from the formula its family file writes beside it (each ``Spec``'s
+``traffic``; ``FORMULAS`` collects them by kernel name):
+
+- ``flop``: the arithmetic the kernel source writes on its data, one per +, -, *, /, exp and
+  tanh (a multiply-add is 2, like the FP32 peak counts it; index arithmetic is not counted;
+  exp and tanh run on the special-function units at a fraction of the peak, so counting them as
+  1 undercounts their cost, which keeps a lower bound a lower bound). The GEMMs: 2 M N K (+ M N
+  to accumulate), the count ``fl.flops`` uses.
+- ``loads`` / ``stores``: per array argument, how many elements the kernel loads from or stores
+  to global memory: every load instruction its threads execute, re-reads included (a GEMM loads
+  each A element once per block column of C). Bytes read = loads x item size. That is exactly
+  what ``instrument.py`` counts on the simulator, element by element.
+- ``reads`` / ``writes``: the views it reads and writes (their union: the footprint, distinct
+  bytes); ``inputs``: the views it reads before writing them, i.e. what must come from memory
+  (the persistent kernel reads back the h it wrote itself, and that doesn't).
+
+The formulas read the compile-time constants of a kernel (the persistent kernel's units per
+block and threads per pair) from its closure, so they follow whatever plan was launched.
+"""
+
+from __future__ import annotations
+
+import inspect
+
+from ...kernels.spec import Traffic, function_name
+from ...kernels.versions import every
+from ...kernels.views import is_array, view_of
+
+#: Kernel name -> its formula, for every kernel version that has one (the training kernels have none).
+FORMULAS = {spec.name: spec.traffic for spec in every() if spec.traffic is not None}
+
+
+def kernel_constants(kernel) -> dict:
+    """The values a kernel's factory baked into it (its closure's free variables)."""
+    function = getattr(kernel, "py_func", None) or getattr(kernel, "fn", None)
+    cells = getattr(function, "__closure__", None) or ()
+    return {name: cell.cell_contents for name, cell in zip(function.__code__.co_freevars, cells)}
+
+
+def argument_names(kernel) -> list[str]:
+    function = getattr(kernel, "py_func", None) or getattr(kernel, "fn", None)
+    return list(inspect.signature(function).parameters)
+
+
+_DESCRIPTIONS: dict = {}
+
+
+def kernel_description(kernel) -> tuple:
+    """(name, argument names, constants) of a kernel; cached, and the cache keeps the kernel
+    alive, so that an id is never reused for another."""
+    cached = _DESCRIPTIONS.get(id(kernel))
+    if cached is None:
+        cached = _DESCRIPTIONS[id(kernel)] = (kernel, function_name(kernel), argument_names(kernel),
+                                               kernel_constants(kernel))
+    return cached[1:]
+
+
+def traffic(kernel, grid: tuple, block: tuple, args: tuple) -> tuple[Traffic, dict]:
+    """(the formula of ``kernel`` applied to one launch, its arguments by name); grid and block
+    are 3-tuples."""
+    name, names, constants = kernel_description(kernel)
+    if name not in FORMULAS:
+        raise ValueError(f"no traffic formula for kernel {name!r}; known: {', '.join(FORMULAS)}")
+    named = dict(zip(names, args))
+    return FORMULAS[name](named, grid, block, constants), named
+
+
+def byte_counts(counts: dict, named: dict) -> int:
+    """Bytes of per-argument element counts (loads or stores)."""
+    return sum(n * view_of(named[arg]).itemsize for arg, n in counts.items())
+
+
+def array_count(args: tuple) -> int:
+    """How many of a launch's arguments are arrays (what a Python launch pays for, per argument)."""
+    return sum(1 for value in args if is_array(value))
+
+
+__all__ = ["Traffic", "traffic", "kernel_description", "FORMULAS", "kernel_constants", "argument_names",
+           "byte_counts", "array_count"]

@@ -1,0 +1,147 @@
+"""Counting, on the simulator, every element a kernel reads and writes: the formulas' referee.
+
+The simulator runs a kernel's Python code, thread by thread, and passes it any argument that is
+not a NumPy array unchanged. An ``InstrumentedArray`` wraps the NumPy buffer behind a device
+array and logs every element access, (write?, byte address, argument, (block, thread)), before
+passing it on: the kernel computes exactly what it would, and the log holds every global load
+and store it issued, in the order the threads issued them.
+
+``instrumented()`` does that for every launch in its block (a real simulated run, e.g. a step's
+``forward``) and summarizes each launch like ``fl.profile`` does: loads and stores per argument,
+distinct bytes read, written, touched, and read before being written. The tests put the two
+side by side, launch by launch. ``sectors.py`` reads the same logs for coalescing.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import dataclasses
+import threading
+from collections import Counter
+
+import numpy as np
+
+from ...runtime import simulator
+from ...launches import intercept
+from .dryrun import normalized_configuration
+from .formulas import kernel_description
+from ...kernels.views import host_array, is_array
+
+
+def root_pointer(array: np.ndarray) -> int:
+    """The first byte of the allocation a NumPy view belongs to (cudaMalloc aligns those to 256 bytes)."""
+    while isinstance(array.base, np.ndarray):
+        array = array.base
+    return array.__array_interface__["data"][0]
+
+
+def current_thread() -> tuple | None:
+    """(blockIdx, linear thread index in the block) of the simulated CUDA thread running now."""
+    thread = threading.current_thread()
+    if not hasattr(thread, "thread_id"):
+        return None
+    return tuple(thread.blockIdx), thread.thread_id
+
+
+class InstrumentedArray:
+    """A NumPy array as a simulated kernel sees it, logging each element read or written."""
+
+    def __init__(self, array: np.ndarray, argument: str, log: list):
+        self.array = array
+        self.argument = argument
+        self.log = log
+        self.shape = tuple(array.shape)
+        self.size = array.size
+        self.ndim = array.ndim
+        self.dtype = array.dtype
+        self.pointer = array.__array_interface__["data"][0]
+        self.root = root_pointer(array)
+
+    def _address(self, index) -> int:
+        index = index if isinstance(index, tuple) else (index,)
+        if len(index) != self.ndim or any(i < 0 for i in index):
+            raise IndexError(f"instrumented arrays take one non-negative index per axis, got {index!r}")
+        return self.pointer + sum(int(i) * stride for i, stride in zip(index, self.array.strides))
+
+    def __getitem__(self, index):
+        value = self.array[index]
+        self.log.append((False, self._address(index), self.argument, current_thread()))
+        return value
+
+    def __setitem__(self, index, value):
+        self.array[index] = value
+        self.log.append((True, self._address(index), self.argument, current_thread()))
+
+    def __len__(self) -> int:
+        return len(self.array)
+
+
+@dataclasses.dataclass(frozen=True)
+class Measured:
+    """What one simulated launch really touched (``log`` kept only when asked for)."""
+
+    kernel: str
+    grid: tuple
+    block: tuple
+    stream: object
+    loads: dict
+    stores: dict
+    footprint_read: int
+    footprint_written: int
+    footprint: int
+    footprint_in: int
+    arrays: dict  # argument -> InstrumentedArray
+    log: tuple = ()
+
+
+def measured_launch(kernel, grid, block, stream, arrays: dict, log: list, keep_log: bool = False) -> Measured:
+    """Counts and distinct bytes of one launch's log."""
+    itemsize = {name: array.dtype.itemsize for name, array in arrays.items()}
+    loads = Counter(arg for write, _, arg, _ in log if not write)
+    stores = Counter(arg for write, _, arg, _ in log if write)
+    read, written, read_first = {}, {}, {}
+    for write, address, arg, _ in log:
+        if write:
+            written[address] = itemsize[arg]
+        else:
+            read[address] = itemsize[arg]
+            if address not in written:
+                read_first[address] = itemsize[arg]
+    return Measured(kernel=kernel_description(kernel)[0], grid=grid, block=block, stream=stream, loads=dict(loads),
+                    stores=dict(stores), footprint_read=sum(read.values()), footprint_written=sum(written.values()),
+                    footprint=sum({**read, **written}.values()), footprint_in=sum(read_first.values()),
+                    arrays=arrays, log=tuple(log) if keep_log else ())
+
+
+def run_instrumented(kernel, configuration, args, keep_log: bool = False, configure=None) -> Measured:
+    """Launch ``kernel[configuration](*args)`` on the simulator with every array argument instrumented.
+    ``configure(kernel, configuration)``: how the launch is configured, inside ``instrumented``
+    the rest of the interception chain (``launches.intercept``); by default the kernel class's
+    ``__getitem__``."""
+    grid, block, stream, _ = normalized_configuration(configuration)
+    _, names, _ = kernel_description(kernel)
+    log: list = []
+    arrays = {name: InstrumentedArray(host_array(value), name, log)
+              for name, value in zip(names, args) if is_array(value)}
+    wrapped = [arrays.get(name, value) for name, value in zip(names, args)]
+    configure = configure or type(kernel).__getitem__
+    configure(kernel, configuration)(*wrapped)
+    return measured_launch(kernel, grid, block, stream, arrays, log, keep_log)
+
+
+@contextlib.contextmanager
+def instrumented(keep_log: bool = False):
+    """``with instrumented() as launches: step.forward(x, params)``: every launch in the block runs,
+    on the simulator, with instrumented arrays; ``launches`` gets one ``Measured`` per launch."""
+    if not simulator.SIMULATOR:
+        raise RuntimeError("instrumented arrays need Numba's CUDA simulator, where kernels run as Python")
+    measured: list[Measured] = []
+
+    def instrumenting(kernel, configuration, configure):
+        def launch(*args):
+            measured.append(run_instrumented(kernel, configuration, args, keep_log, configure=configure))
+
+        return launch
+
+    with intercept(instrumenting):
+        yield measured

@@ -1,0 +1,270 @@
+"""``fl.profile``: one forward pass of a ladder step, recorded launch by launch, nothing executed.
+
+The step's own ``setup`` and ``run`` run inside a dry run (``dryrun.py``): every launch, stream
+and event operation is recorded instead of performed, so the article's size takes seconds, on
+the simulator and on a GPU alike. Each launch gets its FLOPs and global-memory traffic from its
+kernel's formula (``formulas.py``) and its dependencies from the streams and events
+(``graph.py``). What a pass is made of is then an exact property of the code: how many launches,
+how much arithmetic, how many bytes each moves, and which launches can never overlap.
+
+Bytes, per launch:
+- ``bytes_read`` / ``bytes_written``: every global load / store its threads issue, x the item
+  size (a GEMM re-reads its operands once per block row or column of the output);
+- ``footprint_read`` / ``footprint_written`` / ``footprint``: distinct bytes read / written /
+  touched;
+- ``footprint_in``: distinct bytes read before the launch writes them: what it needs from
+  memory (or L2) when it starts. The lower bound (``bound.py``) uses the footprints.
+"""
+
+from __future__ import annotations
+
+import copy
+import dataclasses
+import functools
+import inspect
+from collections import Counter
+
+import numpy as np
+from numba import cuda
+
+from ...runtime import simulator
+from ...checks import check_str
+from ...config import LSTMConfig
+from ...gpus import chip as chip_limits, find_gpu
+from ..kept import kept
+from ...kernels.gemm import version_of as gemm_version_of
+from ...kernels.versions import gemm_names
+from ...kernels.views import distinct_bytes
+from ...params import LayerParams
+from ...steps import LSTMStep, get as get_step, names as ladder_names
+from .dryrun import default_stream_kind, dry_run
+from .formulas import array_count, byte_counts, kernel_description, traffic
+from .graph import dependencies, longest_path
+
+
+
+@dataclasses.dataclass(frozen=True)
+class Launch:
+    """One recorded launch: what it runs, where, what it computes and moves, what it waits for."""
+
+    index: int
+    kernel: str
+    grid: tuple
+    block: tuple
+    stream: int
+    shared_bytes: int
+    flop: int
+    bytes_read: int
+    bytes_written: int
+    footprint_read: int
+    footprint_written: int
+    footprint: int
+    footprint_in: int
+    array_args: int  # array arguments: what a launch from Python pays for, one by one
+    loads: dict  # element loads per argument name
+    stores: dict
+    deps: dict  # {earlier launch index: "stream" | "event" | "default-stream"}
+    version: int = 0  # a GEMM's version in kernels/gemm.py's list (gemm.version_of); 0 for other kernels
+
+    def to_dict(self) -> dict:
+        record = dataclasses.asdict(self)
+        record["deps"] = [[j, kind] for j, kind in sorted(self.deps.items())]
+        return record
+
+
+@dataclasses.dataclass(frozen=True)
+class Profile:
+    """A recorded forward pass (``fl.profile``). ``to_dict()`` gives it as JSON-able data."""
+
+    step: str
+    config: dict
+    options: dict
+    chip: str  # whose launch geometry was recorded: a GPU's name, or "simulator"
+    default_stream: str  # "legacy" or "per-thread"
+    streams: int
+    launches: tuple
+    stream_ops: tuple  # ({"op": "record" | "wait", "event", "stream", "after": launches issued before}, ...)
+    setup_launches: int = 0
+
+    @property
+    def totals(self) -> dict:
+        return {
+            "launches": len(self.launches),
+            "flop": sum(launch.flop for launch in self.launches),
+            "gemm_flop": sum(launch.flop for launch in self.launches if launch.kernel in gemm_names()),
+            "bytes_read": sum(launch.bytes_read for launch in self.launches),
+            "bytes_written": sum(launch.bytes_written for launch in self.launches),
+            "footprint": sum(launch.footprint for launch in self.launches),
+            "streams": self.streams,
+            "events": len({op["event"] for op in self.stream_ops}),
+        }
+
+    def kernels(self) -> dict:
+        """Launches per kernel name (what ``fl.count_launches`` counts)."""
+        return dict(Counter(launch.kernel for launch in self.launches))
+
+    def critical_path(self, weights=None) -> dict:
+        """The longest chain of dependent launches: by launch count, or by ``weights`` (a
+        function of a Launch, or one number per launch, e.g. a time). Launches on it can never
+        overlap each other, on any GPU."""
+        if callable(weights):
+            weights = [weights(launch) for launch in self.launches]
+        elif weights is not None and len(weights) != len(self.launches):
+            raise ValueError(f"need one weight per launch ({len(self.launches)}), got {len(weights)}")
+        weight, path = longest_path([launch.deps for launch in self.launches], weights)
+        on_path = [self.launches[i] for i in path]
+        return {
+            "launches": len(path),
+            "weight": weight,
+            "flop": sum(launch.flop for launch in on_path),
+            "bytes_read": sum(launch.bytes_read for launch in on_path),
+            "bytes_written": sum(launch.bytes_written for launch in on_path),
+            "footprint": sum(launch.footprint for launch in on_path),
+            "indices": path,
+        }
+
+    def to_dict(self, launches: bool = True) -> dict:
+        record = {"step": self.step, "config": self.config, "options": self.options, "chip": self.chip,
+                  "default_stream": self.default_stream, "totals": self.totals, "kernels": self.kernels(),
+                  "critical_path": self.critical_path(), "setup_launches": self.setup_launches}
+        if launches:
+            record["launches"] = [launch.to_dict() for launch in self.launches]
+            record["stream_ops"] = list(self.stream_ops)
+        return record
+
+
+def ladder_step(step) -> LSTMStep:
+    """A ladder step by name or object; Keras' LSTM (cuDNN's own kernels) can't be recorded."""
+    if not isinstance(step, (str, LSTMStep)):
+        raise TypeError(f"step must be a ladder step's name ({', '.join(ladder_names())}) or its step object, "
+                        f"got {type(step).__name__} {step!r}")
+    given = step
+    step = get_step(step) if isinstance(step, str) else step
+    if not isinstance(step, LSTMStep) or step.name not in ladder_names():
+        raise ValueError(f"step must be one of the ladder's steps ({', '.join(ladder_names())}): only they can be "
+                         f"recorded, got {given!r}")
+    return step
+
+
+def zero_params(cfg: LSTMConfig) -> list[LayerParams]:
+    """Weights of the right shapes whose values nobody reads (np.zeros costs no memory until touched)."""
+    four_h = 4 * cfg.hidden
+    return [LayerParams(np.zeros((cfg.input_size if layer == 0 else cfg.hidden, four_h), np.float32),
+                        np.zeros((cfg.hidden, four_h), np.float32), np.zeros(four_h, np.float32))
+            for layer in range(cfg.layers)]
+
+
+def profile(step, cfg: LSTMConfig | None = None, *, chip: str | None = None, **options) -> Profile:
+    """Record one forward pass of ladder step ``step`` at ``cfg`` (default: the article's size)
+    without executing a kernel.
+
+    ``chip``: record the launch geometry a GPU named in data/gpus.csv would use ("M40", "H100"):
+    its GEMM blocking, its element-wise block size and, for the persistent step, its grid plan.
+    Default: this device's (the simulator's, on the simulator, where the persistent step then
+    needs a chip at any size beyond one block). ``options`` go to the step (``chunk=``).
+
+    A step named by a string is recorded once per (step, cfg, chip, options) in a process: the
+    notebooks ask for the same ladder several times, and a recording never changes. With a
+    ``chip``, it is also kept on disk for the next process (``fastlstm_lib/course/kept.py``: every ladder notebook
+    shows the ladder so far). Each call returns its own copy: changing one profile changes no other.
+    """
+    if chip is not None:
+        check_str("chip", chip, example="H100")
+    if _cacheable(step, cfg, chip, options):
+        return copy.deepcopy(_recorded(step, cfg, chip, tuple(sorted(options.items()))))
+    return _record(step, cfg, chip, options)
+
+
+def shared_profile(step, cfg: LSTMConfig | None = None, *, chip: str | None = None, **options) -> Profile:
+    """``profile``'s recording itself, not a copy, for the library's own read-only uses (bounds,
+    estimates, counts): a deep copy of the baseline's 10,004 launches costs half a second, and the
+    notebooks ask for the same passes dozens of times. Never modify what it returns."""
+    if chip is not None:
+        check_str("chip", chip, example="H100")
+    if _cacheable(step, cfg, chip, options):
+        return _recorded(step, cfg, chip, tuple(sorted(options.items())))
+    return _record(step, cfg, chip, options)
+
+
+def _cacheable(step, cfg, chip, options: dict) -> bool:
+    return (isinstance(step, str) and isinstance(cfg, (LSTMConfig, type(None))) and isinstance(chip, (str, type(None)))
+            and all(isinstance(value, (int, str, type(None))) for value in options.values()))
+
+
+@functools.lru_cache(maxsize=128)
+def _recorded(step: str, cfg, chip, options: tuple) -> Profile:
+    if chip is None:  # this device's geometry: not kept on disk
+        return _record(step, cfg, chip, dict(options))
+    key = ("profile", step, (LSTMConfig.article() if cfg is None else cfg).as_dict(), chip, options)
+    return kept(key, lambda: _record(step, cfg, chip, dict(options)), Profile)
+
+
+def _record(step, cfg, chip, options: dict) -> Profile:
+    step = ladder_step(step)
+    cfg = LSTMConfig.article() if cfg is None else cfg
+    if not isinstance(cfg, LSTMConfig):
+        raise TypeError(f"cfg must be an LSTMConfig or None (the article's size), got {type(cfg).__name__} {cfg!r}")
+    limits = None if chip is None else chip_limits(chip)
+    recording, setup_launches = record_pass(step, cfg, limits, options)
+    kind = default_stream_kind()
+    deps = dependencies(recording.ops, [call.stream for call in recording.launches], kind)
+    launches = tuple(_launch_record(i, call, deps[i]) for i, call in enumerate(recording.launches))
+    stream_ops, issued = [], 0
+    for op in recording.ops:
+        if op.kind == "launch":
+            issued += 1
+        else:
+            stream_ops.append({"op": op.kind, "event": op.index, "stream": op.stream, "after": issued})
+    return Profile(step=step.name, config=cfg.as_dict(), options=dict(options), chip=_chip_name(limits),
+                   default_stream=kind, streams=recording.streams, launches=launches,
+                   stream_ops=tuple(stream_ops), setup_launches=setup_launches)
+
+
+def record_pass(step, cfg: LSTMConfig, limits=None, options: dict | None = None):
+    """(the dry run's ``Recording`` of one pass of ``step``'s ``run`` at ``cfg``, the launches its
+    ``setup`` made): setup first, on zero weights, its launches and stream operations left out, then
+    one pass, every launch recorded and none performed, with the launch geometry of ``limits`` (a
+    ``gpus.Chip``; None: this device's). What ``profile`` records, before any formula is applied;
+    any step with ``setup`` and ``run`` (the backward ladder's too), checked by the caller."""
+    setup_options = dict(options or {})
+    if limits is not None and "chip" in inspect.signature(step.setup).parameters:
+        setup_options["chip"] = limits
+    with dry_run(limits) as recording:
+        try:
+            state = step.setup(zero_params(cfg), cfg, **setup_options)
+        except ValueError as error:
+            if simulator.SIMULATOR and limits is None and "does not fit" in str(error):
+                raise type(error)(f"{error} On the simulator, name the GPU to plan for: "
+                                  f"fl.profile({step.name!r}, cfg, chip='H100').") from error
+            raise
+        setup_launches = len(recording.launches)
+        recording.launches.clear()
+        recording.ops.clear()
+        x = cuda.device_array((cfg.seq_len, cfg.batch, cfg.input_size), dtype=np.float32)
+        out = cuda.device_array((cfg.seq_len, cfg.batch, cfg.hidden), dtype=np.float32)
+        step.run(state, x, out)
+    return recording, setup_launches
+
+
+def _chip_name(limits) -> str:
+    """The chip a profile's geometry is for, named as data/gpus.csv names it when it can be."""
+    if limits is not None:
+        return limits.name
+    if simulator.SIMULATOR:
+        return "simulator"
+    device_name = chip_limits().name
+    row = find_gpu(device_name)
+    return row["name"] if row else device_name
+
+
+def _launch_record(index: int, call, deps: dict) -> Launch:
+    t, named = traffic(call.kernel, call.grid, call.block, call.args)
+    return Launch(
+        index=index, kernel=kernel_description(call.kernel)[0], grid=call.grid, block=call.block, stream=call.stream,
+        shared_bytes=call.shared_bytes, flop=t.flop,
+        bytes_read=byte_counts(t.loads, named), bytes_written=byte_counts(t.stores, named),
+        footprint_read=distinct_bytes(t.reads), footprint_written=distinct_bytes(t.writes),
+        footprint=distinct_bytes(t.reads + t.writes), footprint_in=distinct_bytes(t.inputs),
+        array_args=array_count(call.args), loads=dict(t.loads), stores=dict(t.stores), deps=dict(deps),
+        version=gemm_version_of(call.kernel) or 0,
+    )

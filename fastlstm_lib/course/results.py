@@ -1,0 +1,143 @@
+"""Benchmark results as files: writing, reading, the committed ones, and a plain-text table.
+
+A result is the JSON-able dict ``fl.bench`` returns (device, versions, config, timing method,
+errors and times inside). Files under ``data/results/`` are the GPU measurements the notebooks
+show; nothing measured on the simulator belongs there. ``check_results`` is the one check of a
+list of results, shared by the table, the charts (``plots``) and ``fl.ladder_comparison``.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import numbers
+from pathlib import Path
+
+from ..checks import check_path, check_writable_path
+from .tables import Column, Span, table
+
+RESULTS = Path(__file__).resolve().parents[2] / "data" / "results"
+
+#: What ``format_table`` reads of a measured result ("a.b": key b of the dict under key a).
+TABLE_KEYS = ("step", "config", "device.name", "times_meaningful", "time_ms.median", "time_ms.min", "time_ms.max",
+              "gflops", "relative_error.after")
+#: A step skipped where it cannot run (``harness.bench_or_skip``).
+SKIPPED_KEYS = ("step", "config", "skipped")
+_NUMBERS = ("time_ms.median", "time_ms.min", "time_ms.max", "gflops")
+
+
+def _lookup(row: dict, key: str):
+    """(found, value) for a dotted key."""
+    value = row
+    for part in key.split("."):
+        if not isinstance(value, dict) or part not in value:
+            return False, None
+        value = value[part]
+    return True, value
+
+
+def check_results(name: str, results, *, keys=TABLE_KEYS) -> list[dict]:
+    """A list of result dicts, each with ``keys`` (as ``fl.bench`` returns) or a skipped step's
+    ``{"step", "config", "skipped"}``: TypeError / ValueError naming the row and what it lacks."""
+    if not isinstance(results, (list, tuple)):
+        raise TypeError(f"{name} must be a list of result dicts (as fl.bench returns), "
+                        f"got {type(results).__name__} {results!r:.80}")
+    for i, row in enumerate(results):
+        if not isinstance(row, dict):
+            raise TypeError(f"{name}[{i}] must be a result dict (as fl.bench returns), got {type(row).__name__} {row!r:.80}")
+        wanted = SKIPPED_KEYS if "skipped" in row else keys
+        missing = [key for key in wanted if not _lookup(row, key)[0]]
+        if missing:
+            what = "a skipped step's result" if "skipped" in row else "a result (as fl.bench returns)"
+            raise ValueError(f"{name}[{i}] (step {row.get('step', '?')!r}) lacks {', '.join(map(repr, missing))}: "
+                             f"{what} has {', '.join(wanted)}")
+        if not isinstance(row["step"], str):
+            raise TypeError(f"{name}[{i}]['step'] must be a step name (str), got {type(row['step']).__name__} {row['step']!r}")
+        for key in (k for k in _NUMBERS if k in wanted):
+            value = _lookup(row, key)[1]
+            if isinstance(value, bool) or not isinstance(value, numbers.Real) or not math.isfinite(value) or value < 0 \
+                    or (key == "time_ms.median" and value == 0):
+                raise ValueError(f"{name}[{i}] (step {row['step']!r}) {key} must be a finite number "
+                                 f"{'> 0' if key == 'time_ms.median' else '>= 0'}, got {value!r}")
+    return list(results)
+
+
+def save_results(results: list[dict], path) -> Path:
+    """Write results as JSON (device, config and versions are inside every entry). Any list of
+    JSON-able dicts may be saved (GEMM rows, bounds); missing folders are made."""
+    path = check_writable_path("path", path, make_parents=True)
+    if not isinstance(results, (list, tuple)) or not all(isinstance(row, dict) for row in results):
+        raise TypeError(f"results must be a list of dicts, got {type(results).__name__} {results!r:.80}")
+    try:
+        text = json.dumps({"results": list(results)}, indent=2) + "\n"
+    except (TypeError, ValueError) as error:
+        raise TypeError(f"results must be JSON-able (numbers, strs, lists, dicts): {error}") from None
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(text)
+    return path
+
+
+def load_results(path) -> list[dict]:
+    """The results a ``save_results`` file holds: ValueError if it is missing or not such a file."""
+    path = check_path("path", path)
+    if not path.is_file():
+        raise ValueError(f"path must name a results file (save_results), got {str(path)!r}: "
+                         + ("it is a directory" if path.is_dir() else "no such file"))
+    try:
+        record = json.loads(path.read_text())
+    except (UnicodeDecodeError, json.JSONDecodeError) as error:
+        raise ValueError(f"path must name a results file (save_results), got {str(path)!r}: not JSON ({error})") from None
+    if not isinstance(record, dict) or not isinstance(record.get("results"), list):
+        raise ValueError(f"path must name a results file (save_results), got {str(path)!r}: "
+                         'JSON without {"results": [...]}')
+    return record["results"]
+
+
+#: Options a ladder step's result may carry: how it was launched or what was timed, not what ran.
+LADDER_OPTIONS = {"graph", "timed"}
+
+
+def committed_results(*, graph: bool = False) -> list[dict]:
+    """Every step result (``fl.bench``) committed under data/results/, each with the ``file`` it came
+    from: passes launched as usual, or with ``graph=True`` those launched as CUDA Graphs (the GPU
+    run times every step both ways, ``options.graph`` telling which). Steps run with options of
+    their own (the GPU run's ``splits=1`` twins) are not the ladder's steps and are left out, as are
+    other measurements in the same folder (the GEMM against cuBLAS, issue vs GPU times, CNN epochs),
+    to their own readers."""
+    if not isinstance(graph, bool):
+        raise TypeError(f"graph must be True or False, got {type(graph).__name__} {graph!r}")
+    return [dict(result, file=path.name) for path in sorted(RESULTS.glob("*.json"))
+            for result in load_results(path) if "step" in result and "time_ms" in result
+            and bool((result.get("options") or {}).get("graph")) == graph
+            and not set(result.get("options") or {}) - LADDER_OPTIONS]
+
+
+STEP_COLUMNS = (Column("step", "<", 18), Column("median ms", ">", 10, ".3f"), Column("min-max ms", ">", 19),
+                Column("GFLOP/s", ">", 9, ".1f"), Column("speedup", ">", 8), Column("rel err", ">", 9))
+
+
+def format_table(results: list[dict]) -> str:
+    """A plain-text table: one line per step, speedup relative to the first measured; a step
+    skipped here (``{"step", "skipped": reason}``, see ``harness.bench_or_skip``) with its reason."""
+    results = check_results("results", results)
+    if not results:
+        return "(no results)"
+    measured = [r for r in results if "skipped" not in r]
+    base = measured[0]["time_ms"]["median"] if measured else None
+    rows = []
+    for r in results:
+        if "skipped" in r:
+            rows.append([r["step"], Span(f"skipped: {r['skipped']}")])
+            continue
+        t = r["time_ms"]
+        error = r["relative_error"]["after"]  # None on the fake GPU (a test mode): no kernel ran
+        rows.append([r["step"], t["median"], f"{t['min']:>9.3f}-{t['max']:<9.3f}", r["gflops"],
+                     f"{base / t['median']:.2f}x", "not run" if error is None else f"{error:.1e}"])
+    lines = [table(STEP_COLUMNS, rows)]
+    if not measured:
+        return "\n".join(lines + [f"config: {results[0]['config']}"])
+    device = measured[0]["device"]
+    lines.append(f"device: {device['name']}; config: {measured[0]['config']}")
+    if not measured[0]["times_meaningful"]:
+        lines.append("simulator: these times measure Python threads on the CPU, not a GPU. They mean nothing.")
+    return "\n".join(lines)

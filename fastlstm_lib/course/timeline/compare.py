@@ -1,0 +1,88 @@
+"""The estimate set beside measurements: the article's seven steps on the M40, and every GPU
+result committed under data/results/ (or any list of ``fl.bench`` results).
+
+Residual = estimate / measurement: 1 is exact, 2 is twice too slow, 0.5 twice too fast.
+"""
+
+from __future__ import annotations
+
+from ..article import article_ms, article_numbers
+from ...config import LSTMConfig
+from ...gpus import find_gpu
+from ..profile.bound import lower_bound
+from ..results import check_results
+from ..profile.ladder import GPUS as LADDER_GPUS, HOSTS
+from .api import estimate
+
+
+def article_table(gemms=("ours", "cublas")) -> list[dict]:
+    """Per published step: the article's M40 time, our estimates (C++ host) and the lower bound.
+    With ``gemm="cublas"`` the pass is the article's program's: each GEMM one whole call, as cuBLAS
+    took it (our split-K recurrent GEMM, step 06's, left whole: ``splits=1``)."""
+    from ..profile.record import shared_profile as profile  # read-only here: no copy needed
+    from ...steps import get as get_step
+
+    cfg = LSTMConfig.article()
+    rows = []
+    published_ms = article_ms()
+    for published in article_numbers():
+        step = published["step"]
+        p = profile(step, cfg, chip="M40")
+        whole = {"splits": 1} if getattr(get_step(step), "split_recurrent", False) else {}
+        passes = {"ours": p, "cublas": profile(step, cfg, chip="M40", **whole)}
+        measured_ms = published_ms[step]
+        row = {"step": step, "article_ms": measured_ms, "bound_ms": lower_bound(p, "M40", host="cpp").bound_ms}
+        for gemm in gemms:
+            row[f"{gemm}_ms"] = estimate(passes[gemm], "M40", host="cpp", gemm=gemm).total_ms
+            row[f"{gemm}_residual"] = row[f"{gemm}_ms"] / measured_ms
+        rows.append(row)
+    return rows
+
+
+def against_results(results, host="python") -> list[dict]:
+    """Estimate every measured ladder step in ``results`` (a list as ``fl.bench`` returns or
+    ``fl.committed_results()`` reads) on the GPU it ran on, issued by ``host``: one row each
+    (step, gpu, measured_ms, estimate_ms, residual, bound_ms). Skipped steps, unknown GPUs and
+    steps the profiler does not know (Keras) are left out, and listed under "left_out"."""
+    from ..profile.record import shared_profile as profile  # read-only here: no copy needed
+    from ...steps import names as ladder_names
+
+    rows, left_out = [], []
+    for result in check_results("results", results):
+        if "skipped" in result:
+            left_out.append((result["step"], "skipped"))
+            continue
+        row = find_gpu(result["device"]["name"])
+        if row is None or result["step"] not in ladder_names():
+            left_out.append((result["step"], result["device"]["name"]))
+            continue
+        cfg = LSTMConfig(**result["config"])
+        p = profile(result["step"], cfg, chip=row["name"])
+        measured = result["time_ms"]["median"]
+        e = estimate(p, row["name"], host=host).total_ms
+        rows.append({"step": result["step"], "gpu": row["name"], "measured_ms": measured, "estimate_ms": e,
+                     "residual": e / measured, "bound_ms": lower_bound(p, row["name"], host=host).bound_ms})
+    return {"rows": rows, "left_out": left_out}
+
+
+def ladder_estimates(gpus=LADDER_GPUS, hosts=HOSTS, chip: str = "M40") -> list[dict]:
+    """The article's steps at its size, recorded with ``chip``'s launch geometry (as
+    ``ladder.ladder_bounds`` records them), estimated on each GPU with each host: one row per
+    step, keys ``"{gpu} {host} ms"`` and, per GPU and host, the arithmetic floor
+    ``"{gpu} {host} arithmetic floor ms"`` (the pass's arithmetic SM-time spread over all the
+    GPU's SMs: no schedule beats it)."""
+    from ..profile.record import shared_profile as profile  # read-only here: no copy needed
+
+    cfg = LSTMConfig.article()
+    rows = []
+    for published in article_numbers():
+        p = profile(published["step"], cfg, chip=chip)
+        row = {"step": published["step"]}
+        for gpu in gpus:
+            sms = find_gpu(gpu)["sms"]
+            for host in hosts:
+                e = estimate(p, gpu, host=host)
+                row[f"{gpu} {host} ms"] = e.total_ms
+                row[f"{gpu} {host} arithmetic floor ms"] = e.sm_time["arithmetic_sm_ms"] / sms
+        rows.append(row)
+    return rows

@@ -1,0 +1,156 @@
+"""One ladder step's change, ESTIMATED: the step before it and the step itself, at the article's
+size, on a T4 (Colab's GPU) and an H100, with a C++ and a Python host and with none (host 0: no
+host time at all, what a CUDA Graph approaches: a whole pass issued with one call, notebook 02),
+beside their lower bounds (notebooks 03-09). The third shows what the GPU itself gains once the
+host is out of the way: with a fast GEMM, a 2016-era C++ host already sets an H100's pace.
+
+The estimate's chain breakdown (``Estimate.breakdown``: host, concurrency, latency, SM wait,
+arithmetic, memory) adds up to its total, so the gain's milliseconds split exactly into what the
+critical chain stopped (or started) spending them on; the SM-time beside it says how much of the
+GPU sat idle, and how much of that in waves' tails.
+"""
+
+from __future__ import annotations
+
+import functools
+
+from ..article import ARTICLE_GPU
+from ...checks import check_str
+from ...config import LSTMConfig
+from ...gpus import gpu as gpu_row
+from ..profile.bound import checked_host, lower_bound
+from ..profile.ladder import HOSTS as LADDER_HOSTS, checked_ladder_arguments
+from ..tables import Column, Span, table
+from .api import estimate
+
+GPUS = ("T4", "H100")
+#: The hosts of a step's change: the ladder's two, and none (0 us per launch).
+HOSTS = LADDER_HOSTS + (0,)
+#: What each part of the chain breakdown is, in words.
+PARTS = {"host_ms": "waiting for the host", "concurrency_ms": "waiting for the resident-grid limit",
+         "latency_ms": "launch latencies", "sm_wait_ms": "waiting for busy SMs",
+         "arithmetic_ms": "arithmetic", "memory_ms": "DRAM traffic"}
+
+
+def _check_gpu(gpu) -> None:
+    try:
+        gpu_row(check_str("gpu", gpu, example="T4"))
+    except ValueError as error:
+        raise ValueError(f"gpu: {error}") from error
+
+
+def _pair(step, against) -> tuple[str, str]:
+    """(the step before, the step): ``against``, or the ladder's previous step."""
+    from ...steps import get, previous
+
+    after = get(check_str("step", step, example="streams")).name
+    before = get(against).name if against is not None else getattr(previous(after), "name", None)
+    if before is None:
+        raise ValueError(f"step {after!r} is the first of the ladder: give against= a step to compare it with")
+    return before, after
+
+
+@functools.lru_cache(maxsize=64)
+def estimated_pass(step: str, gpu: str, host, cfg: LSTMConfig):
+    """(profile, estimate, bound) of one pass at ``cfg`` recorded with ``gpu``'s geometry, once per
+    process: ``plot_step_change`` draws what ``step_change`` estimated, and the ladder notebooks'
+    chart (``lesson.ladder_chart``) reads the same passes. Read-only: callers copy what they keep."""
+    from ..profile.record import shared_profile as profile  # read-only here: no copy needed
+
+    p = profile(step, cfg, chip=gpu)
+    return p, estimate(p, gpu, host=host), lower_bound(p, gpu, host=host).bound_ms
+
+
+def step_change(step: str, gpus=GPUS, hosts=HOSTS, against: str | None = None) -> list[dict]:
+    """Per GPU and host: the step ``against`` (the ladder's previous step by default) and
+    ``step``, at the article's size, estimated and bounded. Keys: gpu, host, before, after,
+    before_ms, after_ms, gain, bound_before_ms, bound_after_ms, saved (ms per chain part, before
+    minus after: they add up to before_ms - after_ms), busy (the share of SM-time busy), idle_sm_ms
+    and tails_sm_ms, launches (each a pair: before, after); or, where a step cannot run on that
+    GPU, "cannot": why."""
+    before, after = _pair(step, against)
+    gpus, hosts, _, _ = checked_ladder_arguments(gpus, hosts, [after], None, ARTICLE_GPU)
+    cfg = LSTMConfig.article()
+    rows = []
+    for gpu in gpus:
+        for host in hosts:
+            row = {"gpu": gpu, "host": host, "before": before, "after": after}
+            try:
+                p0, e0, b0 = estimated_pass(before, gpu, host, cfg)
+                p1, e1, b1 = estimated_pass(after, gpu, host, cfg)
+            except ValueError as error:  # e.g. the persistent layer does not fit this GPU
+                rows.append({**row, "cannot": str(error)})
+                continue
+            row.update(before_ms=e0.total_ms, after_ms=e1.total_ms, gain=e0.total_ms / e1.total_ms,
+                       bound_before_ms=b0, bound_after_ms=b1,
+                       saved={part: e0.breakdown[part] - e1.breakdown[part] for part in PARTS},
+                       busy=tuple(1 - e.sm_time["idle_sm_ms"] / e.sm_time["total_sm_ms"] for e in (e0, e1)),
+                       idle_sm_ms=(e0.sm_time["idle_sm_ms"], e1.sm_time["idle_sm_ms"]),
+                       tails_sm_ms=(e0.sm_time["tails_sm_ms"], e1.sm_time["tails_sm_ms"]),
+                       launches=(len(p0.launches), len(p1.launches)))
+            rows.append(row)
+    return rows
+
+
+def cause(row: dict) -> str:
+    """The gain's two largest parts in words: "latency -12.1 ms, arithmetic -3.0 ms"."""
+    if "cannot" in row:
+        return "cannot run here"
+    parts = sorted(row["saved"].items(), key=lambda item: -abs(item[1]))[:2]
+    return ", ".join(f"{PARTS[part]} {-ms:+.1f} ms" for part, ms in parts if abs(ms) >= 0.05) or "no change"
+
+
+def host_label(host) -> str:
+    """A host as the tables name it: "cpp", "python", "none" (0 us per launch), or "12.5 us"."""
+    if isinstance(host, str):
+        return host
+    return "none" if host == 0 else f"{host:g} us"
+
+
+# The before -> after cells run one character past their headers (18 and 20 wide under 17 and 19):
+# the table as the notebooks store it.
+CHANGE_COLUMNS = (Column("GPU", "<", 6), Column("host", "<", 8), Column("bound, ms", ">", 17),
+                  Column("estimate, ms", ">", 19), Column("gain", ">", 7), Column("SMs busy", "<", 14),
+                  Column("the chain's time, after - before"))
+
+
+def step_change_text(rows: list[dict]) -> str:
+    """``step_change``'s rows as a table: bound and estimate before -> after, gain, where it came from."""
+    first = rows[0]
+    lines = [f"{first['after']} against {first['before']}, at the article's size: ESTIMATED (fl.estimate), "
+             f"lower bound beside" + ("; host none: no host time, as with a CUDA Graph"
+                                      if any(row["host"] == 0 for row in rows) else "")]
+    cells = []
+    for row in rows:
+        if "cannot" in row:
+            cells.append([row["gpu"], host_label(row["host"]), Span(f"cannot run: {row['cannot'][:90]}")])
+            continue
+        busy = f"{row['busy'][0]:.0%} -> {row['busy'][1]:.0%}"
+        bound = f"{row['bound_before_ms']:>7.1f} -> {row['bound_after_ms']:<7.1f}"
+        estimate = f"{row['before_ms']:>9.1f} -> {row['after_ms']:<7.1f}"
+        cells.append([row["gpu"], host_label(row["host"]), bound, estimate, f"{row['gain']:.2f}x", busy, cause(row)])
+    lines.append(table(CHANGE_COLUMNS, cells, sep=("", "", "", "", "  ", "")))
+    return "\n".join(lines)
+
+
+def plot_step_change(step: str, gpu: str = "T4", host="cpp", against: str | None = None, by: str = "stream"):
+    """Before and after on ``gpu`` as two timelines (``plot_timeline``, ``by`` stream or SM),
+    each over the same share of its pass: from a quarter of the way in, six layer-steps' worth.
+    Returns the Figure."""
+    import matplotlib.pyplot as plt
+
+    from .chart import BY, plot_timeline
+
+    before, after = _pair(step, against)
+    _check_gpu(gpu)
+    checked_host(host)
+    cfg = LSTMConfig.article()
+    if by not in BY:
+        raise (TypeError if not isinstance(by, str) else ValueError)(f"by must be one of {BY}, got {by!r}")
+    fig, axes = plt.subplots(2, 1, figsize=(10, 5.5 if by == "stream" else 8))
+    for ax, name in zip(axes, (before, after)):
+        e = estimated_pass(name, gpu, host, cfg)[1]
+        span = 6 * e.total_ms / (cfg.layers * cfg.seq_len)
+        plot_timeline(e, window=(e.total_ms / 4, e.total_ms / 4 + span), ax=ax, by=by)
+    fig.tight_layout()
+    return fig

@@ -1,0 +1,130 @@
+"""Google Colab: where the course lives, the cells at the top of every notebook, and the set-up they run.
+
+Standard library only: on Colab this file is run from a fresh clone (``runpy.run_path``) before the
+course is installed, so it must not import ``fastlstm_lib`` (whose ``__init__`` imports Numba).
+
+- ``REPOSITORY`` and ``BRANCH``: the course's public home, the one place the Colab links and the set-up
+  cell take it from (``python tools/colab_cells.py`` rewrites every notebook's first two cells from
+  them; ``tests/test_colab.py`` checks that every notebook carries the current ones).
+- ``setup``: what the set-up cell runs on Colab. It removes the preinstalled packages that our
+  install would break (``REMOVE``: computed by ``python tools/colab_check.py`` against Colab's
+  published package list, ``data/colab/pip-freeze.gpu.txt``), installs the one package Colab has too
+  old (``INSTALL``; numba 0.61.2, NumPy, TensorFlow, Keras, matplotlib and tqdm are kept as Colab has
+  them), installs the course with ``--no-deps`` and makes ``notebooks/`` the working directory (the
+  notebooks read ``../data``). Run again in the same runtime, it only does the last step, silently.
+"""
+
+from __future__ import annotations
+
+import importlib
+import importlib.metadata
+import os
+import subprocess
+import sys
+
+#: The course's public repository and branch: the clone, and every "Open in Colab" link.
+REPOSITORY = "https://github.com/fastlstm/fastlstm"
+BRANCH = "main"
+#: Where the set-up cell clones the course on Colab (``FASTLSTM_REPO`` overrides the repository).
+HOME = "/content/fastlstm"
+#: What Colab lacks or has too old: numba-cuda (Colab's 0.22.2; the course is checked with 0.30.4;
+#: pip then upgrades cuda-core 0.3.2, which numba-cuda 0.30.4 needs at >=0.5.1). Without the
+#: ``[cu12]`` extra: Colab already has every CUDA 12 library it names (cuda-toolkit 12.8.1,
+#: nvidia-cuda-nvcc/-nvrtc/-runtime-cu12, nvidia-nvjitlink-cu12), and with it pip would also move
+#: nvidia-cuda-cccl-cu12 from 12.9.27 to 12.8.90 (tools/colab_check.py shows both).
+INSTALL = ("numba-cuda==0.30.4",)
+#: Colab's packages whose requirements INSTALL would break, each with the requirement it breaks (a name
+#: alone: it needs a package removed before it):
+#: written by ``python tools/colab_check.py --write`` (its report: data/colab/colab_check.txt).
+REMOVE = {
+    "cudf-cu12": "numba-cuda<0.23.0",
+    "cuml-cu12": "numba-cuda<0.23.0",
+    "dask-cuda": "cuda-core==0.3.*",
+    "distributed-ucxx-cu12": "numba-cuda<0.23.0",
+    "ucxx-cu12": "numba-cuda<0.23.0",
+    "dask-cudf-cu12": "cudf-cu12",
+    "raft-dask-cu12": "dask-cuda",
+}
+
+_NOTEBOOKS_URL = "{repository}/blob/{branch}/notebooks/{notebook}"
+BADGE = "https://colab.research.google.com/assets/colab-badge.svg"
+
+
+def colab_url(notebook: str, repository: str = REPOSITORY, branch: str = BRANCH) -> str:
+    """The address that opens ``notebooks/<notebook>`` of the repository on Colab."""
+    prefix = "https://github.com/"
+    if not repository.startswith(prefix):
+        raise ValueError(f"Colab opens notebooks from GitHub: {repository!r} does not start with {prefix}")
+    path = repository[len(prefix):].rstrip("/").removesuffix(".git")
+    return f"https://colab.research.google.com/github/{path}/blob/{branch}/notebooks/{notebook}"
+
+
+def badge_markdown(notebook: str, repository: str = REPOSITORY, branch: str = BRANCH) -> str:
+    """The first cell of every notebook: the "Open in Colab" badge, and what the next cell does."""
+    return (f"[![Open In Colab]({BADGE})]({colab_url(notebook, repository, branch)})\n"
+            "On Colab, the next cell fetches and installs the course (once per runtime); "
+            "elsewhere it does nothing.")
+
+
+def setup_cell(repository: str = REPOSITORY, branch: str = BRANCH) -> str:
+    """The second cell of every notebook: on Colab, clone the course and run ``setup`` from the clone."""
+    return f'''import sys
+
+if "google.colab" in sys.modules:  # on Colab only: fetch the course, install what Colab lacks (fastlstm_lib/setup/colab.py)
+    import os, runpy, subprocess
+    home, repository = "{HOME}", os.environ.get("FASTLSTM_REPO", "{repository}")
+    if not os.path.isdir(home):
+        subprocess.run(["git", "clone", "-q", "--depth", "1", "--branch", "{branch}", repository, home], check=True)
+    runpy.run_path(f"{{home}}/fastlstm_lib/setup/colab.py")["setup"](home)'''
+
+
+def version(name: str) -> str | None:
+    """The installed version of distribution ``name``, None if it is not installed."""
+    try:
+        return importlib.metadata.version(name)
+    except importlib.metadata.PackageNotFoundError:
+        return None
+
+
+def to_do(home: str = HOME, version=version) -> dict:
+    """What ``setup`` still has to do: {"remove": [installed names of REMOVE], "install": [...], "course": bool}."""
+    install = [spec for spec in INSTALL if version(spec.split("==")[0]) != spec.split("==")[1]]
+    return {"remove": [name for name in REMOVE if version(name) is not None], "install": install,
+            "course": version("fastlstm_lib") is None}
+
+
+def summary(removed) -> str:
+    """What was removed and why, for the one line ``setup`` prints ("" if nothing was)."""
+    if not removed:
+        return ""
+    pins = sorted({REMOVE[name] for name in removed} - set(REMOVE))  # a name alone: it needed a removed one
+    return (f"removed {', '.join(removed)} (Colab's RAPIDS, unused here: they pin {', '.join(pins)}, "
+            f"which {INSTALL[0].replace('==', ' ')} breaks); ")
+
+
+def setup(home: str = HOME, run=subprocess.run, version=version, out=print) -> dict:
+    """On Colab: remove ``REMOVE``, install ``INSTALL`` and the course in ``home``; cd to its notebooks.
+
+    Prints one line when it changed something, nothing when the runtime was already set up.
+    Returns what it did (``to_do``'s answer before it started).
+    """
+    todo = to_do(home, version)
+    pip = [sys.executable, "-m", "pip"]
+    quiet = ["-q", "--disable-pip-version-check", "--root-user-action=ignore"]
+    if todo["remove"]:
+        run(pip + ["uninstall", "-y"] + quiet + todo["remove"], check=True)
+    if todo["install"]:
+        run(pip + ["install"] + quiet + todo["install"], check=True)
+    if todo["course"]:
+        run(pip + ["install"] + quiet + ["--no-deps", "-e", home], check=True)
+    importlib.invalidate_caches()
+    if home not in sys.path:
+        sys.path.insert(0, home)  # `pip install -e` reaches a running kernel only after a restart
+    os.chdir(os.path.join(home, "notebooks"))
+    if todo["remove"] or todo["install"] or todo["course"]:
+        stale = todo["install"] and any(name in sys.modules for name in ("numba_cuda", "numba.cuda"))
+        installed = [spec.replace("==", " ") for spec in todo["install"]] + [f"the course ({home})"] * todo["course"]
+        out(f"fastlstm: {summary(todo['remove'])}installed {' and '.join(installed) or 'nothing'}; "
+            f"working in {home}/notebooks."
+            + (" numba.cuda was imported before: Runtime > Restart session, then run from the top." if stale else ""))
+    return todo

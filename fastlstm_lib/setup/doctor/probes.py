@@ -1,0 +1,194 @@
+"""The doctor's questions to this machine: each a small function, so tests can replace it.
+
+Standard library only, in any Python 3.8 or newer: the doctor must run in a Python that lacks the
+course's packages (to say so) or is too old (to say that). Nothing here imports NumPy, Numba,
+TensorFlow, torch or Keras: what CUDA sees is asked in a fresh Python (``cuda_probe.py``), the
+simulator's test kernel only when Numba imports (``simulator_probe.py``), and whether the Keras
+backend sees a GPU in another Python, with a time limit, only when it matters (a GPU is present)
+or when asked (``full``), and only when Keras and its backend are installed. ``gather`` collects
+all the answers into one ``Facts``.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+import os
+import platform
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+from .pyproject import pins
+from ...runtime.numba_compat import package_version  # the one definition; loads no numba
+
+ROOT = Path(__file__).resolve().parents[3]
+#: Either switches this process to the simulator (fastlstm_lib sets the first itself when there is no GPU).
+SIMULATOR_VARIABLES = ("NUMBA_ENABLE_CUDASIM", "FASTLSTM_SIMULATOR")
+CUDA_PROBE_TIMEOUT_S = 120
+BACKEND_PROBE_TIMEOUT_S = 180
+#: Keras backends whose package the doctor looks for (KERAS_BACKEND names one of them).
+BACKENDS = ("tensorflow", "jax", "torch")
+
+
+@dataclasses.dataclass
+class Facts:
+    system: str  # "Linux", "Darwin", "Windows"
+    machine: str
+    colab: bool
+    python: tuple
+    requires_python: str  # ">=3.11"
+    pins: dict  # {package: (version, group)} for THIS platform (markers evaluated): group "core", "test" or "lab"
+    installed: dict  # {package: version or None}
+    keras_backend: str
+    simulator_here: bool  # this process runs kernels on the simulator
+    forced_by: str | None  # the simulator variable set in this process, if any
+    simulator_kernel: str | None  # "ok", an error, or None when not asked (GPU, or no Numba)
+    cuda: dict  # cuda_probe.py's answers, or {"error": ...}
+    backend_gpus: dict | None  # {"gpus": [...], "versions": {...}} or {"error": ...}; None: not asked
+    disk_free: int | None
+    memory_total: int | None
+    memory_available: int | None
+    executable: str = "python"  # this Python, as the fix lines name it (``shown_path``)
+    course_python: str | None = None  # the course's .venv Python when it exists and this is another one
+
+
+def shown_path(path: str | Path) -> str:
+    """A path as the report prints it: relative to the course's folder inside it (".venv/bin/python"),
+    "~/..." inside the home folder (the report is shown in a notebook: no user names), else as is."""
+    path = Path(path)
+    bases = [(ROOT, "")] + ([(Path.home(), "~/")] if os.name != "nt" else [])  # no "~" in cmd or PowerShell
+    for base, prefix in bases:
+        try:
+            return prefix + path.relative_to(base).as_posix()
+        except ValueError:
+            continue
+    return str(path)
+
+
+def venv_python() -> Path | None:
+    """The course's own Python (``make setup`` creates .venv in the course's folder), if it exists."""
+    for candidate in (ROOT / ".venv" / "bin" / "python", ROOT / ".venv" / "Scripts" / "python.exe"):
+        if candidate.is_file():
+            return candidate
+    return None
+
+
+def in_course_venv() -> bool:
+    """Whether this Python is the course's .venv (its prefix, whatever the links say)."""
+    try:
+        return Path(sys.prefix).resolve() == (ROOT / ".venv").resolve()
+    except OSError:
+        return False
+
+
+def cuda_facts() -> dict:
+    """What CUDA sees from a fresh Python without the simulator variables (``cuda_probe.py``)."""
+    environment = {k: v for k, v in os.environ.items() if k not in SIMULATOR_VARIABLES}
+    try:
+        done = subprocess.run([sys.executable, str(Path(__file__).with_name("cuda_probe.py"))], capture_output=True,
+                              text=True, timeout=CUDA_PROBE_TIMEOUT_S, env=environment)
+        return json.loads(done.stdout) if done.returncode == 0 else {"error": _last_line(done.stderr)}
+    except subprocess.TimeoutExpired:
+        return {"error": f"the CUDA probe did not finish in {CUDA_PROBE_TIMEOUT_S} s"}
+    except ValueError:
+        return {"error": "the CUDA probe printed no answer"}
+
+
+BACKEND_PROBE = """
+import json
+from fastlstm_lib.runtime.keras_backend import backend_name, gpu_names, import_keras
+keras = import_keras()
+versions = {"keras": keras.__version__}
+backend = backend_name()
+if backend in ("tensorflow", "torch", "jax"):
+    versions[backend] = __import__(backend).__version__
+print(json.dumps({"backend": backend, "gpus": gpu_names(), "versions": versions}))
+"""
+
+
+def backend_facts() -> dict:
+    """Which GPUs the Keras backend sees, from a fresh Python (importing TensorFlow takes seconds)."""
+    try:
+        done = subprocess.run([sys.executable, "-c", BACKEND_PROBE], capture_output=True, text=True,
+                              timeout=BACKEND_PROBE_TIMEOUT_S, cwd=str(ROOT))
+        if done.returncode != 0:
+            return {"error": _last_line(done.stderr)}
+        return json.loads(done.stdout.strip().splitlines()[-1])
+    except subprocess.TimeoutExpired:
+        return {"error": f"importing Keras took more than {BACKEND_PROBE_TIMEOUT_S} s"}
+    except (ValueError, IndexError):
+        return {"error": "the Keras probe printed no answer"}
+
+
+def simulator_kernel() -> str:
+    """Launch a tiny kernel on this process's simulator: "ok", or what went wrong (``simulator_probe``)."""
+    try:
+        from .simulator_probe import run_kernel
+
+        return run_kernel()
+    except Exception as error:
+        return f"{type(error).__name__}: {error}"
+
+
+def memory() -> tuple[int | None, int | None]:
+    """(total, available) bytes of RAM; available is None where the system does not say (macOS)."""
+    try:
+        total = os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES")
+    except (ValueError, OSError, AttributeError):
+        total = None
+    available = None
+    try:
+        with open("/proc/meminfo") as lines:
+            for line in lines:
+                if line.startswith("MemAvailable:"):
+                    available = int(line.split()[1]) * 1024
+    except OSError:
+        pass
+    return total, available
+
+
+def disk_free() -> int | None:
+    try:
+        return shutil.disk_usage(ROOT).free
+    except OSError:
+        return None
+
+
+def _last_line(text: str) -> str:
+    lines = [line for line in (text or "").strip().splitlines() if line.strip()]
+    return lines[-1][:300] if lines else "no error message"
+
+
+def gather(full: bool | None = None) -> Facts:
+    """Every answer. ``full``: also ask the Keras backend for its GPUs (None: only if CUDA sees one;
+    never when Keras, its backend or NumPy is not installed: the packages' finding says so)."""
+    from .. import requirements
+
+    requires, pinned = pins()
+    backend = os.environ.get("KERAS_BACKEND", "tensorflow")
+    names = set(pinned) | set(BACKENDS) | {backend}
+    installed = {name: package_version(name) for name in sorted(names)}
+    cuda = cuda_facts()
+    ask_backend = full if full is not None else cuda.get("numba_cuda") is True
+    ask_backend = ask_backend and all(installed.get(name) for name in ("numpy", "keras", backend))
+    if requirements.missing():  # no NumPy or Numba: fastlstm_lib did not load, nor can its simulator
+        simulator_here, kernel = False, None
+    else:
+        from ...runtime import simulator
+
+        simulator_here = simulator.SIMULATOR
+        kernel = simulator_kernel() if simulator_here else None
+    forced = next((v for v in reversed(SIMULATOR_VARIABLES) if os.environ.get(v, "0") not in ("", "0")), None)
+    total, available = memory()
+    course_python = venv_python()
+    return Facts(
+        system=platform.system(), machine=platform.machine(),
+        colab="google.colab" in sys.modules or "COLAB_RELEASE_TAG" in os.environ,
+        python=tuple(sys.version_info[:3]), requires_python=requires, pins=pinned, installed=installed,
+        keras_backend=backend, simulator_here=simulator_here, forced_by=forced, simulator_kernel=kernel,
+        cuda=cuda, backend_gpus=backend_facts() if ask_backend else None,
+        disk_free=disk_free(), memory_total=total, memory_available=available,
+        executable=shown_path(sys.executable),
+        course_python=shown_path(course_python) if course_python and not in_course_venv() else None)

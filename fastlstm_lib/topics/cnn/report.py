@@ -1,0 +1,174 @@
+"""Tables and charts: the article's numbers beside measured rows, and the measured epoch times.
+
+- ``article_channels_first`` / ``article_channels_first_source``: data/article_channels_first.csv
+  (the article's figures, in its words, with their conditions).
+- ``format_then_and_now``: each of the article's experiments, then every measured row of the
+  same experiment (committed GPU results and this run), each labelled with its device and
+  versions; then the variants the article has no counterpart for.
+- ``speedup_chart``: the same rows as bars, drawn with ``compare.chart_percent``, so a bar shows
+  exactly the "% faster" the text prints.
+- ``epoch_chart``: time per 1000 training images of every variant and layout, median and spread.
+
+matplotlib is imported inside the chart functions.
+"""
+
+from __future__ import annotations
+
+import csv
+from pathlib import Path
+
+import numpy as np
+
+from ...checks import check_bool
+from .compare import FASTER_DEFINITION, _check_results, chart_percent, outcome
+from .formats import DATA_FORMATS
+from .models import ARTICLE_NAMES
+
+ARTICLE_CSV = Path(__file__).resolve().parents[3] / "data" / "article_channels_first.csv"
+#: The article's setup, for labels.
+ARTICLE_SETUP = "RTX 2080 Ti · TF 1.13 · CUDA 10.0 · cuDNN 7.5 · CIFAR-10 32x32"
+
+
+def article_channels_first() -> list[dict]:
+    """The article's measurements (data/article_channels_first.csv): one row per experiment."""
+    with ARTICLE_CSV.open() as lines:
+        rows = list(csv.DictReader(line for line in lines if not line.startswith("#")))
+    return [dict(row, gpus=int(row["gpus"]), cf_faster_pct=float(row["cf_faster_pct"])) for row in rows]
+
+
+def article_channels_first_source() -> str:
+    """The comment lines at the top of the CSV: source and conditions."""
+    return "\n".join(line[2:].rstrip() for line in ARTICLE_CSV.read_text().splitlines() if line.startswith("#"))
+
+
+def _check_rows(rows) -> None:
+    if not isinstance(rows, (list, tuple)) or not all(isinstance(row, dict) for row in rows):
+        raise TypeError(f"rows must be a list of compare_layouts rows (dicts), got {type(rows).__name__}")
+    needed = ("model", "label", "precision", "jit_compile", "batch_size", "replicas", "variant", "device", "winner", "clear")
+    for index, row in enumerate(rows):
+        missing = [key for key in needed if key not in row]
+        if missing:
+            raise ValueError(f"rows[{index}] lacks {missing}: expected a row from compare_layouts")
+
+
+def _matches(article: dict, row: dict) -> bool:
+    """A measured row of the article's experiment: its model family, float32, no XLA, as many GPUs."""
+    models = [model for model, name in ARTICLE_NAMES.items() if name in article["model"]]
+    return (row["model"] in models and row["precision"] == article["precision"] and not row["jit_compile"]
+            and not row["variant"] and row["replicas"] == article["gpus"])
+
+
+def _measured_line(row: dict) -> str:
+    size = f", {row['image_size']}x{row['image_size']}" if row.get("image_size") else ""
+    data = f" {row['data']}" if row.get("data") else ""
+    images = f", {row['images']:,}{data} images" if row.get("images") else ""
+    devices = f" · {row['replicas']} GPUs" if row["replicas"] > 1 else ""
+    variant = f" · {row['variant']}" if row.get("variant") else ""
+    origin = row.get("origin", "this run")
+    return (f"{origin}  [{row['device']} · {row['label']} · {row['precision']} · XLA {'on' if row['jit_compile'] else 'off'}"
+            f"{variant}{devices} · batch {row['batch_size']}{size}{images}]: {outcome(row)}")
+
+
+def format_then_and_now(rows: list[dict]) -> str:
+    """The article's numbers and measured ``compare_layouts`` rows side by side, as text."""
+    _check_rows(rows)
+    lines, matched = [f"'% faster' everywhere below: {FASTER_DEFINITION}"], set()
+    for article in article_channels_first():
+        gpus = f"{article['gpus']} GPU{'s' if article['gpus'] > 1 else ''}"
+        lines.append(f"{article['model']}, {gpus}, {article['precision']}, no XLA")
+        lines.append(f"  the post [{ARTICLE_SETUP}]: channels_first {article['qualifier']} "
+                     f"{article['cf_faster_pct']:.0f}% faster (the post's words, not a measured time)")
+        ours = [index for index, row in enumerate(rows) if _matches(article, row)]
+        lines += ["  " + _measured_line(rows[index]) for index in ours]
+        matched.update(ours)
+        if not ours:
+            lines.append("  measured: nothing" + (f" (needs {article['gpus']} GPUs)" if article["gpus"] > 1 else ""))
+    others = [row for index, row in enumerate(rows) if index not in matched]
+    if others:
+        lines.append("Measured variants the channels_first post has no counterpart for:")
+        lines += ["  " + _measured_line(row) for row in others]
+    return "\n".join(lines)
+
+
+def _bars(rows: list[dict], published: bool):
+    """(label, value, colour, note) per bar: the article's in grey, then the measured rows."""
+    bars = []
+    if published:
+        for row in article_channels_first():
+            bars.append((f"{row['model']} · {row['gpus']} GPU · {row['precision']} · no XLA (the channels_first post)\n{ARTICLE_SETUP}",
+                         row["cf_faster_pct"], "tab:gray", f"{row['qualifier']} {row['cf_faster_pct']:.0f}%"))
+    for row in rows:
+        variant = f" · {row['variant']}" if row.get("variant") else ""
+        gpus = f" · {row['replicas']} GPUs" if row["replicas"] > 1 else ""
+        label = (f"{row['label']} · {row['precision']} · {'XLA' if row['jit_compile'] else 'no XLA'}{variant}{gpus} · "
+                 f"batch {row['batch_size']}\n{row['device']} ({row.get('origin', 'this run')})")
+        if row.get("error"):
+            bars.append((label, 0.0, "white", f"only {row['winner']} runs" if row["winner"] else "neither runs"))
+            continue
+        value = chart_percent(row["winner"], row["percent_faster"])
+        note = f"{row['percent_faster']:.0f}%" + ("" if row["clear"] else ", within noise")
+        bars.append((label, value, "tab:blue" if value >= 0 else "tab:orange", note))
+    return bars
+
+
+def speedup_chart(rows: list[dict], *, published: bool = True, ax=None):
+    """Horizontal bars of "% faster" (``FASTER_DEFINITION``): to the right when channels_first
+    is faster, to the left when channels_last is; the article's numbers in grey beside the
+    measured ``compare_layouts`` rows. A layout that fails is a labelled gap. Returns the figure."""
+    _check_rows(rows)
+    check_bool("published", published)
+    import matplotlib.pyplot as plt
+
+    bars = _bars(rows, published)
+    if ax is None:
+        fig, ax = plt.subplots(figsize=(11, 1.0 + 0.55 * max(1, len(bars))))
+    else:
+        fig = ax.figure
+    positions = np.arange(len(bars))[::-1]
+    labels, values, colors, notes = zip(*bars) if bars else ((), (), (), ())
+    ax.barh(positions, values, color=colors, edgecolor="black", linewidth=0.5)
+    ax.set_yticks(positions, labels, fontsize=7)
+    ax.axvline(0, color="black", linewidth=0.8)
+    span = max([abs(v) for v in values] + [10.0])
+    for y, value, note in zip(positions, values, notes):
+        ax.text(value + (0.02 * span if value >= 0 else -0.02 * span), y, note, va="center",
+                ha="left" if value >= 0 else "right", fontsize=7)
+    ax.set_xlim(-1.3 * span, 1.3 * span)
+    ax.set_xlabel("% faster = (t_slower / t_faster - 1) x 100, median epochs\n"
+                  "right of 0: channels_first faster · left of 0: channels_last faster")
+    ax.set_title("channels_first vs channels_last: the channels_first post (2019) and measured rows")
+    fig.tight_layout()
+    return fig
+
+
+def epoch_chart(results: list[dict], *, title: str = ""):
+    """Horizontal bars: milliseconds per 1000 training images (median epoch, whiskers min-max),
+    one pair of bars per variant; a layout that fails is labelled instead. Returns the figure."""
+    _check_results(results)
+    if not isinstance(title, str):
+        raise TypeError(f"title must be a str, got {type(title).__name__} {title!r}")
+    import matplotlib.pyplot as plt
+
+    groups = list(dict.fromkeys((r["label"], r["precision"], r["jit_compile"], r.get("variant", "")) for r in results))
+    fig, ax = plt.subplots(figsize=(10, 1.2 + 0.6 * max(1, len(groups))))
+    for offset, (data_format, color) in zip((0.2, -0.2), zip(DATA_FORMATS, ("tab:orange", "tab:blue"))):
+        for row, group in enumerate(groups):
+            y = len(groups) - 1 - row + offset
+            match = [r for r in results if (r["label"], r["precision"], r["jit_compile"], r.get("variant", "")) == group
+                     and r["data_format"] == data_format]
+            if not match or match[0].get("error"):
+                ax.text(0, y, f"  {data_format}: fails", va="center", fontsize=8, color=color)
+                continue
+            r = match[0]
+            per_1000 = {key: r["time_ms"][key] / r["images"] * 1000 for key in ("median", "min", "max")}
+            ax.barh(y, per_1000["median"], height=0.4, color=color, label=data_format if row == 0 else None)
+            ax.errorbar(per_1000["median"], y, xerr=[[per_1000["median"] - per_1000["min"]], [per_1000["max"] - per_1000["median"]]],
+                        color="black", capsize=3, linewidth=1)
+    labels = [f"{label} · {precision} · {'XLA' if jit else 'no XLA'}" + (f" · {variant}" if variant else "")
+              for label, precision, jit, variant in groups]
+    ax.set_yticks(range(len(groups))[::-1], labels, fontsize=8)
+    ax.set_xlabel("ms per 1000 training images (median epoch; whiskers: min-max of the rounds; shorter is faster)")
+    ax.set_title(title or "Training time per epoch", fontsize=9)
+    ax.legend(loc="upper left", bbox_to_anchor=(1.0, 1.0), fontsize=8)  # outside: never over a bar
+    fig.tight_layout()
+    return fig

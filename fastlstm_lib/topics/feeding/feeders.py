@@ -1,0 +1,216 @@
+"""Feeders compared: the same slow batches reaching the same model in different ways.
+
+- ``enqueue_all``: every batch through Keras' own ``OrderedEnqueuer``, to check its order.
+- ``tf_data_pipeline``: the batches through ``tf.data`` (``map`` in parallel, ``prefetch``).
+- ``compare_feeders``: epochs of training per (kind of slowness, feeder): "plain loop", "1 worker",
+  "N threads", "N processes", "tf.data"; each with its ``Timeline``. Run the process feeders
+  through ``run_isolated`` (a child process with a time limit).
+- ``summarize_feeders``: per run, the median epoch, its phases, the time to make one batch, and
+  the speed against "1 worker" and against the plain loop; ``speed_words`` puts a ratio in words.
+- ``idle_check``: one sentence on how busy other processes kept the CPUs, next to the timings.
+"""
+
+from __future__ import annotations
+
+import statistics
+
+from ...checks import check_bool, check_int, check_number, check_seconds, check_str
+from ...runtime.keras_backend import import_keras, tensorflow_reason
+from ...progress import progress_bar
+from ...timing import IDLE_ENOUGH, cpu_busy_elsewhere
+from .dataset import KINDS, calibrate_loops_per_ms, parse_feeder, slow_dataset
+from .gil import PYTHON_SWITCH_INTERVAL_S, switch_interval
+from .timeline import Timeline, epoch_phases, epoch_seconds, production_ms
+from .training import feed_and_train, small_model, train_in_a_loop
+
+
+def enqueue_all(dataset) -> list:
+    """Every batch of ``dataset`` through Keras' own ``OrderedEnqueuer`` (the machinery fit()
+    uses when ``workers > 1`` or ``use_multiprocessing``), in the order it hands them out.
+
+    The enqueuer is internal to Keras (keras.src...): fine for looking inside, not for
+    production code. Batch indices are submitted in order (fit(shuffle=False))."""
+    if not hasattr(dataset, "workers") or not hasattr(dataset, "__len__"):
+        raise TypeError(f"dataset must be a keras.utils.PyDataset, got {type(dataset).__name__}")
+    import_keras()  # quietly, before keras.src
+    from keras.src.trainers.data_adapters.py_dataset_adapter import OrderedEnqueuer
+
+    enqueuer = OrderedEnqueuer(dataset, workers=dataset.workers, use_multiprocessing=dataset.use_multiprocessing,
+                               max_queue_size=dataset.max_queue_size, shuffle=False)
+    timeline = getattr(dataset, "timeline", None)
+    batches = []
+    enqueuer.start()
+    try:
+        for batch in enqueuer.get():  # endless while running: stop after one pass
+            batches.append(batch)
+            if isinstance(timeline, Timeline):
+                timeline.collect()  # keep the pipe from worker processes from filling up
+            if len(batches) == len(dataset):
+                break
+    finally:
+        enqueuer.stop()
+    return batches
+
+
+def tf_data_pipeline(dataset, *, parallel: bool = True):
+    """The same batches through tf.data: ``range -> map(dataset[i]) -> prefetch``.
+
+    ``parallel``: ``map(num_parallel_calls=AUTOTUNE)`` and ``prefetch(AUTOTUNE)``, else one batch
+    at a time. The Python code runs inside ``tf.numpy_function`` on tf.data's threads."""
+    reason = tensorflow_reason()
+    if reason:
+        raise RuntimeError(f"tf.data needs TensorFlow as the Keras backend: {reason}")
+    check_bool("parallel", parallel)
+    import tensorflow as tf
+
+    if not hasattr(dataset, "__getitem__") or not hasattr(dataset, "n_features"):
+        raise TypeError(f"dataset must be a SlowBatches, got {type(dataset).__name__}")
+
+    def load(index):
+        x, y = tf.numpy_function(lambda i: dataset[int(i)], [index], [tf.float32, tf.float32])
+        x.set_shape((dataset.batch_size, dataset.n_features))
+        y.set_shape((dataset.batch_size, 1))
+        return x, y
+
+    indices = tf.data.Dataset.range(len(dataset))
+    if not parallel:
+        return indices.map(load)
+    # deterministic=True: batches come out in index order, as from the PyDataset enqueuer.
+    return indices.map(load, num_parallel_calls=tf.data.AUTOTUNE, deterministic=True).prefetch(tf.data.AUTOTUNE)
+
+
+def _one_run(kind, feeder, model, *, n_batches, batch_ms, loops_per_ms, epochs, batch_size, n_features) -> dict:
+    workers, use_multiprocessing, via = parse_feeder(feeder)
+    timeline = Timeline()
+    dataset = slow_dataset(n_batches, kind=kind, batch_ms=batch_ms, loops_per_ms=loops_per_ms,
+                           feeder=feeder if via == "fit" else "1 worker",
+                           batch_size=batch_size, n_features=n_features, timeline=timeline)
+    if via == "loop":
+        record = train_in_a_loop(dataset, model, epochs=epochs, timeline=timeline)
+    else:
+        data = tf_data_pipeline(dataset) if via == "tf.data" else dataset
+        record = feed_and_train(data, model, epochs=epochs, timeline=timeline)
+    return {"kind": kind, "feeder": feeder, "workers": workers, "use_multiprocessing": use_multiprocessing, "via": via,
+            "n_batches": n_batches, "batch_ms": batch_ms, "epoch_s": epoch_seconds(record), "timeline": record}
+
+
+def compare_feeders(feeders=("plain loop", "1 worker", "2 threads"), kinds=KINDS, *, n_batches: int = 24,
+                    batch_ms: float = 10.0, loops_per_ms: float | None = None, epochs: int = 3,
+                    batch_size: int = 64, n_features: int = 32,
+                    switch_interval_s: float = PYTHON_SWITCH_INTERVAL_S, progress: bool = False) -> list[dict]:
+    """Train the same small model on the same slow batches, fed each way in ``feeders`` (see
+    ``parse_feeder``), for each kind of slowness in ``kinds``, with Python's GIL switch interval
+    set to ``switch_interval_s`` (Python's default unless told otherwise). ``feeders`` may also be
+    a dict {kind: [feeders]}, to run different feeders per kind (``kinds`` is then its keys).
+
+    One dict per (kind, feeder): its settings, ``epoch_s`` (seconds per epoch, warm-up epoch left
+    out) and ``timeline`` (``Timeline.to_dict()``)."""
+    runs = _runs(feeders, kinds)
+    check_bool("progress", progress)
+    if loops_per_ms is not None:
+        check_number("loops_per_ms", loops_per_ms, minimum=1e-9)
+    if any(parse_feeder(feeder).via == "tf.data" for _, feeder in runs) and tensorflow_reason():
+        raise RuntimeError(f"feeder 'tf.data' needs TensorFlow: {tensorflow_reason()}")
+    settings = dict(n_batches=check_int("n_batches", n_batches), batch_ms=check_number("batch_ms", batch_ms, minimum=0),
+                    epochs=check_int("epochs", epochs), batch_size=check_int("batch_size", batch_size),
+                    n_features=check_int("n_features", n_features))
+    switch_interval_s = check_seconds("switch_interval_s", switch_interval_s)
+    per_ms = loops_per_ms if loops_per_ms is not None else calibrate_loops_per_ms()
+    model = small_model(n_features)  # one model: every run after the first reuses its traced step
+    results = []
+    with switch_interval(switch_interval_s):
+        for kind, feeder in progress_bar(runs, "feeders", "run", enabled=progress):
+            result = _one_run(kind, feeder, model, loops_per_ms=per_ms, **settings)
+            results.append(dict(result, switch_interval_s=switch_interval_s))
+    return results
+
+
+def _runs(feeders, kinds) -> list[tuple[str, str]]:
+    """(kind, feeder) pairs, checked: every feeder parses, every kind is one of KINDS."""
+    if isinstance(feeders, dict):
+        pairs = [(kind, feeder) for kind, names in feeders.items()
+                 for feeder in ([names] if isinstance(names, str) else names)]
+    elif isinstance(feeders, str) or isinstance(kinds, str):
+        raise TypeError("feeders and kinds must be lists of strings, not one string")
+    elif not isinstance(feeders, (list, tuple)) or not isinstance(kinds, (list, tuple)):
+        raise TypeError(f"feeders and kinds must be lists of strings, got {type(feeders).__name__} and {type(kinds).__name__}")
+    else:
+        pairs = [(kind, feeder) for kind in kinds for feeder in feeders]
+    for kind, feeder in pairs:
+        if kind not in KINDS:
+            raise ValueError(f"kinds must be taken from {KINDS}, got {kind!r}")
+        parse_feeder(feeder)
+    if not pairs:
+        raise ValueError("no (kind, feeder) to run: feeders and kinds must not be empty")
+    return pairs
+
+
+def _check_results(results) -> None:
+    if not isinstance(results, (list, tuple)):
+        raise TypeError(f"results must be a list of compare_feeders results (dicts), got {type(results).__name__}")
+    for index, r in enumerate(results):
+        if not isinstance(r, dict):
+            raise TypeError(f"results[{index}] must be a dict from compare_feeders, got {type(r).__name__}")
+        missing = [key for key in ("kind", "feeder", "epoch_s", "n_batches", "batch_ms") if key not in r]
+        if missing:
+            raise ValueError(f"results[{index}] lacks {missing}: expected a dict from compare_feeders")
+        if not isinstance(r["epoch_s"], (list, tuple)) or not r["epoch_s"]:
+            raise ValueError(f"results[{index}]['epoch_s'] must be a non-empty list of seconds, got {r['epoch_s']!r}")
+
+
+def summarize_feeders(results: list[dict]) -> list[dict]:
+    """Per (kind, feeder): median epoch seconds, min, max; ``speedup`` over "1 worker" and
+    ``vs_loop`` over "plain loop" (None when that run is missing); ``serial_s``, the time to make
+    the batches one after another. With a timeline: ``head_s``/``steps_s``/``tail_s``/
+    ``to_last_step_s`` (see ``phase_seconds``) and ``made_ms``, the median time to make one batch
+    in that run."""
+    _check_results(results)
+
+    def baseline(feeder):
+        return {r["kind"]: statistics.median(r["epoch_s"]) for r in results if r["feeder"] == feeder}
+
+    one_worker, loop = baseline("1 worker"), baseline("plain loop")
+    rows = []
+    for r in results:
+        median = statistics.median(r["epoch_s"])
+        row = {
+            "kind": r["kind"], "feeder": r["feeder"], "median_s": median, "min_s": min(r["epoch_s"]),
+            "max_s": max(r["epoch_s"]), "speedup": one_worker[r["kind"]] / median if r["kind"] in one_worker else None,
+            "vs_loop": loop[r["kind"]] / median if r["kind"] in loop else None,
+            "serial_s": r["n_batches"] * r["batch_ms"] / 1e3,
+        }
+        if "timeline" in r:
+            phases = epoch_phases(r["timeline"])
+            made = production_ms(r["timeline"])
+            row.update(head_s=phases["head"], steps_s=phases["steps"], tail_s=phases["tail"],
+                       to_last_step_s=phases["to_last_step"], made_ms=statistics.median(made) if made else float("nan"))
+        rows.append(row)
+    return rows
+
+
+def speed_words(ratio: float, *, margin: float = 0.1) -> str:
+    """"faster" when ``ratio`` > 1 + margin, "slower" when < 1 / (1 + margin), else "about as fast"."""
+    ratio = check_number("ratio", ratio, minimum=0)
+    margin = check_number("margin", margin, minimum=0)
+    if ratio > 1 + margin:
+        return "faster"
+    if ratio < 1 / (1 + margin):
+        return "slower"
+    return "about as fast"
+
+
+def idle_check(when: str, since: tuple | None = None, *, seconds: float = 1.0) -> str:
+    """One sentence, starting with ``when``: how much of the CPUs *other* processes used, over
+    ``seconds`` of waiting now, or since a ``timing.cpu_snapshot()`` (``since``), and whether
+    timings taken meanwhile are this program's own (under ``IDLE_ENOUGH``) or disturbed."""
+    when = check_str("when", when, example="for 1 s before the measurements")
+    seconds = check_seconds("seconds", seconds)
+    if since is not None and not (isinstance(since, tuple) and len(since) == 3):
+        raise TypeError(f"since must be None or a cpu_snapshot() (a tuple of 3 ints), got {since!r}")
+    busy = cpu_busy_elsewhere(seconds, since=since)
+    if busy is None:
+        return f"{when}: how busy other processes are cannot be read here (no /proc)"
+    verdict = ("idle enough: the timings are this notebook's own" if busy < IDLE_ENOUGH else
+               "NOT idle: other programs shared the cores, so the timings are disturbed; "
+               "re-run with nothing else running")
+    return f"{when}, other processes used {busy:.0%} of the CPUs -> {verdict}"
