@@ -1,22 +1,29 @@
-"""A forward pass issued once through the step's own code, then replayed: each launch then costs
-the host what numba-cuda's own dispatch costs, and nothing of ours.
+"""The library's one recorder of a pass, and the replay of a recorded pass.
 
-The steps' ``run`` methods are written to be read. Before each launch they make views (``hs[t]``,
-one gate's columns of a stacked matrix), check shapes, choose a blocking and look up the compiled
-kernel; all of that is Python the host repeats every pass, on top of numba-cuda's own dispatch
-(typing the arguments, packing them, calling the driver). On a GPU that finishes a layer-step's
-GEMM in tens of microseconds, the host's Python is what sets the pace (issue 23;
-``PYTHONPATH=tests python -m fakegpu host-times`` measures both through numba-cuda's real dispatch).
+**Recording.** Inside ``recording()`` every ``kernel[configuration](*args)`` (through the one
+launch interceptor, ``launches.intercept``) and every event ``record``/``wait`` is written down in
+issue order (a ``Recording``): launches (``LaunchCall``: kernel, grid, block, stream number, shared
+bytes, arguments), stream operations (``StreamOp``: what the profile's dependency graph reads) and
+the same operations as issued (``issued``: the objects themselves, what a replay re-issues).
+Streams get numbers (0 the default stream, the others in order of first sight), events too.
+``recording(perform=True)`` runs the pass and notes what would make it unreplayable (a copy
+between host and device, a synchronisation); ``perform=False`` launches nothing: the profile's
+dry run (``course/profile/dryrun.py``) adds its stand-ins for streams, events and uploads.
 
-``record(run)`` runs one pass for real and writes down, in issue order, every
-``kernel[configuration](*args)`` and every event ``record``/``wait`` it queued. ``Replay()``
-issues exactly that list again: the same kernels, configurations, arrays and streams, with no
-view made, nothing allocated, checked or chosen. It is a CUDA Graph done on the host: the GPU
-gets the same work, only the Python between launches is gone.
+**Replay.** The steps' ``run`` methods are written to be read. Before each launch they make views
+(``hs[t]``, one gate's columns of a stacked matrix), check shapes, choose a blocking and look up
+the compiled kernel; all of that is Python the host repeats every pass, on top of numba-cuda's own
+dispatch (typing the arguments, packing them, calling the driver). On a GPU that finishes a
+layer-step's GEMM in tens of microseconds, the host's Python is what sets the pace (issue 23;
+``PYTHONPATH=tests python -m fakegpu host-times`` measures both through numba-cuda's real
+dispatch). ``record(run)`` records one pass run for real; ``Replay`` issues exactly that list
+again: the same kernels, configurations, arrays and streams, with no view made, nothing
+allocated, checked or chosen. It is a CUDA Graph done on the host: the GPU gets the same work, only
+the Python between launches is gone.
 
 A pass can be replayed only if it is nothing but launches and stream ordering, as a step's
 ``run`` must be (``steps/base.py``): the same arrays every time, nothing copied between host and
-device, nothing waited for. A pass that copies or synchronises is not recorded (``record``
+device, nothing waited for. A pass that copies or synchronises is not replayable (``record``
 returns None) and the runner runs the step's code every time, as before.
 
 Replay looks the kernel class's ``__getitem__`` up at every launch, so whatever intercepts
@@ -26,33 +33,109 @@ launches, and the simulator (whose kernels configure themselves in place) replay
 
 from __future__ import annotations
 
+import contextlib
+import dataclasses
+
 from numba import cuda
 
 from .launches import intercept, patched
 
-#: Host-device operations that make a pass unreplayable: (where, attribute name).
-_HOST_DEVICE = ("to_device", "synchronize")
+#: Copies between host and device that make a pass unreplayable (as do the host's waits).
 _ARRAY_COPIES = ("copy_to_device", "copy_to_host")
 
 
-class Replay:
-    """A recorded pass. ``replay()`` issues it again; ``launches``: how many kernels it queues."""
+@dataclasses.dataclass(frozen=True)
+class LaunchCall:
+    """One recorded ``kernel[grid, block, stream, shared](*args)``."""
 
-    def __init__(self, ops: list):
-        self.ops = ops  # ("launch", kernel, configuration, args) | ("record" | "wait", event, stream)
-        self.launches = sum(op[0] == "launch" for op in ops)
+    kernel: object
+    grid: tuple
+    block: tuple
+    stream: int
+    shared_bytes: int
+    args: tuple
 
-    def __call__(self) -> None:
-        for kind, target, how, args in self.ops:
-            if kind == "launch":
-                type(target).__getitem__(target, how)(*args)
-            elif kind == "record":
-                target.record(how)
-            else:
-                target.wait(how)
 
-    def __repr__(self) -> str:
-        return f"<replay of {self.launches} launches, {len(self.ops) - self.launches} event operations>"
+@dataclasses.dataclass(frozen=True)
+class StreamOp:
+    """One operation queued on a stream, in issue order: a launch (``index`` into the launches),
+    or an event's ``record`` / ``wait`` (``index`` = the event's number)."""
+
+    kind: str
+    stream: int
+    index: int
+
+
+def normalized_configuration(configuration) -> tuple:
+    """(grid, block, stream, shared bytes) of a ``kernel[...]`` configuration, grid and block as 3-tuples."""
+    from numba.cuda.errors import normalize_kernel_dimensions
+
+    configuration = configuration if isinstance(configuration, tuple) else (configuration,)
+    if len(configuration) < 2:
+        raise ValueError(f"a launch needs a grid and a block, got {configuration!r}")
+    grid, block = normalize_kernel_dimensions(configuration[0], configuration[1])
+    stream = configuration[2] if len(configuration) > 2 else 0
+    shared = configuration[3] if len(configuration) > 3 else 0
+    return tuple(grid), tuple(block), stream, shared
+
+
+class Recording:
+    """What a pass queued: launches and stream operations, in the order the host issued them."""
+
+    def __init__(self):
+        self.launches: list[LaunchCall] = []
+        self.ops: list[StreamOp] = []
+        self.issued: list[tuple] = []  # ("launch", kernel, configuration, args) | ("record" | "wait", event, stream, None)
+        self.refused: list[str] = []  # what made the pass unreplayable (copies, synchronisations)
+        self.streams = 1  # stream 0, the default stream, always exists
+        self.events = 0
+        self._numbers: dict[int, int] = {}  # id of a stream or event -> its number
+        self._seen: list = []  # every stream and event numbered: alive, so that no id is reused
+
+    def stream_number(self, stream) -> int:
+        if stream is None or (isinstance(stream, int) and stream == 0):
+            return 0
+        number = getattr(stream, "number", None)  # the dry run's stand-ins number themselves
+        if number is not None:
+            return number
+        if id(stream) not in self._numbers:
+            self._numbers[id(stream)] = self.new_stream()
+            self._seen.append(stream)
+        return self._numbers[id(stream)]
+
+    def new_stream(self) -> int:
+        self.streams += 1
+        return self.streams - 1
+
+    def new_event(self) -> int:
+        self.events += 1
+        return self.events - 1
+
+    def event_number(self, event) -> int:
+        number = getattr(event, "number", None)
+        if number is not None:
+            return number
+        if id(event) not in self._numbers:
+            self._numbers[id(event)] = self.new_event()
+            self._seen.append(event)
+        return self._numbers[id(event)]
+
+    def launch(self, kernel, configuration, args) -> None:
+        grid, block, stream, shared = normalized_configuration(configuration)
+        number = self.stream_number(stream)
+        self.ops.append(StreamOp("launch", number, len(self.launches)))
+        self.launches.append(LaunchCall(kernel, grid, block, number, int(shared), tuple(args)))
+        self.issued.append(("launch", kernel, configuration, tuple(args)))
+
+    def event_op(self, kind: str, event, stream) -> None:
+        self.ops.append(StreamOp(kind, self.stream_number(stream), self.event_number(event)))
+        self.issued.append((kind, event, stream, None))
+
+    def host_wait(self, event=None) -> None:
+        """The host waited for ``event`` (``event.synchronize()``), or for everything (None:
+        ``cuda.synchronize()``). Its index is the event's number, -1 for everything."""
+        self.ops.append(StreamOp("host", -1, -1 if event is None else self.event_number(event)))
+        self.issued.append(("host", event, None, None))
 
 
 def _event_class():
@@ -63,43 +146,96 @@ def _array_class():
     return type(cuda.device_array(1, dtype="float32"))
 
 
-def record(run) -> Replay | None:
-    """Run ``run()`` (one pass) for real, recording what it queues; the Replay, or None if the pass
-    copied between host and device or synchronised (then it cannot be replayed)."""
-    ops: list = []
-    refused: list = []
-    events, arrays = _event_class(), _array_class()
-    event_record, event_wait = events.record, events.wait
+@contextlib.contextmanager
+def recording(perform: bool = True, listener=None):
+    """``with recording() as pass_:`` every launch and event operation in the block, recorded; with
+    ``perform`` they also run (and copies and synchronisations are noted in ``refused``; the
+    host's waits are operations too), without it nothing is launched (the caller provides
+    stand-ins for streams and events). ``listener(operation)``, if given, hears each operation
+    as issued (``Recording.issued``'s form) before it runs: the exercises' trace checks it there."""
+    rec = Recording()
+
+    def heard() -> None:
+        if listener is not None:
+            listener(rec.issued[-1])
 
     def recording_launch(kernel, configuration, configure):
-        configured = configure(kernel, configuration)
+        configured = configure(kernel, configuration) if perform else None
 
         def launch(*args):
-            ops.append(("launch", kernel, configuration, args))
-            return configured(*args)
+            rec.launch(kernel, configuration, args)
+            heard()
+            if perform:
+                return configured(*args)
 
         return launch
 
-    def recording_record(event, stream=0):
-        ops.append(("record", event, stream, None))
-        return event_record(event, stream)
+    patches = []
+    if perform:
+        events, arrays = _event_class(), _array_class()
+        event_record, event_wait, event_synchronize = events.record, events.wait, events.synchronize
+        synchronize = cuda.synchronize
 
-    def recording_wait(event, stream=0):
-        ops.append(("wait", event, stream, None))
-        return event_wait(event, stream)
+        def recording_record(event, stream=0):
+            rec.event_op("record", event, stream)
+            heard()
+            return event_record(event, stream)
 
-    def refusing(target, name):
-        original = getattr(target, name)
+        def recording_wait(event, stream=0):
+            rec.event_op("wait", event, stream)
+            heard()
+            return event_wait(event, stream)
 
-        def call(*args, **kwargs):
-            refused.append(name)
-            return original(*args, **kwargs)
+        def host_waits(original, name):
+            def call(event=None):
+                rec.refused.append(name)
+                rec.host_wait(event)
+                heard()
+                return original() if event is None else original(event)
 
-        return call
+            return call
 
-    patches = [(events, "record", recording_record), (events, "wait", recording_wait)]
-    patches += [(cuda, name, refusing(cuda, name)) for name in _HOST_DEVICE]
-    patches += [(arrays, name, refusing(arrays, name)) for name in _ARRAY_COPIES]
+        def refusing(target, name):
+            original = getattr(target, name)
+
+            def call(*args, **kwargs):
+                rec.refused.append(name)
+                return original(*args, **kwargs)
+
+            return call
+
+        patches = [(events, "record", recording_record), (events, "wait", recording_wait),
+                   (events, "synchronize", host_waits(event_synchronize, "event.synchronize")),
+                   (cuda, "synchronize", host_waits(synchronize, "synchronize")),
+                   (cuda, "to_device", refusing(cuda, "to_device"))]
+        patches += [(arrays, name, refusing(arrays, name)) for name in _ARRAY_COPIES]
     with intercept(recording_launch), patched(patches):
+        yield rec
+
+
+class Replay:
+    """A recorded pass. ``replay()`` issues it again; ``launches``: how many kernels it queues."""
+
+    def __init__(self, ops: list):
+        self.ops = ops  # ("launch", kernel, configuration, args) | ("record" | "wait", event, stream, None)
+        self.launches = sum(op[0] == "launch" for op in ops)
+
+    def __call__(self) -> None:
+        for kind, target, how, args in self.ops:
+            if kind == "launch":
+                type(target).__getitem__(target, how)(*args)
+            elif kind == "record":
+                target.record(how)
+            else:  # "wait": a pass with a host wait is never replayed
+                target.wait(how)
+
+    def __repr__(self) -> str:
+        return f"<replay of {self.launches} launches, {len(self.ops) - self.launches} event operations>"
+
+
+def record(run) -> Replay | None:
+    """Run ``run()`` (one pass) for real, recording what it queues; the Replay, or None if the pass
+    copied between host and device or synchronised (then it cannot be replayed)."""
+    with recording() as rec:
         run()
-    return None if refused else Replay(ops)
+    return None if rec.refused else Replay(rec.issued)

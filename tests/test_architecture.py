@@ -101,6 +101,19 @@ def test_the_core_never_imports_the_course_or_the_topics():
     assert not {name: targets for name, targets in runtime.items() if targets}  # where we run: below everything
 
 
+def test_one_model_of_stream_ordering():
+    """CUDA's stream ordering is written once, ``profile/graph.Order``: the profile's dependency
+    graph and the exercises' race checks both ask it (no second model, such as vector clocks)."""
+    graph = "fastlstm_lib.course.profile.graph"
+    for user in ("fastlstm_lib.course.profile.record", "fastlstm_lib.course.exercises.trace"):
+        assert graph in imported_modules(user, MODULES[user]), user
+    defines = {name for name, path in MODULES.items()
+               if any(isinstance(node, ast.ClassDef) and node.name == "Order" or
+                      isinstance(node, ast.FunctionDef) and node.name in ("ordered", "join", "dependencies")
+                      for node in ast.walk(ast.parse(path.read_text())))}
+    assert defines == {graph}, defines
+
+
 def test_every_module_says_what_it_is_for_and_is_one_concept():
     for name, path in MODULES.items():
         source = path.read_text()

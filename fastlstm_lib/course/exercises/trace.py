@@ -6,12 +6,13 @@ therefore checks the order itself, not only the numbers. Inside ``Trace()``:
 
 - every kernel launch is recorded with its stream and the memory its arguments cover (which
   arguments a library kernel reads and writes is known: ``memory.ACCESS``);
-- every ``event.record`` / ``event.wait`` and host synchronisation is recorded;
+- every ``event.record`` / ``event.wait`` and host synchronisation is recorded (the library's one
+  recorder, ``replay.recording``, tells the trace each operation as it is issued);
 - every float buffer made with ``cuda.device_array`` starts as NaN (uninitialised scratch shows).
 
-From that, with CUDA's rules for ordinary (blocking) streams and the legacy default stream, a
-vector clock per stream (``streams``) tells whether launch A is guaranteed to finish before launch
-B starts.
+From that, with CUDA's rules for ordinary (blocking) streams and the legacy default stream, the
+course's one model of stream ordering (``profile/graph.Order``) tells whether launch A is
+guaranteed to finish before launch B starts.
 Three findings come out, in launch order, the first of each kind kept:
 
 - ``read_before_write``: a kernel reads scratch (or the output) that no kernel of this run wrote;
@@ -32,9 +33,12 @@ from types import SimpleNamespace
 import numpy as np
 from numba import cuda
 
-from ...launches import intercept, kernel_name, patched  # the one place that patches Numba
+from ...kernels.spec import function_name
+from ...launches import patched  # the one place that patches Numba
+from ...replay import recording
 from .memory import ACCESS, UNNAMED, Buffer, Memory, device_layout, element_offsets
-from .streams import DEFAULT_STREAM, Launch, TracedEvent, is_default_stream, join, ordered
+from ..profile.graph import Order
+from .streams import DEFAULT_STREAM, Launch, is_default_stream
 
 @dataclasses.dataclass
 class Finding:
@@ -53,8 +57,8 @@ class Trace:
         self.launches: list[Launch] = []
         self.log: list[tuple] = []  # ("launch", Launch) / ("record" | "wait", event name, stream)
         self.findings: list[Finding] = []
-        self._clocks: dict[str, dict] = {}
-        self._host: dict = {}  # what the host has waited for: ordered before all later work
+        self.order = Order("legacy", default=DEFAULT_STREAM)
+        self._events: list = []  # every event seen, kept alive: the order knows them by id
         self._streams: dict[int, tuple] = {}  # id -> (stream object, name)
         self._event_names: dict[int, str] = {}
         self._output: Buffer | None = None
@@ -63,21 +67,7 @@ class Trace:
     # ---- setting up ------------------------------------------------------------------------
 
     def __enter__(self):
-        original_event, original_sync, original_alloc = cuda.event, cuda.synchronize, cuda.device_array
-
-        def traced_launch(kernel, config, configure):  # kernel[grid, block, stream]: record, then launch
-            configured = configure(kernel, config)
-            stream = config[2] if len(config) > 2 else 0
-
-            def launch(*args):
-                self._launch(kernel_name(kernel), stream, args)
-                return configured(*args)
-
-            return launch
-
-        def synchronize():
-            self.host_waited(join(*self._clocks.values()))
-            return original_sync()
+        original_alloc = cuda.device_array
 
         def poisoned_device_array(*args, **kwargs):
             array = original_alloc(*args, **kwargs)
@@ -86,11 +76,21 @@ class Trace:
                 self.memory.buffer_of(array, scratch=True)
             return array
 
-        self._patches.enter_context(intercept(traced_launch))
-        self._patches.enter_context(patched([
-            (cuda, "event", lambda *args, **kwargs: TracedEvent(original_event(*args, **kwargs), self)),
-            (cuda, "synchronize", synchronize), (cuda, "device_array", poisoned_device_array)]))
+        self._patches.enter_context(patched([(cuda, "device_array", poisoned_device_array)]))
+        self._patches.enter_context(recording(listener=self._heard))  # the library's one recorder
         return self
+
+    def _heard(self, operation) -> None:
+        """One operation of the run, as the recorder issues it, before it runs."""
+        kind, target, how, args = operation
+        if kind == "launch":  # kernel[grid, block, stream, ...]
+            self._launch(function_name(target), how[2] if isinstance(how, tuple) and len(how) > 2 else 0, args)
+        elif kind == "record":
+            self.event_recorded(target, how)
+        elif kind == "wait":
+            self.event_waited(target, how)
+        elif kind == "host":
+            self.host_waited(target)
 
     def __exit__(self, *exc):
         self._patches.close()
@@ -98,25 +98,27 @@ class Trace:
 
     def name_things(self, roots: dict) -> None:
         """Name buffers, streams and events after where ``roots`` keep them ({"state": state, ...})."""
-        stream_type = type(cuda.default_stream())
+        stream_type, event_type = type(cuda.default_stream()), type(cuda.event())
         for name, value in roots.items():
-            self._walk(value, name, stream_type, depth=0)
+            self._walk(value, name, (stream_type, event_type), depth=0)
 
-    def _walk(self, value, path, stream_type, depth):
+    def _walk(self, value, path, types, depth):
+        stream_type, event_type = types
         if device_layout(value) is not None:
             buffer = self.memory.buffer_of(value, scratch=False)
             if buffer.start == device_layout(value)[0] and buffer.name.startswith(UNNAMED):
                 buffer.name = path
-        elif isinstance(value, TracedEvent):
+        elif isinstance(value, event_type):
+            self._events.append(value)
             self._event_names.setdefault(id(value), path)
         elif isinstance(value, stream_type):
             self._streams.setdefault(id(value), (value, path))
         elif depth < 4 and isinstance(value, (list, tuple)):
             for i, item in enumerate(value):
-                self._walk(item, f"{path}[{i}]", stream_type, depth + 1)
+                self._walk(item, f"{path}[{i}]", types, depth + 1)
         elif depth < 4 and isinstance(value, SimpleNamespace):
             for key, item in vars(value).items():
-                self._walk(item, f"{path}.{key}", stream_type, depth + 1)
+                self._walk(item, f"{path}.{key}", types, depth + 1)
 
     def set_output(self, array) -> None:
         """The step's output: written in full by every run, never read before it is written."""
@@ -153,34 +155,25 @@ class Trace:
     def _event_name(self, event) -> str:
         return self._event_names.setdefault(id(event), f"event #{len(self._event_names) + 1}")
 
-    def _issue(self, stream: str) -> dict:
-        if stream == DEFAULT_STREAM:  # the legacy default stream waits for every blocking stream...
-            return join(self._host, *self._clocks.values())
-        # ...and every blocking stream waits for it
-        return join(self._host, self._clocks.get(stream, {}), self._clocks.get(DEFAULT_STREAM, {}))
-
     def event_recorded(self, event, stream) -> None:
         name = self.stream_name(stream)
-        event.clock = self._issue(name)
+        self._events.append(event)
+        self.order.record(id(event), name)
         self.log.append(("record", self._event_name(event), name))
 
     def event_waited(self, event, stream) -> None:
         name = self.stream_name(stream)
-        if event.clock is not None:
-            self._clocks[name] = join(self._clocks.get(name, {}), event.clock)
+        self._events.append(event)
+        self.order.wait(id(event), name)
         self.log.append(("wait", self._event_name(event), name))
 
-    def host_waited(self, clock: dict) -> None:
-        """The host waited for ``clock``: everything queued later is ordered after it."""
-        self._host = join(self._host, clock)
+    def host_waited(self, event) -> None:
+        """The host waited for ``event`` (None: for all work): everything queued later is ordered after it."""
+        self.order.host_waits(None if event is None else id(event))
 
     def _launch(self, kernel: str, stream, args) -> None:
         name = self.stream_name(stream)
-        clock = self._issue(name)
-        seq = clock.get(name, 0) + 1
-        clock[name] = seq
-        self._clocks[name] = clock
-        launch = Launch(len(self.launches), kernel, name, seq, dict(clock))
+        launch = Launch(self.order.launch(name), kernel, name)
         self.launches.append(launch)
         self.log.append(("launch", launch))
         arrays = [(i, a) for i, a in enumerate(args) if device_layout(a) is not None]
@@ -214,18 +207,18 @@ class Trace:
                                                    f"{buffer.describe(unwritten)} before any kernel of this run wrote it",
                               buffer=buffer.name))
         for writer in np.unique(buffer.last_write[elements]):
-            if writer >= 0 and not ordered(self.launches[writer], launch):
+            if writer >= 0 and not self.order.ordered(writer, launch.index):
                 where = elements[buffer.last_write[elements] == writer]
                 self._race(self.launches[writer], launch, buffer, where, "reads")
         buffer.readers.append((launch.index, elements))
 
     def _check_write(self, launch, buffer, elements) -> None:
         for writer in np.unique(buffer.last_write[elements]):
-            if writer >= 0 and writer != launch.index and not ordered(self.launches[writer], launch):
+            if writer >= 0 and writer != launch.index and not self.order.ordered(writer, launch.index):
                 where = elements[buffer.last_write[elements] == writer]
                 self._race(self.launches[writer], launch, buffer, where, "overwrites")
         for reader, read in buffer.readers:
-            if reader != launch.index and not ordered(self.launches[reader], launch):
+            if reader != launch.index and not self.order.ordered(reader, launch.index):
                 both = np.intersect1d(read, elements)
                 if both.size:
                     self._race(self.launches[reader], launch, buffer, both, "overwrites, while it may still be read,")

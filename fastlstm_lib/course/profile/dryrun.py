@@ -2,10 +2,10 @@
 
 Inside ``dry_run()`` a step's own ``setup`` and ``run`` code runs unchanged, but:
 
-- ``kernel[grid, block, stream, shared](*args)`` records the launch and launches nothing (it
-  intercepts Numba's kernel class through ``launches.intercept``, as ``fl.count_launches`` does,
-  so every kernel of every step is seen; a ``count_launches`` inside the block counts what is
-  recorded, one around it counts nothing, since nothing is launched);
+- ``kernel[grid, block, stream, shared](*args)`` records the launch and launches nothing (the
+  library's one recorder, ``replay.recording``, which intercepts Numba's kernel class through
+  ``launches.intercept``, as ``fl.count_launches`` does, so every kernel of every step is seen; a
+  ``count_launches`` inside the block counts what is recorded, one around it counts nothing);
 - ``cuda.stream()`` and ``cuda.event()`` return stand-ins: an event's ``record(stream)`` and
   ``wait(stream)`` are recorded, in issue order, beside the launches;
 - ``cuda.to_device(host)`` allocates an uninitialised device array of the same shape instead of
@@ -22,72 +22,12 @@ Streams get numbers: 0 is the default stream, the others count up in creation or
 from __future__ import annotations
 
 import contextlib
-import dataclasses
 
 import numpy as np
 from numba import cuda
 
-from ...launches import intercept, patched
-
-
-@dataclasses.dataclass(frozen=True)
-class LaunchCall:
-    """One recorded ``kernel[grid, block, stream, shared](*args)``."""
-
-    kernel: object
-    grid: tuple
-    block: tuple
-    stream: int
-    shared_bytes: int
-    args: tuple
-
-
-@dataclasses.dataclass(frozen=True)
-class StreamOp:
-    """One operation queued on a stream, in issue order: a launch (``index`` into the launches),
-    or an event's ``record`` / ``wait`` (``index`` = the event's number)."""
-
-    kind: str
-    stream: int
-    index: int
-
-
-class Recording:
-    """What a dry run queued: launches and stream operations, in the order the host issued them."""
-
-    def __init__(self):
-        self.launches: list[LaunchCall] = []
-        self.ops: list[StreamOp] = []
-        self.streams = 1  # stream 0, the default stream, always exists
-        self.events = 0
-        self._other_streams: dict[int, int] = {}
-
-    def stream_number(self, stream) -> int:
-        if stream is None or (isinstance(stream, int) and stream == 0):
-            return 0
-        if isinstance(stream, DryStream):
-            return stream.number
-        # A stream created before the dry run: numbered on first sight, like any other.
-        key = id(stream)
-        if key not in self._other_streams:
-            self._other_streams[key] = self.new_stream()
-        return self._other_streams[key]
-
-    def new_stream(self) -> int:
-        self.streams += 1
-        return self.streams - 1
-
-    def new_event(self) -> int:
-        self.events += 1
-        return self.events - 1
-
-    def launch(self, kernel, grid, block, stream, shared_bytes, args) -> None:
-        number = self.stream_number(stream)
-        self.ops.append(StreamOp("launch", number, len(self.launches)))
-        self.launches.append(LaunchCall(kernel, grid, block, number, int(shared_bytes), tuple(args)))
-
-    def event_op(self, kind: str, event: "DryEvent", stream) -> None:
-        self.ops.append(StreamOp(kind, self.stream_number(stream), event.number))
+from ...launches import patched
+from ...replay import Recording, recording
 
 
 class DryStream:
@@ -126,19 +66,6 @@ class DryEvent:
         return f"<dry-run event {self.number}>"
 
 
-def normalized_configuration(configuration) -> tuple:
-    """(grid, block, stream, shared bytes) of a ``kernel[...]`` configuration, grid and block as 3-tuples."""
-    from numba.cuda.errors import normalize_kernel_dimensions
-
-    configuration = configuration if isinstance(configuration, tuple) else (configuration,)
-    if len(configuration) < 2:
-        raise ValueError(f"a launch needs a grid and a block, got {configuration!r}")
-    grid, block = normalize_kernel_dimensions(configuration[0], configuration[1])
-    stream = configuration[2] if len(configuration) > 2 else 0
-    shared = configuration[3] if len(configuration) > 3 else 0
-    return tuple(grid), tuple(block), stream, shared
-
-
 def gpu_geometry(chip) -> list[tuple]:
     """(module, name, value) patches giving a dry run the launch geometry of a GPU like ``chip``."""
     from ...kernels import gemm, geometry, reduce
@@ -151,32 +78,25 @@ def gpu_geometry(chip) -> list[tuple]:
 
 @contextlib.contextmanager
 def dry_run(chip=None):
-    """``with dry_run() as recording:`` run a step's setup and run; nothing is launched."""
+    """``with dry_run() as recording:`` run a step's setup and run; nothing is launched (the
+    library's one recorder, ``replay.recording``, with stand-ins for streams, events and uploads)."""
     from ...kernels import persistent
 
-    recording = Recording()
     device_array = cuda.device_array
-
-    def record_launch(kernel, configuration, configure):  # configure is not called: nothing launches
-        grid, block, stream, shared = normalized_configuration(configuration)
-
-        def launch(*args):
-            recording.launch(kernel, grid, block, stream, shared, args)
-
-        return launch
 
     def allocate_like(host, stream=0, copy=True, to=None):
         host = np.asarray(host)
         return to if to is not None else device_array(host.shape, dtype=host.dtype)
 
-    patches = [(cuda, "stream", lambda: DryStream(recording)),
-               (cuda, "event", lambda *args, **kwargs: DryEvent(recording)),
-               (cuda, "to_device", allocate_like),
-               (persistent, "prepared", lambda *args, **kwargs: None)]
-    if chip is not None:
-        patches += gpu_geometry(chip)
-    with intercept(record_launch), patched(patches):
-        yield recording
+    with recording(perform=False) as rec:
+        patches = [(cuda, "stream", lambda: DryStream(rec)),
+                   (cuda, "event", lambda *args, **kwargs: DryEvent(rec)),
+                   (cuda, "to_device", allocate_like),
+                   (persistent, "prepared", lambda *args, **kwargs: None)]
+        if chip is not None:
+            patches += gpu_geometry(chip)
+        with patched(patches):
+            yield rec
 
 
 def default_stream_kind() -> str:

@@ -1,6 +1,7 @@
 """Which launch waits for which: the dependency graph of a recorded pass, and its longest chain.
 
-CUDA orders work in three ways, and the graph has an edge for each:
+CUDA orders work in three ways, and the graph has an edge for each (``Order`` builds it one
+operation at a time; the exercises' trace adds the host's waits, a fourth kind, ``host``):
 
 - ``stream``: a launch starts after the one queued before it on the same stream ends;
 - ``event``: ``event.wait(s)`` holds everything queued on s afterwards until the work queued
@@ -20,7 +21,7 @@ take one pass.
 from __future__ import annotations
 
 #: Which kind of edge wins when a launch is reached along several.
-_PRECEDENCE = {"stream": 0, "event": 1, "default-stream": 2}
+_PRECEDENCE = {"stream": 0, "event": 1, "default-stream": 2, "host": 3}
 
 
 def _merge(into: dict, frontier: dict, kind: str | None = None) -> None:
@@ -30,39 +31,101 @@ def _merge(into: dict, frontier: dict, kind: str | None = None) -> None:
             into[launch] = how
 
 
+class Order:
+    """CUDA's ordering of the work a host issues, built one operation at a time: the course's one
+    model of stream ordering (the profile's dependency graph, the exercises' race checks).
+
+    ``launch(stream)`` numbers a launch and finds what it waits for (``deps``, its direct
+    dependencies, and ``ordered(a, b)``: whether a is done before b starts); ``record(event,
+    stream)``, ``wait(event, stream)`` and ``host_waits(event)`` (the host waited for an event,
+    or for everything: ``cuda.synchronize``) order what comes after them. Streams and events are
+    any hashable keys; ``default`` is the default stream's. With a "legacy" default stream (Numba's
+    default) it waits for all work queued before on every blocking stream, and work queued
+    afterwards on a blocking stream waits for it; with "per-thread" it is an ordinary stream."""
+
+    def __init__(self, default_stream: str = "legacy", default=0):
+        if default_stream not in ("legacy", "per-thread"):
+            raise ValueError(f"default_stream must be 'legacy' or 'per-thread', got {default_stream!r}")
+        self.legacy = default_stream == "legacy"
+        self.default = default
+        self.deps: list[dict] = []  # per launch: {earlier launch it waits for: how}
+        self.streams: list = []  # per launch: its stream
+        self._ancestors: list[set] = []  # per launch: every earlier launch it waits for, through any chain
+        self._last: dict = {}  # per stream: the launches its most recent operation waits for
+        self._recorded: dict = {}  # per event: the launches its most recent record waits for
+        self._host: dict = {}  # what the host has waited for: everything issued later waits for it
+
+    def _before(self, stream) -> dict:
+        before: dict = {}
+        _merge(before, self._host, "host")
+        _merge(before, self._last.get(stream, {}))
+        if self.legacy:
+            if stream == self.default:
+                for other, frontier in self._last.items():
+                    if other != self.default:
+                        _merge(before, frontier, "default-stream")
+            else:
+                _merge(before, self._last.get(self.default, {}), "default-stream")
+        return before
+
+    def launch(self, stream) -> int:
+        """A launch on ``stream``: its number (0, 1, ...)."""
+        index = len(self.deps)
+        before = self._before(stream)
+        deps = {launch: "stream" if self.streams[launch] == stream else how for launch, how in before.items()}
+        ancestors = set(deps)
+        for launch in deps:
+            ancestors |= self._ancestors[launch]
+        self.deps.append(deps)
+        self.streams.append(stream)
+        self._ancestors.append(ancestors)
+        self._last[stream] = {index: "stream"}
+        return index
+
+    def record(self, event, stream) -> None:
+        before = self._before(stream)
+        self._recorded[event] = {launch: ("event" if how == "stream" else how) for launch, how in before.items()}
+        self._last[stream] = before
+
+    def wait(self, event, stream) -> None:
+        """A wait on an event never recorded waits for nothing."""
+        before = self._before(stream)
+        _merge(before, self._recorded.get(event, {}), "event")
+        self._last[stream] = before
+
+    def host_waits(self, event=None) -> None:
+        """The host waited for ``event`` (what its record waits for), or for all work issued (None)."""
+        if event is not None:
+            _merge(self._host, self._recorded.get(event, {}))
+            return
+        for frontier in self._last.values():  # each stream's latest work, and through it all before
+            _merge(self._host, frontier)
+
+    def ordered(self, first: int, second: int) -> bool:
+        """Whether launch ``first`` is guaranteed to finish before launch ``second`` starts."""
+        return first in self._ancestors[second]
+
+
 def dependencies(ops, launch_streams, default_stream: str = "legacy") -> list[dict]:
     """For each launch, {earlier launch it waits for: "stream" | "event" | "default-stream"}.
 
-    ``ops``: StreamOp records in issue order; ``launch_streams``: the stream of every launch.
+    ``ops``: StreamOp records in issue order (launches numbered in that order, as a dry run
+    records them); ``launch_streams``: the stream of every launch.
     """
-    if default_stream not in ("legacy", "per-thread"):
-        raise ValueError(f"default_stream must be 'legacy' or 'per-thread', got {default_stream!r}")
-    last: dict[int, dict] = {}  # per stream: the launches its most recent operation waits for
-    recorded: dict[int, dict] = {}  # per event: the launches its most recent record waits for
-    deps: list[dict] = [{} for _ in launch_streams]
+    order = Order(default_stream)
     for op in ops:
-        before: dict = {}
-        _merge(before, last.get(op.stream, {}))
-        if default_stream == "legacy":
-            if op.stream == 0:
-                for stream, frontier in last.items():
-                    if stream != 0:
-                        _merge(before, frontier, "default-stream")
-            else:
-                _merge(before, last.get(0, {}), "default-stream")
         if op.kind == "launch":
-            for launch, how in before.items():
-                deps[op.index][launch] = "stream" if launch_streams[launch] == op.stream else how
-            last[op.stream] = {op.index: "stream"}
+            if order.launch(op.stream) != op.index or launch_streams[op.index] != op.stream:
+                raise ValueError(f"launch {op.index} is out of issue order or on another stream")
         elif op.kind == "record":
-            recorded[op.index] = {launch: ("event" if how == "stream" else how) for launch, how in before.items()}
-            last[op.stream] = before
+            order.record(op.index, op.stream)
         elif op.kind == "wait":
-            _merge(before, recorded.get(op.index, {}), "event")
-            last[op.stream] = before
+            order.wait(op.index, op.stream)
+        elif op.kind == "host":
+            order.host_waits(None if op.index < 0 else op.index)
         else:
             raise ValueError(f"unknown stream operation {op.kind!r}")
-    return deps
+    return order.deps
 
 
 def longest_path(deps: list[dict], weights=None) -> tuple[float, list[int]]:

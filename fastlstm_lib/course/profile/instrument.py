@@ -23,7 +23,7 @@ import numpy as np
 
 from ...runtime import simulator
 from ...launches import intercept
-from .dryrun import normalized_configuration
+from ...replay import normalized_configuration
 from .formulas import kernel_description
 from ...kernels.views import host_array, is_array
 
