@@ -92,16 +92,21 @@ class Recording:
         self._numbers: dict[int, int] = {}  # id of a stream or event -> its number
         self._seen: list = []  # every stream and event numbered: alive, so that no id is reused
 
+    def _number(self, thing, new) -> int:
+        """A stream's or an event's number: its own (the dry run's stand-ins number themselves), or
+        ``new()`` at first sight."""
+        number = getattr(thing, "number", None)
+        if number is not None:
+            return number
+        if id(thing) not in self._numbers:
+            self._numbers[id(thing)] = new()
+            self._seen.append(thing)
+        return self._numbers[id(thing)]
+
     def stream_number(self, stream) -> int:
         if stream is None or (isinstance(stream, int) and stream == 0):
             return 0
-        number = getattr(stream, "number", None)  # the dry run's stand-ins number themselves
-        if number is not None:
-            return number
-        if id(stream) not in self._numbers:
-            self._numbers[id(stream)] = self.new_stream()
-            self._seen.append(stream)
-        return self._numbers[id(stream)]
+        return self._number(stream, self.new_stream)
 
     def new_stream(self) -> int:
         self.streams += 1
@@ -112,13 +117,7 @@ class Recording:
         return self.events - 1
 
     def event_number(self, event) -> int:
-        number = getattr(event, "number", None)
-        if number is not None:
-            return number
-        if id(event) not in self._numbers:
-            self._numbers[id(event)] = self.new_event()
-            self._seen.append(event)
-        return self._numbers[id(event)]
+        return self._number(event, self.new_event)
 
     def launch(self, kernel, configuration, args) -> None:
         grid, block, stream, shared = normalized_configuration(configuration)
