@@ -4,7 +4,8 @@ Every optimization in the ladder removes launches or makes them overlap, so the 
 them (``count_launches``). Other tools need every ``kernel[grid, block, stream, shared](*args)``
 of a step too: the dry run of ``fl.profile`` records them instead of launching, a runner's first
 pass is recorded for replay (``replay.py``), instrumented runs wrap the arrays a kernel gets
-(``profile/instrument.py``), the exercises' traces check their ordering (``exercises/trace.py``).
+(``course/profile/instrument.py``), the exercises' traces check their ordering
+(``course/exercises/trace.py``).
 All of them subscribe to one interception, here:
 
 - ``intercept(handler)``: inside the block, ``kernel[configuration]`` (``__getitem__`` on Numba's

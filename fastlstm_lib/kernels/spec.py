@@ -15,9 +15,10 @@ One ``Spec`` per numbered version of a family (``gemm.py``'s list, ``pointwise.p
 - ``builds``: how the compile matrix compiles it (``Build``: one row of data/kernel_resources.csv
   each); the timeline reads the GEMMs' rows from the same place.
 
-Who reads them (``versions.every()`` collects them): ``profile/formulas.py`` (the formulas), ``exercises/memory.py`` (the access
-table), ``tools/compile_matrix`` (what to compile), ``timeline/blocks.py`` (which compiled row a
-GEMM launch ran), ``kernels/catalog.py`` and ``tools/readme_table.py`` (names and lines).
+Who reads them (``versions.every()`` collects them): ``course/profile/formulas.py`` (the
+formulas), ``course/exercises/memory.py`` (the access table), ``tools/compile_matrix`` (what to
+compile), ``course/timeline/blocks.py`` (which compiled row a GEMM launch ran),
+``kernels/catalog.py`` and ``tools/readme_table.py`` (names and lines).
 """
 
 from __future__ import annotations
