@@ -16,15 +16,17 @@ the compiled kernel; all of that is Python the host repeats every pass, on top o
 dispatch (typing the arguments, packing them, calling the driver). On a GPU that finishes a
 layer-step's GEMM in tens of microseconds, the host's Python is what sets the pace (issue 23;
 ``PYTHONPATH=tests python -m fakegpu host-times`` measures both through numba-cuda's real
-dispatch). ``record(run)`` records one pass run for real; ``Replay`` issues exactly that list
-again: the same kernels, configurations, arrays and streams, with no view made, nothing
+dispatch). A pass recorded for real gives its ``Replay`` (``Recording.replay()``), which issues
+exactly that list again: the same kernels, configurations, arrays and streams, with no view made, nothing
 allocated, checked or chosen. It is a CUDA Graph done on the host: the GPU gets the same work, only
 the Python between launches is gone.
 
 A pass can be replayed only if it is nothing but launches and stream ordering, as a step's
 ``run`` must be (``steps/base.py``): the same arrays every time, nothing copied between host and
-device, nothing waited for. A pass that copies or synchronises is not replayable (``record``
-returns None) and the runner runs the step's code every time, as before.
+device, nothing waited for. A pass that copies or synchronises is not replayable (``replay()``
+returns None) and the runner runs the step's code every time, as before. The caller runs its pass
+inside ``with recording() as rec:`` itself, so the way from a step's runner to a launch enters
+this module once and never calls back out of it.
 
 Replay looks the kernel class's ``__getitem__`` up at every launch, so whatever intercepts
 launches then (``fl.count_launches``, through ``launches.intercept``) still sees replayed
@@ -91,6 +93,11 @@ class Recording:
         self.events = 0
         self._numbers: dict[int, int] = {}  # id of a stream or event -> its number
         self._seen: list = []  # every stream and event numbered: alive, so that no id is reused
+
+    def replay(self) -> "Replay | None":
+        """The pass recorded for real, to issue again; None if it copied between host and device or
+        synchronised (then it cannot be replayed)."""
+        return None if self.refused else Replay(self.issued)
 
     def _number(self, thing, new) -> int:
         """A stream's or an event's number: its own (the dry run's stand-ins number themselves), or
@@ -230,11 +237,3 @@ class Replay:
 
     def __repr__(self) -> str:
         return f"<replay of {self.launches} launches, {len(self.ops) - self.launches} event operations>"
-
-
-def record(run) -> Replay | None:
-    """Run ``run()`` (one pass) for real, recording what it queues; the Replay, or None if the pass
-    copied between host and device or synchronised (then it cannot be replayed)."""
-    with recording() as rec:
-        run()
-    return None if rec.refused else Replay(rec.issued)

@@ -37,6 +37,12 @@ def jit_kernels() -> set[str]:
     return names
 
 
+
+def test_the_backward_ladder_is_named_once():
+    from fastlstm_lib.kernels.spec import BACKWARD_STEPS
+
+    assert BACKWARD_STEPS == tuple(fl.backward.names())
+
 def test_every_kernel_has_a_spec_and_every_spec_is_one_version():
     assert jit_kernels() == {spec.name for spec in every()}
     keys = [(spec.family, spec.number, spec.name) for spec in every()]

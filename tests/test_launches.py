@@ -39,7 +39,9 @@ def test_count_launches_sees_a_trace_and_a_recorded_pass():
     with fl.count_launches() as counted, Trace() as trace:
         with fl.count_launches() as inner:
             pw.fill(a, 1.0)
-        ops = replay.record(lambda: pw.fill(a, 2.0))
+        with replay.recording() as rec:
+            pw.fill(a, 2.0)
+        ops = rec.replay()
     assert counted == {"_fill": 2} and inner == {"_fill": 1}
     assert [launch.kernel for launch in trace.launches] == ["_fill", "_fill"]
     with fl.count_launches() as replayed:

@@ -126,7 +126,7 @@ from ..runtime.device import multiprocessors
 from .gemm_pipelined import (SHARED_ALIGN, prefetch_gemm_kernel, split_gemm_kernel, vector_fits,  # noqa: F401
                              vector_gemm_kernel, vector_width)
 from .gemm_slab import divides, numbered, owned, patch_store, unrolled_slab, version_of  # noqa: F401
-from .spec import Build, Spec, Traffic
+from .spec import BACKWARD_STEPS, Build, Spec, Traffic
 from .vector import aligned
 from .views import view_of
 
@@ -567,7 +567,6 @@ def _builds(number: int) -> tuple:
 
 
 #: The backward ladder: every step's pass runs the training forward (its input GEMMs version 5).
-_BACKWARD = ("bwd_op_by_op", "bwd_fused_pointwise", "bwd_combined_gemms", "bwd_combined_weights", "bwd_wavefront")
 _ACCESS = ((0, 1), (2,))  # reads a and b, writes c
 
 
@@ -577,12 +576,12 @@ def _spec(number: int, name: str, what: str, steps: tuple, variant: str = "") ->
 
 SPECS = (
     _spec(1, "tiled_gemm", "a shared-memory tile, one output per thread (notebook 02)", ()),
-    _spec(2, "blocked_gemm", "tm x tn outputs per thread in registers, every edge checked", _BACKWARD[:3]),
+    _spec(2, "blocked_gemm", "tm x tn outputs per thread in registers, every edge checked", BACKWARD_STEPS[:3]),
     _spec(3, "blocked_gemm", "2 without the checks, unrolled, where the tile divides the shape",
-          ("baseline", "combined_gemms", "streams", "fused_pointwise", "pretransposed") + _BACKWARD, "exact-tile"),
+          ("baseline", "combined_gemms", "streams", "fused_pointwise", "pretransposed") + BACKWARD_STEPS, "exact-tile"),
     _spec(4, "blocked_gemm", "3 with the next slab loaded into registers during this one's FFMAs", (), "prefetch"),
     _spec(5, "blocked_gemm", "4 with 128-bit loads: global float4, shared outputs in runs of 4",
-          ("combined_inputs", "wavefront", "persistent") + _BACKWARD, "vector loads"),
+          ("combined_inputs", "wavefront", "persistent") + BACKWARD_STEPS, "vector loads"),
     _spec(6, "blocked_gemm", "5 over one part of K per grid layer, each part's product kept apart",
           ("pretransposed", "combined_inputs", "wavefront"), "split-K"),
 )

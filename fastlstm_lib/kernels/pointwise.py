@@ -33,7 +33,7 @@ from numba import cuda, float32
 
 from ..runtime import simulator
 from .geometry import pointwise_grid
-from .spec import Build, Spec, Traffic, elementwise, function_name
+from .spec import BACKWARD_STEPS, Build, Spec, Traffic, elementwise, function_name
 from .views import view_of
 
 
@@ -244,8 +244,7 @@ def _op(kernel, inputs: tuple, flop: int, access: tuple, steps: tuple, signature
 
 _UNFUSED = ("baseline", "combined_gemms", "streams")
 #: Steps 02-08 zero the cell state with it; the backward ladder, the gradients.
-_FILLED = _UNFUSED + ("fused_pointwise", "pretransposed", "combined_inputs", "wavefront", "bwd_op_by_op",
-                      "bwd_fused_pointwise", "bwd_combined_gemms", "bwd_combined_weights", "bwd_wavefront")
+_FILLED = _UNFUSED + ("fused_pointwise", "pretransposed", "combined_inputs", "wavefront") + BACKWARD_STEPS
 _CELL_ACCESS = ((0, 1, 2, 3), (3, 4))  # reads x_gates, the recurrent product, bias, c; writes c, h
 
 #: Signatures the compile matrix builds (the fused cells as steps 05-08 launch them: C-contiguous).

@@ -31,7 +31,7 @@ import math
 from numba import cuda, float32
 
 from .pointwise import launch_elementwise, sigmoidf
-from .spec import Build, Spec, function_name
+from .spec import BACKWARD_STEPS, Build, Spec, function_name
 
 
 @cuda.jit
@@ -119,7 +119,6 @@ def lstm_cell_backward(dh_out, dh_rec, gates, c, c_prev, dc, dz, stream=0):
 # ---- the versions' facts (kernels/spec.py): no traffic formula written for these -------------------
 
 _A2, _A1 = float32[:, :], float32[:]
-_BACKWARD = ("bwd_op_by_op", "bwd_fused_pointwise", "bwd_combined_gemms", "bwd_combined_weights", "bwd_wavefront")
 
 
 def _spec(number: int, kernel, what: str, steps: tuple, access: tuple, signature: tuple, built: str) -> Spec:
@@ -129,12 +128,12 @@ def _spec(number: int, kernel, what: str, steps: tuple, access: tuple, signature
 
 
 SPECS = (
-    _spec(1, _lstm_cell_train, "the fused cell that also saves gates and c (bwd01-05)", _BACKWARD,
+    _spec(1, _lstm_cell_train, "the fused cell that also saves gates and c (bwd01-05)", BACKWARD_STEPS,
           ((0, 1, 2, 3), (3, 4, 5, 6)), (_A2, _A2, _A1, _A2, _A2, _A2, _A2), "fused cell, saves gates"),
-    _spec(2, _sigmoid_backward, "one derivative per launch (bwd01)", _BACKWARD[:1], ((0, 1), (2,)), (_A2,) * 3,
+    _spec(2, _sigmoid_backward, "one derivative per launch (bwd01)", BACKWARD_STEPS[:1], ((0, 1), (2,)), (_A2,) * 3,
           "element-wise"),
-    _spec(2, _tanh_backward, "one derivative per launch (bwd01)", _BACKWARD[:1], ((0, 1), (2,)), (_A2,) * 3,
+    _spec(2, _tanh_backward, "one derivative per launch (bwd01)", BACKWARD_STEPS[:1], ((0, 1), (2,)), (_A2,) * 3,
           "element-wise"),
-    _spec(3, _lstm_cell_backward, "the cell's backward in one launch (bwd02-05)", _BACKWARD[1:],
+    _spec(3, _lstm_cell_backward, "the cell's backward in one launch (bwd02-05)", BACKWARD_STEPS[1:],
           ((0, 1, 2, 3, 4, 5), (5, 6)), (_A2,) * 7, "fused cell backward"),
 )

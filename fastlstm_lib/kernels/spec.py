@@ -29,6 +29,11 @@ from typing import Callable, NamedTuple
 from .views import view_of
 
 
+#: The backward ladder's steps (``backward/``), in order: the ``steps`` of the kernels they launch,
+#: written once for the three family files that name them (``fl.backward.names()`` is the same).
+BACKWARD_STEPS = ("bwd_op_by_op", "bwd_fused_pointwise", "bwd_combined_gemms", "bwd_combined_weights",
+                  "bwd_wavefront")
+
 @dataclasses.dataclass(frozen=True)
 class Traffic:
     """What one launch computes and moves (element counts per argument name; views for footprints).

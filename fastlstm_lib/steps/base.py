@@ -35,7 +35,7 @@ from ..runtime.device import device_info
 from ..runtime.graphs import PassGraph, checked_graph
 from ..params import validate_input
 from ..reference import RTOL, reference_forward, relative_error
-from ..replay import record
+from ..replay import recording
 from ..runtime.nvtx import nvtx_range
 from ..timing import issue_and_run_times, time_launches
 
@@ -121,7 +121,9 @@ class Runner:
         elif self.replay is not None:
             self.replay()
         elif self.replay_passes:
-            self.replay = record(lambda: self.step.run(self.state, self.x, self.out))
+            with recording() as rec:  # the first pass runs for real and is written down
+                self.step.run(self.state, self.x, self.out)
+            self.replay = rec.replay()
             self.replay_passes = self.replay is not None  # a pass that copies or waits runs its code every time
             if self.use_graph:
                 if self.replay is None:

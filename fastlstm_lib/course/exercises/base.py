@@ -1,8 +1,9 @@
 """What every exercise shares: the verdict, a mistake of the catalog, the grading loop, stubs.
 
-An ``Exercise`` knows its solution (the library's own code), how to run a candidate and gather
-``evidence`` about it (subclasses: ``StepExercise`` for a method of a step subclass,
-``KernelExercise`` for a kernel), and its catalog of typical ``Mistake``s. Grading:
+An ``Exercise`` is a record: its name, notebook, title, hints and catalog of typical
+``Mistake``s. Its kind knows the solution (the library's own code) and how to run a candidate and
+gather ``evidence`` about it: ``StepExercise`` for a method of a step subclass, ``KernelExercise``
+for a kernel. Each ``exNN_<name>.py`` holds one record and the detectors its catalog needs. Grading:
 
 1. a stub (a function of the candidate still raises NotImplementedError) is "not attempted yet";
 2. every mistake of the catalog looks for its own symptom in the evidence, in catalog order
@@ -64,43 +65,33 @@ class Mistake:
     stage: str = "first"
 
 
+@dataclasses.dataclass(eq=False, kw_only=True)
 class Exercise:
-    """Base of the two kinds; see the module docstring for the grading loop."""
+    """An exercise's record: what the learner reads (``title``, ``hints``) and what grades them
+    (``catalog``). Its kind (``StepExercise``, ``KernelExercise``) adds how a candidate is run; see
+    the module docstring for the grading loop. Compared and hashed by identity: one per exercise."""
 
-    name: str = ""
-    notebook: str = ""
-    title: str = ""  # what the learner writes
-    difficulty: str = ""  # "easy", "medium" or "hard"
-    hints: tuple = ()  # (a nudge, the idea, the code): fl.exercises.hint(name, level), one at a time
-    catalog: tuple = ()
-
-    def solution(self):  # pragma: no cover - abstract
-        raise NotImplementedError
-
-    def solution_source(self) -> str:  # pragma: no cover - abstract
-        raise NotImplementedError
-
-    def evidence(self, candidate):  # pragma: no cover - abstract
-        raise NotImplementedError
-
-    def generic(self, evidence, stage: str) -> str | None:  # pragma: no cover - abstract
-        """What is still wrong at ``stage`` when no mistake of the catalog fits; None if nothing."""
-        raise NotImplementedError
-
-    def passed_text(self, evidence) -> str:  # pragma: no cover - abstract
-        raise NotImplementedError
-
-    def functions_of(self, candidate) -> list:
-        """The candidate's own functions, searched for a stub."""
-        return [candidate]
-
+    name: str
+    notebook: str  # the notebook that asks for it, "02"
+    title: str  # what the learner writes
+    difficulty: str  # "easy", "medium" or "hard"
+    hints: tuple  # (a nudge, the idea, the code): fl.exercises.hint(name, level), one at a time
+    catalog: tuple = ()  # the typical Mistakes, in the order they are looked for
     #: Seconds a candidate's grading may take before it is stopped and judged "did not finish"
     #: (the library's solutions take well under 20 s each on a 2-core machine's simulator).
     time_limit: float = 180.0
 
-    def check_kind(self, candidate) -> None:  # pragma: no cover - abstract
-        """A TypeError when ``candidate`` is not the kind of thing the exercise asks for."""
-        raise NotImplementedError
+    def __post_init__(self) -> None:
+        if self.difficulty not in ("easy", "medium", "hard") or len(self.hints) != 3:
+            raise ValueError(f"exercise {self.name!r}: difficulty must be easy, medium or hard and there must be "
+                             f"3 hints, got {self.difficulty!r} and {len(self.hints)}")
+
+    # What a kind provides: solution(), solution_source(), evidence(candidate), generic(evidence,
+    # stage), passed_text(evidence), check_kind(candidate), and functions_of(candidate).
+
+    def functions_of(self, candidate) -> list:
+        """The candidate's own functions, searched for a stub."""
+        return [candidate]
 
     def grade(self, candidate) -> Verdict:
         """The verdict on ``candidate`` (None: nothing to grade, "not attempted"; the solution is

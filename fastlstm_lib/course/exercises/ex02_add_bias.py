@@ -8,14 +8,12 @@ than one block of threads, so that the last block is only partly needed.
 
 from __future__ import annotations
 
-import inspect
-
 import numpy as np
 
 from ...kernels import pointwise
-from ...kernels.geometry import POINTWISE_THREADS, pointwise_grid
+from ...kernels.geometry import POINTWISE_THREADS
 from .base import Mistake, planted_kernel
-from .kernel_runs import KernelExercise, Probe
+from .kernel_runs import KernelExercise, Probe, pointwise_launch
 from . import symptoms
 
 ROWS = 3
@@ -35,12 +33,14 @@ def _plant(*edits):
     return lambda: planted_kernel(pointwise._add_bias, *edits)
 
 
-class AddBias(KernelExercise):
-    name = "add_bias"
-    notebook = "02"
-    title = "the kernel add_bias(a, bias, out): out[r, c] = a[r, c] + bias[c], one thread per element of out"
-    difficulty = "easy"
-    hints = (  # a nudge, the idea, the code (fl.exercises.hint(name, level))
+def expected(inputs: dict) -> dict:
+    return {"out": inputs["a"].astype(np.float64) + inputs["bias"]}
+
+
+EXERCISE = KernelExercise(
+    name="add_bias", notebook="02", difficulty="easy",
+    title="the kernel add_bias(a, bias, out): out[r, c] = a[r, c] + bias[c], one thread per element of out",
+    hints=(
         ('One thread per element of out: how does a thread find which element is its own, and '
          'what does a thread with no element do?'),
         ('cuda.grid(1) numbers the threads of the whole grid. The grid has more threads than '
@@ -48,51 +48,36 @@ class AddBias(KernelExercise):
          'a row and a column of out; the bias depends on the column only.'),
         ('i = cuda.grid(1); if i < out.size: r, c = i // out.shape[1], i % out.shape[1]; out[r, '
          'c] = a[r, c] + bias[c]'),
-    )
-    outputs = ("out",)
-    axes = {"out": ("row", "column")}
-    probes = (Probe(ODD, odd_inputs),)
-
-    def solution(self):
-        return pointwise._add_bias
-
-    def solution_source(self) -> str:
-        return "# the solution: fastlstm_lib/kernels/pointwise.py\n" + inspect.getsource(pointwise._add_bias.py_func)
-
-    def launch(self, kernel, arrays: dict) -> None:
-        blocks, threads = pointwise_grid(arrays["out"].size)
-        kernel[blocks, threads](arrays["a"], arrays["bias"], arrays["out"])
-
-    def expected(self, inputs: dict) -> dict:
-        return {"out": inputs["a"].astype(np.float64) + inputs["bias"]}
-
-
-EXERCISE = AddBias()
-EXERCISE.catalog = (
-    Mistake(
-        "unguarded_tail", "threads past the last element are not guarded",
-        "the grid has more threads than elements (whole blocks): wrap the body in `if i < out.size:`",
-        "IndexError on the simulator, or a write into the NaN padding after out on a GPU",
-        symptoms.past_edge(ODD, "out"),
-        _plant(("    if i < out.size:\n", "    if True:\n"))),
-    Mistake(
-        "same_elements_every_block", "every block computes the same elements",
-        "cuda.threadIdx.x numbers the threads of one block only; cuda.grid(1) (= blockIdx.x * blockDim.x + "
-        "threadIdx.x) numbers them across the grid",
-        "the elements of the first block are right, all those after it stay NaN",
-        symptoms.unwritten_from(ODD, "out", POINTWISE_THREADS),
-        _plant(("i = cuda.grid(1)", "i = cuda.threadIdx.x"))),
-    Mistake(
-        "bias_missing", "the bias is not added",
-        "out[r, c] = a[r, c] + bias[c]",
-        "out equals a exactly",
-        symptoms.equals(ODD, "out", lambda inputs: inputs["a"].astype(np.float64), "a, without the bias"),
-        _plant(("a[r, c] + bias[c]", "a[r, c]"))),
-    Mistake(
-        "bias_along_rows", "the bias is indexed by the row instead of the column",
-        "one bias value per column (per gate unit): bias[c], not bias[r]",
-        "out equals a + bias[r] (the bias broadcast along the wrong axis)",
-        symptoms.equals(ODD, "out", lambda inputs: inputs["a"].astype(np.float64) + inputs["bias"][:ROWS, None],
-                        "a + bias[row]"),
-        _plant(("bias[c]", "bias[r]"))),
+    ),
+    solution=lambda: pointwise._add_bias, source="fastlstm_lib/kernels/pointwise.py",
+    launch=pointwise_launch("out", "a", "bias", "out"), expected=expected, outputs={"out": ("row", "column")},
+    probes=(Probe(ODD, odd_inputs),),
+    catalog=(
+        Mistake(
+            "unguarded_tail", "threads past the last element are not guarded",
+            "the grid has more threads than elements (whole blocks): wrap the body in `if i < out.size:`",
+            "IndexError on the simulator, or a write into the NaN padding after out on a GPU",
+            symptoms.past_edge(ODD, "out"),
+            _plant(("    if i < out.size:\n", "    if True:\n"))),
+        Mistake(
+            "same_elements_every_block", "every block computes the same elements",
+            "cuda.threadIdx.x numbers the threads of one block only; cuda.grid(1) (= blockIdx.x * blockDim.x + "
+            "threadIdx.x) numbers them across the grid",
+            "the elements of the first block are right, all those after it stay NaN",
+            symptoms.unwritten_from(ODD, "out", POINTWISE_THREADS),
+            _plant(("i = cuda.grid(1)", "i = cuda.threadIdx.x"))),
+        Mistake(
+            "bias_missing", "the bias is not added",
+            "out[r, c] = a[r, c] + bias[c]",
+            "out equals a exactly",
+            symptoms.equals(ODD, "out", lambda inputs: inputs["a"].astype(np.float64), "a, without the bias"),
+            _plant(("a[r, c] + bias[c]", "a[r, c]"))),
+        Mistake(
+            "bias_along_rows", "the bias is indexed by the row instead of the column",
+            "one bias value per column (per gate unit): bias[c], not bias[r]",
+            "out equals a + bias[r] (the bias broadcast along the wrong axis)",
+            symptoms.equals(ODD, "out", lambda inputs: inputs["a"].astype(np.float64) + inputs["bias"][:ROWS, None],
+                            "a + bias[row]"),
+            _plant(("bias[c]", "bias[r]"))),
+    ),
 )

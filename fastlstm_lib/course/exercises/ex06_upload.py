@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from ...config import LSTMConfig
 from ...copies import fresh
 from ...steps.step02_baseline import Baseline
 from ...steps.step06_pretransposed import Pretransposed
@@ -76,15 +77,12 @@ def _plant(*edits):
     return lambda: planted_step(Pretransposed, "upload_weights", *edits)
 
 
-class Upload(StepExercise):
-    name = "upload"
-    notebook = "06"
-    step_name = "pretransposed"
-    methods = ("upload_weights",)
-    title = ("upload_weights(self, layer) in a subclass of FusedPointwise: a SimpleNamespace(kernel=W, "
-             "recurrent=U, bias=..., transposed=False) of device arrays, in the layout the GEMM takes without the 'T' flag")
-    difficulty = "easy"
-    hints = (  # a nudge, the idea, the code (fl.exercises.hint(name, level))
+EXERCISE = StepExercise(
+    name="upload", notebook="06", difficulty="easy",
+    title=("upload_weights(self, layer) in a subclass of FusedPointwise: a SimpleNamespace(kernel=W, "
+           "recurrent=U, bias=..., transposed=False) of device arrays, in the layout the GEMM takes without the "
+           "'T' flag"),
+    hints=(
         ("The baseline transposed Keras' matrices on upload. Which layout does the GEMM read "
          "without its 'T' flag?"),
         ("Keras' kernel (in x 4H) and recurrent_kernel (H x 4H) are W and U themselves, "
@@ -93,37 +91,37 @@ class Upload(StepExercise):
         ('SimpleNamespace(kernel=cuda.to_device(layer.kernel), '
          'recurrent=cuda.to_device(layer.recurrent_kernel), bias=cuda.to_device(layer.bias), '
          'transposed=False)'),
-    )
-
-
-EXERCISE = Upload()
-EXERCISE.catalog = (
-    Mistake("upload_raises", "upload_weights raises", "it gets one layer (kernel, recurrent_kernel, bias) "
-            "of NumPy arrays and returns device arrays", "calling it on layer 0 raises",
-            layout_problem("error"), _plant(("layer.kernel)", "layer.weights)"))),
-    Mistake("field_missing", "the namespace lacks a field", "the GEMMs and the cell read weights.kernel, "
-            "weights.recurrent, weights.bias and weights.transposed", "a field is missing from what it returns",
-            layout_problem("missing"), _plant(("bias=cuda.to_device(layer.bias),", ""))),
-    Mistake("host_arrays", "the weights stay in host memory",
-            "upload means copying to the GPU: cuda.to_device(array) returns a device array; a NumPy array (or a "
-            "list) stays on the host", "a field of what it returns is not a device array",
-            layout_problem("host"), _plant((UPLOAD_KERNEL, "kernel=layer.kernel"))),
-    Mistake("still_transposed", "the weights are uploaded the way the previous step did",
-            "that is the baseline's upload: W^T (4H x in) read with the 'T' flag; upload layer.kernel itself",
-            "kernel is (4H x in) with transposed=True: right numbers, old layout",
-            layout_problem("previous"), lambda: type("Planted", (Pretransposed,),
-                                                     {"upload_weights": Baseline.upload_weights})),
-    Mistake("transposed_flag_kept", "transposed=True is kept",
-            "the arrays are W and U in the GEMM's layout: transposed=False, or the GEMM reads them transposed again",
-            "kernel is (in x 4H) but the flag asks for a transpose", layout_problem("flag"),
-            _plant(("transposed=False", "transposed=True"))),
-    Mistake("uploads_w", "W^T is uploaded instead of W",
-            "layer.kernel is already W (Keras' layout, in x 4H); layer.kernel.T is W^T, the baseline's layout",
-            "kernel has shape (4H x in) while transposed=False", layout_problem("shape"),
-            _plant((UPLOAD_KERNEL, "kernel=cuda.to_device(layer.kernel.T.copy())"))),
-    Mistake("column_major", "W is uploaded column by column",
-            "the shape is only half of the layout: np.asfortranarray (or a .T of a transposed array) keeps the "
-            "shape and stores it column-major, which in memory is W^T again; upload C-contiguous arrays",
-            "kernel has the right shape but Fortran (column-major) strides", layout_problem("order"),
-            _plant((UPLOAD_KERNEL, "kernel=cuda.to_device(layer.kernel.T.copy().T)"))),
+    ),
+    step="pretransposed", methods=("upload_weights",),
+    cfg=LSTMConfig(batch=3, seq_len=3, input_size=5, hidden=7, layers=2),
+    catalog=(
+        Mistake("upload_raises", "upload_weights raises", "it gets one layer (kernel, recurrent_kernel, bias) "
+                "of NumPy arrays and returns device arrays", "calling it on layer 0 raises",
+                layout_problem("error"), _plant(("layer.kernel)", "layer.weights)"))),
+        Mistake("field_missing", "the namespace lacks a field", "the GEMMs and the cell read weights.kernel, "
+                "weights.recurrent, weights.bias and weights.transposed", "a field is missing from what it returns",
+                layout_problem("missing"), _plant(("bias=cuda.to_device(layer.bias),", ""))),
+        Mistake("host_arrays", "the weights stay in host memory",
+                "upload means copying to the GPU: cuda.to_device(array) returns a device array; a NumPy array (or a "
+                "list) stays on the host", "a field of what it returns is not a device array",
+                layout_problem("host"), _plant((UPLOAD_KERNEL, "kernel=layer.kernel"))),
+        Mistake("still_transposed", "the weights are uploaded the way the previous step did",
+                "that is the baseline's upload: W^T (4H x in) read with the 'T' flag; upload layer.kernel itself",
+                "kernel is (4H x in) with transposed=True: right numbers, old layout",
+                layout_problem("previous"), lambda: type("Planted", (Pretransposed,),
+                                                         {"upload_weights": Baseline.upload_weights})),
+        Mistake("transposed_flag_kept", "transposed=True is kept",
+                "the arrays are W and U in the GEMM's layout: transposed=False, or the GEMM reads them transposed again",
+                "kernel is (in x 4H) but the flag asks for a transpose", layout_problem("flag"),
+                _plant(("transposed=False", "transposed=True"))),
+        Mistake("uploads_w", "W^T is uploaded instead of W",
+                "layer.kernel is already W (Keras' layout, in x 4H); layer.kernel.T is W^T, the baseline's layout",
+                "kernel has shape (4H x in) while transposed=False", layout_problem("shape"),
+                _plant((UPLOAD_KERNEL, "kernel=cuda.to_device(layer.kernel.T.copy())"))),
+        Mistake("column_major", "W is uploaded column by column",
+                "the shape is only half of the layout: np.asfortranarray (or a .T of a transposed array) keeps the "
+                "shape and stores it column-major, which in memory is W^T again; upload C-contiguous arrays",
+                "kernel has the right shape but Fortran (column-major) strides", layout_problem("order"),
+                _plant((UPLOAD_KERNEL, "kernel=cuda.to_device(layer.kernel.T.copy().T)"))),
+    ),
 )

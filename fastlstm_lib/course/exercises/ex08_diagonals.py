@@ -55,16 +55,12 @@ def queued_layer_by_layer(evidence):
     return None
 
 
-class Diagonals(StepExercise):
-    name = "diagonals"
-    notebook = "08"
-    step_name = "wavefront"
-    methods = ("run",)
-    title = ("the diagonal loop of run(self, state, x, out) in a subclass of Wavefront: self.run_chunk(state, "
-             "layer, k, inputs[layer], outputs[layer]) for every (layer, chunk k), diagonal d = layer + k by "
-             "diagonal")
-    difficulty = "medium"
-    hints = (  # a nudge, the idea, the code (fl.exercises.hint(name, level))
+EXERCISE = StepExercise(
+    name="diagonals", notebook="08", difficulty="medium",
+    title=("the diagonal loop of run(self, state, x, out) in a subclass of Wavefront: self.run_chunk(state, "
+           "layer, k, inputs[layer], outputs[layer]) for every (layer, chunk k), diagonal d = layer + k by "
+           "diagonal"),
+    hints=(
         ('Chunk k of layer l needs chunk k of layer l - 1 and chunk k - 1 of layer l. Which '
          '(layer, chunk) pairs can run at the same time?'),
         ('The pairs with the same layer + k: a diagonal d. Walk the diagonals in order; on '
@@ -73,38 +69,36 @@ class Diagonals(StepExercise):
         ('for d in range(layers + chunks - 1): for layer in range(max(0, d - chunks + 1), '
          'min(layers - 1, d) + 1): self.run_chunk(state, layer, d - layer, inputs[layer], '
          'outputs[layer])'),
-    )
-    cfg = LSTMConfig(batch=3, seq_len=3, input_size=5, hidden=7, layers=2)
-    options = {"chunk": 1}  # 3 chunks, 4 diagonals: layer 1 starts while layer 0 still has a chunk to do
-
-
-EXERCISE = Diagonals()
-EXERCISE.catalog = (
-    Mistake("chunk_out_of_range", "a diagonal asks for chunks that do not exist",
-            "on diagonal d, layer l does chunk d - l, which exists only if 0 <= d - l < chunks: the layers of a "
-            "diagonal run from max(0, d - chunks + 1) to min(layers - 1, d)",
-            "IndexError: run_chunk is asked for a chunk past the last (a negative one silently runs the last)",
-            symptoms.raised("IndexError"),
-            _plant(("range(max(0, diagonal - chunks + 1), min(layers, diagonal + 1))", "range(min(layers, diagonal + 1))"))),
-    Mistake("missing_last_diagonals", "the last diagonals are never run",
-            "layers + chunks - 1 diagonals: the top layer's last chunk is on diagonal layers + chunks - 2",
-            "the trace: the top layer's last steps of the output are never written",
-            last_steps_unwritten, _plant(("range(layers + chunks - 1)", "range(layers + chunks - 2)"))),
-    Mistake("top_layer_first", "a layer runs before the layer below has produced its input",
-            "layer l's chunk k reads layer l-1's chunk k: queue (l-1, k) first. run_chunk waits for layer l-1's "
-            "event, but a wait before the event is recorded waits for nothing",
-            "the trace: the layer above reads state.hidden_seq before any kernel of this run wrote it",
-            symptoms.read_before_write("state.hidden_seq"),
-            _plant((DIAGONALS, layer_major("reversed(range(layers))")))),
-    Mistake("layer_by_layer", "the work is queued layer by layer, not diagonal by diagonal",
-            "the events keep it right, but layer 1's first chunk is queued only after every launch of layer 0: "
-            "on a GPU it cannot start earlier. Walk the diagonals so each layer starts as soon as its input is ready",
-            "right and ordered, but the first launch of layer 1 comes after the last of layer 0",
-            queued_layer_by_layer, _plant((DIAGONALS, layer_major("range(layers)")))),
-    Mistake("previous_run_not_awaited", "a run does not wait for the previous run",
-            "runs queued back to back share every lane's buffers: before starting, each lane waits for every "
-            "lane's last chunk_done event of the previous run (the stub's first loop)",
-            "the trace, two runs back to back: the second run overwrites buffers the first may still be using",
-            symptoms.race(stage="again"),
-            _plant(("other.chunk_done[-1].wait(lane.stream)", "pass")), stage="again"),
+    ),
+    step="wavefront", methods=("run",), cfg=LSTMConfig(batch=3, seq_len=3, input_size=5, hidden=7, layers=2),
+    options={"chunk": 1},  # 3 chunks, 4 diagonals: layer 1 starts while layer 0 still has a chunk to do
+    catalog=(
+        Mistake("chunk_out_of_range", "a diagonal asks for chunks that do not exist",
+                "on diagonal d, layer l does chunk d - l, which exists only if 0 <= d - l < chunks: the layers of a "
+                "diagonal run from max(0, d - chunks + 1) to min(layers - 1, d)",
+                "IndexError: run_chunk is asked for a chunk past the last (a negative one silently runs the last)",
+                symptoms.raised("IndexError"),
+                _plant(("range(max(0, diagonal - chunks + 1), min(layers, diagonal + 1))", "range(min(layers, diagonal + 1))"))),
+        Mistake("missing_last_diagonals", "the last diagonals are never run",
+                "layers + chunks - 1 diagonals: the top layer's last chunk is on diagonal layers + chunks - 2",
+                "the trace: the top layer's last steps of the output are never written",
+                last_steps_unwritten, _plant(("range(layers + chunks - 1)", "range(layers + chunks - 2)"))),
+        Mistake("top_layer_first", "a layer runs before the layer below has produced its input",
+                "layer l's chunk k reads layer l-1's chunk k: queue (l-1, k) first. run_chunk waits for layer l-1's "
+                "event, but a wait before the event is recorded waits for nothing",
+                "the trace: the layer above reads state.hidden_seq before any kernel of this run wrote it",
+                symptoms.read_before_write("state.hidden_seq"),
+                _plant((DIAGONALS, layer_major("reversed(range(layers))")))),
+        Mistake("layer_by_layer", "the work is queued layer by layer, not diagonal by diagonal",
+                "the events keep it right, but layer 1's first chunk is queued only after every launch of layer 0: "
+                "on a GPU it cannot start earlier. Walk the diagonals so each layer starts as soon as its input is ready",
+                "right and ordered, but the first launch of layer 1 comes after the last of layer 0",
+                queued_layer_by_layer, _plant((DIAGONALS, layer_major("range(layers)")))),
+        Mistake("previous_run_not_awaited", "a run does not wait for the previous run",
+                "runs queued back to back share every lane's buffers: before starting, each lane waits for every "
+                "lane's last chunk_done event of the previous run (the stub's first loop)",
+                "the trace, two runs back to back: the second run overwrites buffers the first may still be using",
+                symptoms.race(stage="again"),
+                _plant(("other.chunk_done[-1].wait(lane.stream)", "pass")), stage="again"),
+    ),
 )

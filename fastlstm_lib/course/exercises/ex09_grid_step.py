@@ -12,8 +12,6 @@ blocks run one after the other, so a barrier across blocks cannot work there); o
 
 from __future__ import annotations
 
-import inspect
-
 import numpy as np
 
 from ...kernels import persistent, persistent_plan
@@ -73,13 +71,18 @@ def _plant(*edits):
     return lambda: planted_kernel(PLAN.kernel(), *edits)
 
 
-class GridStep(KernelExercise):
-    name = "grid_step"
-    notebook = "09"
-    title = ("the time loop's body in persistent_layer: the dot products with h_{t-1}, the gates, c and h_t of "
-             "this thread's (batch row, unit), then the grid barrier")
-    difficulty = "hard"
-    hints = (  # a nudge, the idea, the code (fl.exercises.hint(name, level))
+def launch(kernel, arrays: dict) -> None:
+    # The library's kernel keeps its shared memory in one dynamic buffer; a learner's static arrays
+    # need none of it, and the extra request costs them nothing.
+    kernel[PLAN.blocks, PLAN.threads, 0, PLAN.shared_bytes](arrays["x_gates"], arrays["recurrent"], arrays["bias"],
+                                                            arrays["hs"])
+
+
+EXERCISE = KernelExercise(
+    name="grid_step", notebook="09", difficulty="hard",
+    title=("the time loop's body in persistent_layer: the dot products with h_{t-1}, the gates, c and h_t of "
+           "this thread's (batch row, unit), then the grid barrier"),
+    hints=(
         ("Step t needs every block's h_{t-1}. What does a block do before it may read it, and "
          'what is different at t = 0?'),
         ('At t = 0 there is no recurrent term. Otherwise the four dot products of h_{t-1} (hs[t '
@@ -91,55 +94,38 @@ class GridStep(KernelExercise):
          'g = 0..3; z_g += x_gates[t, b, g*HIDDEN + j] + bias[g*HIDDEN + j]; c = sigmoidf(z_f) '
          '* c + sigmoidf(z_i) * math.tanh(z_c); if j < HIDDEN: hs[t, b, j] = sigmoidf(z_o) * '
          'math.tanh(c); then grid.sync(), reached by every thread'),
-    )
-    outputs = ("hs",)
-    axes = {"hs": AXES}
-    probes = (Probe(ODD, layer_inputs),)
-
-    def solution(self):
-        return PLAN.kernel()
-
-    def solution_source(self) -> str:
-        return ("# the solution: fastlstm_lib/kernels/persistent.py, for this grid (splits = 1: one thread per pair;\n"
-                "# it also stages h_{t-1} in shared memory, 4 units at a time, which the exercise does not ask for)\n"
-                + inspect.getsource(persistent.persistent_layer_kernel))
-
-    def launch(self, kernel, arrays: dict) -> None:
-        # The library's kernel keeps its shared memory in one dynamic buffer; a learner's static arrays
-        # need none of it, and the extra request costs them nothing.
-        kernel[PLAN.blocks, PLAN.threads, 0, PLAN.shared_bytes](arrays["x_gates"], arrays["recurrent"], arrays["bias"],
-                                                                arrays["hs"])
-
-    def expected(self, inputs: dict) -> dict:
-        return {"hs": layer_outputs(inputs, mutants.Variant())}
-
-
-EXERCISE = GridStep()
-EXERCISE.catalog = (
-    Mistake("missing_grid_barrier", "no barrier between one step and the next",
-            "grid.sync() at the end of every step (reached by every thread, even those with j >= HIDDEN): step "
-            "t+1 reads all of h_t, written by every thread of every block",
-            "the result changes with the order the threads run in (one at a time, ascending or descending)",
-            symptoms.order_dependent(ODD), _plant(("grid.sync()", "pass"))),
-    Mistake("no_first_step_case", "step 0 reads an h_{-1} that does not exist",
-            "at t = 0 there is no recurrent term (h_{-1} = 0): skip the dot products; hs[t - 1] is hs[-1] there, "
-            "the last step's slot, still NaN",
-            "NaN from step 0 on", nan_from_step(0), _plant(("if t > 0:", "if True:"))),
-    Mistake("reads_current_step", "the recurrent term reads h_t instead of h_{t-1}",
-            "step t reads hs[t - 1], the previous step's output; hs[t] is what this step writes",
-            "step 0 right, NaN from step 1 on (hs[t] is still NaN when it is read)",
-            nan_from_step(1), _plant(("hs[t - 1, row, uint64(k0) + kk]", "hs[t, row, uint64(k0) + kk]"))),
-    Mistake("c_reset_each_step", "c is reset at every step",
-            "c lives across the whole sequence: set it to 0 once, before the time loop, and update it in place",
-            "the output equals an LSTM with c = i*g", symptoms.cell_variant(ODD, "c_not_carried", layer_outputs),
-            _plant(("    for t in range(hs.shape[0]):\n",
-                    "    for t in range(hs.shape[0]):\n        for m in range(mine):\n            c[m] = float32(0.0)\n"))),
-    Mistake("gate_order", "the gates are taken in the wrong order",
-            "gates i, f, c, o: column g*HIDDEN + j of x_gates, U and bias; c = f*c + i*tanh(z_c), h = o*tanh(c)",
-            "the output equals an LSTM that reads the gate blocks in another order", symptoms.any_gate_order(ODD, layer_outputs),
-            _plant(("sigmoidf(z_f) * c[m] + sigmoidf(z_i)", "sigmoidf(z_i) * c[m] + sigmoidf(z_f)"))),
-    Mistake("bias_twice", "the bias is added twice",
-            "x_gates holds x_t @ W without the bias: add the bias once per gate",
-            "the output equals an LSTM with twice the bias", symptoms.cell_variant(ODD, "bias_twice", layer_outputs),
-            _plant(*((line, line.rstrip("\n") + " " + line.strip() + "\n") for line in BIAS_LINES))),
+    ),
+    solution=PLAN.kernel, listing=persistent.persistent_layer_kernel,
+    source=("fastlstm_lib/kernels/persistent.py, for this grid (splits = 1: one thread per pair;\n"
+            "# it also stages h_{t-1} in shared memory, 4 units at a time, which the exercise does not ask for)"),
+    launch=launch, expected=lambda inputs: {"hs": layer_outputs(inputs, mutants.Variant())},
+    outputs={"hs": AXES}, probes=(Probe(ODD, layer_inputs),),
+    catalog=(
+        Mistake("missing_grid_barrier", "no barrier between one step and the next",
+                "grid.sync() at the end of every step (reached by every thread, even those with j >= HIDDEN): step "
+                "t+1 reads all of h_t, written by every thread of every block",
+                "the result changes with the order the threads run in (one at a time, ascending or descending)",
+                symptoms.order_dependent(ODD), _plant(("grid.sync()", "pass"))),
+        Mistake("no_first_step_case", "step 0 reads an h_{-1} that does not exist",
+                "at t = 0 there is no recurrent term (h_{-1} = 0): skip the dot products; hs[t - 1] is hs[-1] there, "
+                "the last step's slot, still NaN",
+                "NaN from step 0 on", nan_from_step(0), _plant(("if t > 0:", "if True:"))),
+        Mistake("reads_current_step", "the recurrent term reads h_t instead of h_{t-1}",
+                "step t reads hs[t - 1], the previous step's output; hs[t] is what this step writes",
+                "step 0 right, NaN from step 1 on (hs[t] is still NaN when it is read)",
+                nan_from_step(1), _plant(("hs[t - 1, row, uint64(k0) + kk]", "hs[t, row, uint64(k0) + kk]"))),
+        Mistake("c_reset_each_step", "c is reset at every step",
+                "c lives across the whole sequence: set it to 0 once, before the time loop, and update it in place",
+                "the output equals an LSTM with c = i*g", symptoms.cell_variant(ODD, "c_not_carried", layer_outputs),
+                _plant(("    for t in range(hs.shape[0]):\n",
+                        "    for t in range(hs.shape[0]):\n        for m in range(mine):\n            c[m] = float32(0.0)\n"))),
+        Mistake("gate_order", "the gates are taken in the wrong order",
+                "gates i, f, c, o: column g*HIDDEN + j of x_gates, U and bias; c = f*c + i*tanh(z_c), h = o*tanh(c)",
+                "the output equals an LSTM that reads the gate blocks in another order", symptoms.any_gate_order(ODD, layer_outputs),
+                _plant(("sigmoidf(z_f) * c[m] + sigmoidf(z_i)", "sigmoidf(z_i) * c[m] + sigmoidf(z_f)"))),
+        Mistake("bias_twice", "the bias is added twice",
+                "x_gates holds x_t @ W without the bias: add the bias once per gate",
+                "the output equals an LSTM with twice the bias", symptoms.cell_variant(ODD, "bias_twice", layer_outputs),
+                _plant(*((line, line.rstrip("\n") + " " + line.strip() + "\n") for line in BIAS_LINES))),
+    ),
 )

@@ -17,8 +17,6 @@ output can show it, so it is in the hints, not the catalog.
 
 from __future__ import annotations
 
-import inspect
-
 import numpy as np
 from numba import cuda, float32
 
@@ -189,13 +187,11 @@ def one_h_row_per_thread(evidence):
     return f"z: the rows of each thread all hold the sums of one batch row: {held} (probe: {ODD})"
 
 
-class RowsPerThread(KernelExercise):
-    name = "rows_per_thread"
-    notebook = "09"
-    title = ("the kernel gate_dots(h, u, z): z[b, g*UNITS + jj] = sum over k of h[b, k] * u[k, g*UNITS + jj]; "
-             "each thread one unit jj and ROWS batch rows, each weight loaded once per k feeding ROWS FMAs")
-    difficulty = "medium"
-    hints = (  # a nudge, the idea, the code (fl.exercises.hint(name, level))
+EXERCISE = KernelExercise(
+    name="rows_per_thread", notebook="09", difficulty="medium",
+    title=("the kernel gate_dots(h, u, z): z[b, g*UNITS + jj] = sum over k of h[b, k] * u[k, g*UNITS + jj]; "
+           "each thread one unit jj and ROWS batch rows, each weight loaded once per k feeding ROWS FMAs"),
+    hints=(
         ("A thread owns one unit and ROWS batch rows. At one k, which values does it need, how many "
          "times is each one used, and where do its 4 x ROWS running sums stay until the end?"),
         ("Split the thread's index into a row group (the quotient by UNITS) and a unit jj (the "
@@ -211,79 +207,67 @@ class RowsPerThread(KernelExercise):
          "range(ROWS): b = group * ROWS + r; if b < h.shape[0]: x = h[b, k]; acc[g, r] += x * w_g "
          "for each g; after the loop over k: for r in range(ROWS): b = group * ROWS + r; if b < "
          "h.shape[0]: z[b, g * UNITS + jj] = acc[g, r] for g = 0..3"),
-    )
-    outputs = ("z",)
-    axes = {"z": AXES}
-    probes = (Probe(ODD, dots_inputs(BATCH, seed=19)),
-              Probe(HELD, dots_inputs(HELD_BATCH, seed=20, held=True), "again"))
-
-    def solution(self):
-        return gate_dots
-
-    def solution_source(self) -> str:
-        return ("# the solution: fastlstm_lib/course/exercises/ex09_rows_per_thread.py (kernels/persistent.py's dot_quad\n"
-                "# does the same from shared memory, 4 neighbouring k at a time)\n"
-                + inspect.getsource(gate_dots.py_func))
-
-    def launch(self, kernel, arrays: dict) -> None:
-        kernel[1, blocks_for(arrays["h"].shape[0], ROWS) * UNITS](arrays["h"], arrays["u"], arrays["z"])
-
-    def expected(self, inputs: dict) -> dict:
-        return {"z": dots(inputs)}
-
-
-EXERCISE = RowsPerThread()
-EXERCISE.catalog = (
-    Mistake("unguarded_last_group", "the rows past the last batch row are not guarded",
-            "the last group has fewer than ROWS rows: a row b = group * ROWS + r exists only if b < h.shape[0], "
-            "both where h is read and where z is written",
-            "IndexError on the simulator, a write into the NaN padding after z on a GPU",
-            symptoms.past_edge(ODD, "z"), _plant(("if b < batch:", "if True:"), ("if b < batch:", "if True:"))),
-    Mistake("one_row_per_thread", "each thread does one batch row, not ROWS",
-            "the check launches one thread per unit and group of ROWS rows: each thread loops over its rows "
-            "group * ROWS + r, r < ROWS, and each weight it loads feeds one FMA per row",
-            "only one batch row per group of ROWS is written; the rest of z is never written",
-            only_written(rows=lambda found: found.size == GROUPS),
-            _plant(("for r in range(ROWS):  # ...each", "for r in range(1):  # ...each"),
-                   ("for r in range(ROWS):\n        b", "for r in range(1):\n        b"))),
-    Mistake("rows_overlap", "a thread's rows start at its group number, not group * ROWS",
-            "group g owns rows g * ROWS .. g * ROWS + ROWS - 1: b = group * ROWS + r (with group + r, neighbouring "
-            "groups share rows and the last rows belong to nobody)",
-            "the first rows are written, the last ones never",
-            only_written(rows=lambda found: np.array_equal(found, np.arange(GROUPS + ROWS - 1))),
-            _plant(("b = group * ROWS + r", "b = group + r"), ("b = group * ROWS + r", "b = group + r"))),
-    Mistake("thread_index_swapped", "the thread index is split the wrong way round",
-            "consecutive threads take consecutive units: jj = tid % UNITS, group = tid // UNITS",
-            "only the first units are written, in every batch row",
-            only_written(units=lambda found: np.array_equal(found, np.arange(GROUPS))),
-            _plant(("group = tid // UNITS", "group = tid % UNITS"), ("jj = tid % UNITS", "jj = tid // UNITS"))),
-    Mistake("sums_not_zeroed", "the 4 x ROWS sums are not set to zero before the loop over k",
-            "a local array holds whatever was there (NaN on the simulator): set every acc[g, r] to 0.0 first",
-            "z is NaN everywhere, even where it held numbers before the launch",
-            nan_in_both, _plant((ZEROING, "")), stage="again"),
-    Mistake("added_to_z", "the sums are added to z instead of written into it",
-            "z is an output: write it (`z[...] = acc[g, r]`); what it held before the launch does not count",
-            "z is NaN where it started as NaN, and its old values plus the sums where it held numbers",
-            symptoms.equals(HELD, "z", lambda inputs: inputs["z"] + dots(inputs), "its old values plus the sums"),
-            _plant(("z[b, g * UNITS + jj] = acc[g, r]", "z[b, g * UNITS + jj] += acc[g, r]")), stage="again"),
-    Mistake("k_stops_early", "the loop over k stops early",
-            "the sums run over every k: range(h.shape[1]), the hidden size (h.shape[0] is the batch)",
-            "z equals the sums over the first values of k only", k_stops_early,
-            _plant(("range(h.shape[1])", "range(h.shape[0])"))),
-    Mistake("last_k_only", "each k replaces the sums instead of adding to them",
-            "add into the sums (`acc[g, r] += ...`), and set them to zero once, before the loop over k, not in it",
-            "z equals the products of the last k alone",
-            symptoms.equals(ODD, "z", lambda inputs: dots(inputs, slice(K - 1, K)), "the last k's products alone"),
-            _plant(*((f"acc[{g}, r] += x", f"acc[{g}, r] = x") for g in range(4)))),
-    Mistake("gate_columns_interleaved", "the gate columns are taken as 4 * jj + g, not g * UNITS + jj",
-            "the gates are side by side in blocks of UNITS columns (i, then f, c, o, as in Keras): gate g of unit "
-            "jj is column g * UNITS + jj, in u and in z alike",
-            "z holds the right sums in the wrong columns",
-            columns_interleaved,
-            _plant(("u[k, jj]", "u[k, 4 * jj]"), ("u[k, UNITS + jj]", "u[k, 4 * jj + 1]"),
-                   ("u[k, 2 * UNITS + jj]", "u[k, 4 * jj + 2]"), ("u[k, 3 * UNITS + jj]", "u[k, 4 * jj + 3]"))),
-    Mistake("one_h_row_per_thread", "the rows of a thread all read the same row of h",
-            "each row has its own h: inside the row loop read h[b, k], with b = group * ROWS + r",
-            "each row of z holds the sums of another batch row, the same one for every row of a thread",
-            one_h_row_per_thread, _plant(("x = h[b, k]", "x = h[group, k]"))),
+    ),
+    solution=lambda: gate_dots,
+    source=("fastlstm_lib/course/exercises/ex09_rows_per_thread.py (kernels/persistent.py's dot_quad\n"
+            "# does the same from shared memory, 4 neighbouring k at a time)"),
+    launch=lambda kernel, arrays: kernel[1, blocks_for(arrays["h"].shape[0], ROWS) * UNITS](
+        arrays["h"], arrays["u"], arrays["z"]),
+    expected=lambda inputs: {"z": dots(inputs)},
+    outputs={"z": AXES},
+    probes=(Probe(ODD, dots_inputs(BATCH, seed=19)), Probe(HELD, dots_inputs(HELD_BATCH, seed=20, held=True), "again")),
+    catalog=(
+        Mistake("unguarded_last_group", "the rows past the last batch row are not guarded",
+                "the last group has fewer than ROWS rows: a row b = group * ROWS + r exists only if b < h.shape[0], "
+                "both where h is read and where z is written",
+                "IndexError on the simulator, a write into the NaN padding after z on a GPU",
+                symptoms.past_edge(ODD, "z"), _plant(("if b < batch:", "if True:"), ("if b < batch:", "if True:"))),
+        Mistake("one_row_per_thread", "each thread does one batch row, not ROWS",
+                "the check launches one thread per unit and group of ROWS rows: each thread loops over its rows "
+                "group * ROWS + r, r < ROWS, and each weight it loads feeds one FMA per row",
+                "only one batch row per group of ROWS is written; the rest of z is never written",
+                only_written(rows=lambda found: found.size == GROUPS),
+                _plant(("for r in range(ROWS):  # ...each", "for r in range(1):  # ...each"),
+                       ("for r in range(ROWS):\n        b", "for r in range(1):\n        b"))),
+        Mistake("rows_overlap", "a thread's rows start at its group number, not group * ROWS",
+                "group g owns rows g * ROWS .. g * ROWS + ROWS - 1: b = group * ROWS + r (with group + r, neighbouring "
+                "groups share rows and the last rows belong to nobody)",
+                "the first rows are written, the last ones never",
+                only_written(rows=lambda found: np.array_equal(found, np.arange(GROUPS + ROWS - 1))),
+                _plant(("b = group * ROWS + r", "b = group + r"), ("b = group * ROWS + r", "b = group + r"))),
+        Mistake("thread_index_swapped", "the thread index is split the wrong way round",
+                "consecutive threads take consecutive units: jj = tid % UNITS, group = tid // UNITS",
+                "only the first units are written, in every batch row",
+                only_written(units=lambda found: np.array_equal(found, np.arange(GROUPS))),
+                _plant(("group = tid // UNITS", "group = tid % UNITS"), ("jj = tid % UNITS", "jj = tid // UNITS"))),
+        Mistake("sums_not_zeroed", "the 4 x ROWS sums are not set to zero before the loop over k",
+                "a local array holds whatever was there (NaN on the simulator): set every acc[g, r] to 0.0 first",
+                "z is NaN everywhere, even where it held numbers before the launch",
+                nan_in_both, _plant((ZEROING, "")), stage="again"),
+        Mistake("added_to_z", "the sums are added to z instead of written into it",
+                "z is an output: write it (`z[...] = acc[g, r]`); what it held before the launch does not count",
+                "z is NaN where it started as NaN, and its old values plus the sums where it held numbers",
+                symptoms.equals(HELD, "z", lambda inputs: inputs["z"] + dots(inputs), "its old values plus the sums"),
+                _plant(("z[b, g * UNITS + jj] = acc[g, r]", "z[b, g * UNITS + jj] += acc[g, r]")), stage="again"),
+        Mistake("k_stops_early", "the loop over k stops early",
+                "the sums run over every k: range(h.shape[1]), the hidden size (h.shape[0] is the batch)",
+                "z equals the sums over the first values of k only", k_stops_early,
+                _plant(("range(h.shape[1])", "range(h.shape[0])"))),
+        Mistake("last_k_only", "each k replaces the sums instead of adding to them",
+                "add into the sums (`acc[g, r] += ...`), and set them to zero once, before the loop over k, not in it",
+                "z equals the products of the last k alone",
+                symptoms.equals(ODD, "z", lambda inputs: dots(inputs, slice(K - 1, K)), "the last k's products alone"),
+                _plant(*((f"acc[{g}, r] += x", f"acc[{g}, r] = x") for g in range(4)))),
+        Mistake("gate_columns_interleaved", "the gate columns are taken as 4 * jj + g, not g * UNITS + jj",
+                "the gates are side by side in blocks of UNITS columns (i, then f, c, o, as in Keras): gate g of unit "
+                "jj is column g * UNITS + jj, in u and in z alike",
+                "z holds the right sums in the wrong columns",
+                columns_interleaved,
+                _plant(("u[k, jj]", "u[k, 4 * jj]"), ("u[k, UNITS + jj]", "u[k, 4 * jj + 1]"),
+                       ("u[k, 2 * UNITS + jj]", "u[k, 4 * jj + 2]"), ("u[k, 3 * UNITS + jj]", "u[k, 4 * jj + 3]"))),
+        Mistake("one_h_row_per_thread", "the rows of a thread all read the same row of h",
+                "each row has its own h: inside the row loop read h[b, k], with b = group * ROWS + r",
+                "each row of z holds the sums of another batch row, the same one for every row of a thread",
+                one_h_row_per_thread, _plant(("x = h[b, k]", "x = h[group, k]"))),
+    ),
 )

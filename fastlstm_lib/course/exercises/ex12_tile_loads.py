@@ -10,8 +10,6 @@ sizes that are exact multiples of the tile (no edge at all); K within one slab.
 
 from __future__ import annotations
 
-import inspect
-
 import numpy as np
 
 from ...kernels import gemm
@@ -61,13 +59,16 @@ def wrong_without_edges(evidence):
     return None
 
 
-class TileLoads(KernelExercise):
-    name = "tile_loads"
-    notebook = "12"
-    title = ("in tiled_gemm, load one element of A and one of B into the shared tiles (zero past the edges of "
-             "the matrices), and put the two cuda.syncthreads() where the block must wait")
-    difficulty = "medium"
-    hints = (  # a nudge, the idea, the code (fl.exercises.hint(name, level))
+def launch(kernel, arrays: dict) -> None:
+    m, n = arrays["c"].shape
+    kernel[(-(-n // TILE), -(-m // TILE)), (TILE, TILE)](arrays["a"], arrays["b"], arrays["c"], False)
+
+
+EXERCISE = KernelExercise(
+    name="tile_loads", notebook="12", difficulty="medium",
+    title=("in tiled_gemm, load one element of A and one of B into the shared tiles (zero past the edges of "
+           "the matrices), and put the two cuda.syncthreads() where the block must wait"),
+    hints=(
         ('Each thread of the block fills one element of each shared tile, per slab of K. What '
          'must every thread wait for before it reads the tiles, and before the next slab '
          'overwrites them?'),
@@ -78,64 +79,49 @@ class TileLoads(KernelExercise):
         ('a_tile[ty, tx] = a[row, k0 + tx] if row < m and k0 + tx < k_total else 0.0; the same '
          'for b_tile[ty, tx] from b[k0 + ty, col] (k0 + ty < k_total, col < n); '
          'cuda.syncthreads() after the two loads and again after the k loop.'),
-    )
-    outputs = ("c",)
-    axes = {"c": ("row", "column")}
-    probes = (Probe(ODD, gemm_inputs(TILE + 1, 2 * TILE - 1, 2 * TILE + 1, seed=3)),
-              Probe(EXACT, gemm_inputs(2 * TILE, 2 * TILE, 2 * TILE, seed=4)),
-              Probe(ONE_SLAB, gemm_inputs(TILE + 1, TILE + 3, TILE - 1, seed=5)))
-
-    def solution(self):
-        return gemm.tiled_gemm_kernel(TILE)
-
-    def solution_source(self) -> str:
-        return ("# the solution: fastlstm_lib/kernels/gemm.py (tile is TILE)\n"
-                + inspect.getsource(gemm.tiled_gemm_kernel(TILE).py_func))
-
-    def launch(self, kernel, arrays: dict) -> None:
-        m, n = arrays["c"].shape
-        kernel[(-(-n // TILE), -(-m // TILE)), (TILE, TILE)](arrays["a"], arrays["b"], arrays["c"], False)
-
-    def expected(self, inputs: dict) -> dict:
-        return {"c": inputs["a"].astype(np.float64) @ inputs["b"].astype(np.float64)}
-
-
-EXERCISE = TileLoads()
-EXERCISE.catalog = (
-    Mistake(
-        "unguarded_load", "the tile loads are not guarded at the edges of the matrices",
-        "a thread whose row, column or k falls outside A or B must load 0.0 instead of reading: "
-        "`a[row, a_col] if (row < m and a_col < k_total) else float32(0.0)`",
-        "IndexError on the simulator, NaN read from the padding past the edge on a GPU; exact tile sizes are right",
-        symptoms.past_edge(ODD, "c"),
-        _plant((LOAD_A, "a_tile[ty, tx] = a[row, a_col]"), (LOAD_B, "b_tile[ty, tx] = b[b_row, col]"))),
-    Mistake(
-        "missing_sync_after_loads", "no barrier between loading the tiles and reading them",
-        "cuda.syncthreads() right after the two loads: every thread reads a whole row of one tile and a whole "
-        "column of the other, most of them loaded by other threads",
-        "with K within one slab, the result changes with the order the threads run in",
-        symptoms.order_dependent(ONE_SLAB),
-        _plant((SYNC_AFTER_LOADS, "        for kk in range(tile):"))),
-    Mistake(
-        "missing_sync_before_next_loads", "no barrier between reading the tiles and loading the next slab",
-        "cuda.syncthreads() at the end of each slab: otherwise a fast thread loads the next slab over values "
-        "that slower threads are still multiplying",
-        "right with one slab along K; with several, the result changes with the order the threads run in",
-        symptoms.order_dependent(ODD),
-        _plant((SYNC_AFTER_USE, "        pass  # nobody overwrites"))),
-    Mistake(
-        "wrong_load_index", "the loads put elements in the wrong places of the tiles",
-        "thread (ty, tx) stores A's element at a_tile[ty, tx] and B's at b_tile[ty, tx]; the multiply-adds read "
-        "a_tile[ty, kk] (a row of A) and b_tile[kk, tx] (a column of B)",
-        "wrong even at exact tile sizes (no edge involved), the same in both thread orders",
-        wrong_without_edges,
-        _plant(("a_tile[ty, tx] = a[row, a_col]", "a_tile[tx, ty] = a[row, a_col]"))),
-    Mistake(
-        "edge_not_zeroed", "the tile entries past an edge are skipped, not zeroed",
-        "an `if` that skips the load leaves the previous slab's value in the tile, and it is multiplied in: "
-        "store 0.0 there instead (`... else float32(0.0)`)",
-        "right at exact tile sizes, wrong when K ends inside a tile (the stale entries add in)",
-        right_on_tiles_only,
-        _plant((LOAD_A, "if row < m and a_col < k_total:\n                a_tile[ty, tx] = a[row, a_col]"),
-               (LOAD_B, "if b_row < k_total and col < n:\n                b_tile[ty, tx] = b[b_row, col]"))),
+    ),
+    solution=lambda: gemm.tiled_gemm_kernel(TILE), source="fastlstm_lib/kernels/gemm.py (tile is TILE)",
+    launch=launch, expected=lambda inputs: {"c": inputs["a"].astype(np.float64) @ inputs["b"].astype(np.float64)},
+    outputs={"c": ("row", "column")},
+    probes=(Probe(ODD, gemm_inputs(TILE + 1, 2 * TILE - 1, 2 * TILE + 1, seed=3)),
+            Probe(EXACT, gemm_inputs(2 * TILE, 2 * TILE, 2 * TILE, seed=4)),
+            Probe(ONE_SLAB, gemm_inputs(TILE + 1, TILE + 3, TILE - 1, seed=5))),
+    catalog=(
+        Mistake(
+            "unguarded_load", "the tile loads are not guarded at the edges of the matrices",
+            "a thread whose row, column or k falls outside A or B must load 0.0 instead of reading: "
+            "`a[row, a_col] if (row < m and a_col < k_total) else float32(0.0)`",
+            "IndexError on the simulator, NaN read from the padding past the edge on a GPU; exact tile sizes are right",
+            symptoms.past_edge(ODD, "c"),
+            _plant((LOAD_A, "a_tile[ty, tx] = a[row, a_col]"), (LOAD_B, "b_tile[ty, tx] = b[b_row, col]"))),
+        Mistake(
+            "missing_sync_after_loads", "no barrier between loading the tiles and reading them",
+            "cuda.syncthreads() right after the two loads: every thread reads a whole row of one tile and a whole "
+            "column of the other, most of them loaded by other threads",
+            "with K within one slab, the result changes with the order the threads run in",
+            symptoms.order_dependent(ONE_SLAB),
+            _plant((SYNC_AFTER_LOADS, "        for kk in range(tile):"))),
+        Mistake(
+            "missing_sync_before_next_loads", "no barrier between reading the tiles and loading the next slab",
+            "cuda.syncthreads() at the end of each slab: otherwise a fast thread loads the next slab over values "
+            "that slower threads are still multiplying",
+            "right with one slab along K; with several, the result changes with the order the threads run in",
+            symptoms.order_dependent(ODD),
+            _plant((SYNC_AFTER_USE, "        pass  # nobody overwrites"))),
+        Mistake(
+            "wrong_load_index", "the loads put elements in the wrong places of the tiles",
+            "thread (ty, tx) stores A's element at a_tile[ty, tx] and B's at b_tile[ty, tx]; the multiply-adds read "
+            "a_tile[ty, kk] (a row of A) and b_tile[kk, tx] (a column of B)",
+            "wrong even at exact tile sizes (no edge involved), the same in both thread orders",
+            wrong_without_edges,
+            _plant(("a_tile[ty, tx] = a[row, a_col]", "a_tile[tx, ty] = a[row, a_col]"))),
+        Mistake(
+            "edge_not_zeroed", "the tile entries past an edge are skipped, not zeroed",
+            "an `if` that skips the load leaves the previous slab's value in the tile, and it is multiplied in: "
+            "store 0.0 there instead (`... else float32(0.0)`)",
+            "right at exact tile sizes, wrong when K ends inside a tile (the stale entries add in)",
+            right_on_tiles_only,
+            _plant((LOAD_A, "if row < m and a_col < k_total:\n                a_tile[ty, tx] = a[row, a_col]"),
+                   (LOAD_B, "if b_row < k_total and col < n:\n                b_tile[ty, tx] = b[b_row, col]"))),
+    ),
 )

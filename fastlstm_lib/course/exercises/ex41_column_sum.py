@@ -15,8 +15,6 @@ are missing or counted twice says whether the stride or the tree is at fault.
 
 from __future__ import annotations
 
-import inspect
-
 import numpy as np
 
 from ...kernels import reduce
@@ -140,14 +138,23 @@ def added_to_nan(evidence):
             f"(probe: {ODD})")
 
 
-class ColumnSum(KernelExercise):
-    name = "column_sum"
-    notebook = "41"
-    title = ("the kernel column_sum(a, out, accumulate): out[j] = sum of column j of a (out[j] += it with "
-             f"accumulate); a block of {C} columns x ROW_THREADS threads down them, partial sums added in a "
-             "shared-memory tree")
-    difficulty = "medium"
-    hints = (  # a nudge, the idea, the code (fl.exercises.hint(name, level))
+def launch(kernel, arrays: dict) -> None:
+    a, out = arrays["a"], arrays["out"]
+    kernel[blocks_for(a.shape[1], C), (C, R)](a, out, bool(arrays.get("accumulate", False)))
+
+
+def expected(inputs: dict) -> dict:
+    total = inputs["a"].astype(np.float64).sum(axis=0)
+    before = inputs["out"].astype(np.float64)
+    return {"out": total if np.isnan(before).all() else before + total}
+
+
+EXERCISE = KernelExercise(
+    name="column_sum", notebook="41", difficulty="medium",
+    title=("the kernel column_sum(a, out, accumulate): out[j] = sum of column j of a (out[j] += it with "
+           f"accumulate); a block of {C} columns x ROW_THREADS threads down them, partial sums added in a "
+           "shared-memory tree"),
+    hints=(
         ('Each column has ROW_THREADS threads: which rows does each one add up, so that every row is '
          'added exactly once, and how do the ROW_THREADS sums of a column become one, when a thread '
          'cannot read the registers of another?'),
@@ -162,89 +169,72 @@ class ColumnSum(KernelExercise):
          '(if ty < half: partial[ty, tx] += partial[ty + half, tx]); cuda.syncthreads(); half //= 2; '
          'then if ty == 0 and col < cols: out[col] += partial[0, tx] if accumulate, else out[col] = '
          'partial[0, tx]'),
-    )
-    outputs = ("out",)
-    axes = {"out": ("column",)}
-    probes = (Probe(ODD, sum_inputs(ODD_ROWS, COLS, seed=11)),
-              Probe(SQUARE, sum_inputs(COLS, COLS, seed=12)),
-              Probe(ACCUMULATE, sum_inputs(2 * R + 1, COLS, seed=13, accumulate=True), flags=(("accumulate", True),)),
-              Probe(FEW_ROWS, sum_inputs(R - 1, 5, seed=14)))
-
-    def solution(self):
-        return reduce.column_sum_kernel(R)
-
-    def solution_source(self) -> str:
-        return (f"# the solution: fastlstm_lib/kernels/reduce.py (row_threads is ROW_THREADS, {R} here)\n"
-                + inspect.getsource(reduce.column_sum_kernel(R).py_func))
-
-    def launch(self, kernel, arrays: dict) -> None:
-        a, out = arrays["a"], arrays["out"]
-        kernel[blocks_for(a.shape[1], C), (C, R)](a, out, bool(arrays.get("accumulate", False)))
-
-    def expected(self, inputs: dict) -> dict:
-        total = inputs["a"].astype(np.float64).sum(axis=0)
-        before = inputs["out"].astype(np.float64)
-        return {"out": total if np.isnan(before).all() else before + total}
-
-
-EXERCISE = ColumnSum()
-EXERCISE.catalog = (
-    Mistake("rows_and_columns_swapped", "the sum runs along a row of a, not down a column",
-            "a[r, col] is row r of column col: thread (tx, ty) walks down its column, the row index r changing",
-            "on a square matrix, out holds the row sums",
-            symptoms.equals(SQUARE, "out", lambda inputs: inputs["a"].astype(np.float64).sum(axis=1), "the row sums of a"),
-            _plant((LOAD, "acc += a[col, r]"))),
-    Mistake("accumulate_always", "out is added to even when accumulate is False",
-            "with accumulate=False the column's total replaces out[col] (`out[col] = ...`); only with "
-            "accumulate=True is it added to what out holds",
-            "with accumulate=False, out comes back NaN (its value before the launch, plus the sum); right with accumulate",
-            added_to_nan, _plant((WRITE, "        out[col] += partial[0, tx]"))),
-    Mistake("same_columns_every_block", "every block sums the same columns",
-            "the block's columns start at blockIdx.x * COLUMNS: col = cuda.blockIdx.x * COLUMNS + tx",
-            f"the first {C} columns are right, those after them are never written",
-            symptoms.unwritten_from(ODD, "out", C), _plant(("col = cuda.blockIdx.x * COLUMNS + tx", "col = tx"))),
-    Mistake("unguarded_column_edge", "the columns past the last one are not guarded",
-            "the last block's tile hangs past the last column: its threads there load nothing "
-            "(`if col < cols:` around the loop) and write nothing (`and col < cols` on the write)",
-            "IndexError on the simulator, a write into the NaN padding after out on a GPU",
-            symptoms.past_edge(ODD, "out"),
-            _plant(("if col < cols:  # the last tile", "if True:  # the last tile"),
-                   ("if ty == 0 and col < cols:", "if ty == 0:"))),
-    Mistake("missing_sync_before_tree", "no barrier between storing the partial sums and adding them up",
-            "cuda.syncthreads() right after `partial[ty, tx] = acc`: the tree reads the partial sums of other "
-            "threads, which must all be stored first",
-            "the result changes with the order the threads run in, and one order gives NaN (shared memory not stored yet)",
-            order_dependent_with_nan(True), _plant((SYNC_BEFORE_TREE, ""))),
-    Mistake("every_thread_writes", "every thread of a column writes out[col], not thread ty = 0 alone",
-            "after the tree partial[0, tx] holds the column's total, and one thread must write it: "
-            "`if ty == 0 and col < cols:` (on a GPU, several threads adding to out[col] at once also race)",
-            f"with accumulate=True, out gains the column's total {R} times (once per thread down the column)",
-            symptoms.equals(ACCUMULATE, "out", lambda inputs: inputs["out"] + R * inputs["a"].astype(np.float64).sum(axis=0),
-                            f"its old values plus {R} times the sum"),
-            _plant(("if ty == 0 and col < cols:", "if col < cols:"))),
-    Mistake("missing_sync_in_tree", "no barrier between the levels of the tree",
-            "cuda.syncthreads() at the end of every level, inside the loop: the next level reads sums this level "
-            "has just written, some by other threads",
-            "the result changes with the order the threads run in (no NaN: the sums were stored, just not all added yet)",
-            order_dependent_with_nan(False), _plant((SYNC_IN_TREE, ""))),
-    Mistake("tree_drops_partial_sums", "the tree stops before it has added every partial sum",
-            "halve until 1 is done: `while half > 0` (a tree over ROW_THREADS sums has log2(ROW_THREADS) levels)",
-            "out equals the sum of the rows of some threads only: whole threads' partial sums are missing",
-            rows_left_out(by_tree=True), _plant(("while half > 0:", "while half > 1:"))),
-    Mistake("stride_skips_rows", "the loop down the column skips rows",
-            "the ROW_THREADS threads of a column share its rows: thread ty takes rows ty, ty + ROW_THREADS, "
-            "ty + 2 ROW_THREADS, ... (a step of ROW_THREADS, not COLUMNS or blockDim.x)",
-            "out equals a sum that leaves out some rows of a",
-            rows_left_out(by_tree=False), _plant((STRIDE, "range(ty, rows, COLUMNS)"))),
-    Mistake("stride_double_counts_rows", "the loop down the column adds some rows more than once",
-            "each thread takes every ROW_THREADS-th row from its own ty on: `range(ty, rows, ROW_THREADS)`, so "
-            "that the threads' rows never overlap",
-            "out equals a sum that adds some rows of a two or more times",
-            rows_counted_twice, _plant((STRIDE, "range(ty, rows)"))),
-    Mistake("accumulate_ignored", "accumulate is ignored: out is overwritten",
-            "with accumulate=True, add the column's total to what out holds: `out[col] += partial[0, tx]`",
-            "with accumulate=True, out holds the sum alone, its old values gone",
-            symptoms.equals(ACCUMULATE, "out", lambda inputs: inputs["a"].astype(np.float64).sum(axis=0),
-                            "the sum alone, without out's old values"),
-            _plant((WRITE, "        out[col] = partial[0, tx]"))),
+    ),
+    solution=lambda: reduce.column_sum_kernel(R),
+    source=f"fastlstm_lib/kernels/reduce.py (row_threads is ROW_THREADS, {R} here)",
+    launch=launch, expected=expected, outputs={"out": ("column",)},
+    probes=(Probe(ODD, sum_inputs(ODD_ROWS, COLS, seed=11)),
+            Probe(SQUARE, sum_inputs(COLS, COLS, seed=12)),
+            Probe(ACCUMULATE, sum_inputs(2 * R + 1, COLS, seed=13, accumulate=True), flags=(("accumulate", True),)),
+            Probe(FEW_ROWS, sum_inputs(R - 1, 5, seed=14))),
+    catalog=(
+        Mistake("rows_and_columns_swapped", "the sum runs along a row of a, not down a column",
+                "a[r, col] is row r of column col: thread (tx, ty) walks down its column, the row index r changing",
+                "on a square matrix, out holds the row sums",
+                symptoms.equals(SQUARE, "out", lambda inputs: inputs["a"].astype(np.float64).sum(axis=1), "the row sums of a"),
+                _plant((LOAD, "acc += a[col, r]"))),
+        Mistake("accumulate_always", "out is added to even when accumulate is False",
+                "with accumulate=False the column's total replaces out[col] (`out[col] = ...`); only with "
+                "accumulate=True is it added to what out holds",
+                "with accumulate=False, out comes back NaN (its value before the launch, plus the sum); right with accumulate",
+                added_to_nan, _plant((WRITE, "        out[col] += partial[0, tx]"))),
+        Mistake("same_columns_every_block", "every block sums the same columns",
+                "the block's columns start at blockIdx.x * COLUMNS: col = cuda.blockIdx.x * COLUMNS + tx",
+                f"the first {C} columns are right, those after them are never written",
+                symptoms.unwritten_from(ODD, "out", C), _plant(("col = cuda.blockIdx.x * COLUMNS + tx", "col = tx"))),
+        Mistake("unguarded_column_edge", "the columns past the last one are not guarded",
+                "the last block's tile hangs past the last column: its threads there load nothing "
+                "(`if col < cols:` around the loop) and write nothing (`and col < cols` on the write)",
+                "IndexError on the simulator, a write into the NaN padding after out on a GPU",
+                symptoms.past_edge(ODD, "out"),
+                _plant(("if col < cols:  # the last tile", "if True:  # the last tile"),
+                       ("if ty == 0 and col < cols:", "if ty == 0:"))),
+        Mistake("missing_sync_before_tree", "no barrier between storing the partial sums and adding them up",
+                "cuda.syncthreads() right after `partial[ty, tx] = acc`: the tree reads the partial sums of other "
+                "threads, which must all be stored first",
+                "the result changes with the order the threads run in, and one order gives NaN (shared memory not stored yet)",
+                order_dependent_with_nan(True), _plant((SYNC_BEFORE_TREE, ""))),
+        Mistake("every_thread_writes", "every thread of a column writes out[col], not thread ty = 0 alone",
+                "after the tree partial[0, tx] holds the column's total, and one thread must write it: "
+                "`if ty == 0 and col < cols:` (on a GPU, several threads adding to out[col] at once also race)",
+                f"with accumulate=True, out gains the column's total {R} times (once per thread down the column)",
+                symptoms.equals(ACCUMULATE, "out", lambda inputs: inputs["out"] + R * inputs["a"].astype(np.float64).sum(axis=0),
+                                f"its old values plus {R} times the sum"),
+                _plant(("if ty == 0 and col < cols:", "if col < cols:"))),
+        Mistake("missing_sync_in_tree", "no barrier between the levels of the tree",
+                "cuda.syncthreads() at the end of every level, inside the loop: the next level reads sums this level "
+                "has just written, some by other threads",
+                "the result changes with the order the threads run in (no NaN: the sums were stored, just not all added yet)",
+                order_dependent_with_nan(False), _plant((SYNC_IN_TREE, ""))),
+        Mistake("tree_drops_partial_sums", "the tree stops before it has added every partial sum",
+                "halve until 1 is done: `while half > 0` (a tree over ROW_THREADS sums has log2(ROW_THREADS) levels)",
+                "out equals the sum of the rows of some threads only: whole threads' partial sums are missing",
+                rows_left_out(by_tree=True), _plant(("while half > 0:", "while half > 1:"))),
+        Mistake("stride_skips_rows", "the loop down the column skips rows",
+                "the ROW_THREADS threads of a column share its rows: thread ty takes rows ty, ty + ROW_THREADS, "
+                "ty + 2 ROW_THREADS, ... (a step of ROW_THREADS, not COLUMNS or blockDim.x)",
+                "out equals a sum that leaves out some rows of a",
+                rows_left_out(by_tree=False), _plant((STRIDE, "range(ty, rows, COLUMNS)"))),
+        Mistake("stride_double_counts_rows", "the loop down the column adds some rows more than once",
+                "each thread takes every ROW_THREADS-th row from its own ty on: `range(ty, rows, ROW_THREADS)`, so "
+                "that the threads' rows never overlap",
+                "out equals a sum that adds some rows of a two or more times",
+                rows_counted_twice, _plant((STRIDE, "range(ty, rows)"))),
+        Mistake("accumulate_ignored", "accumulate is ignored: out is overwritten",
+                "with accumulate=True, add the column's total to what out holds: `out[col] += partial[0, tx]`",
+                "with accumulate=True, out holds the sum alone, its old values gone",
+                symptoms.equals(ACCUMULATE, "out", lambda inputs: inputs["a"].astype(np.float64).sum(axis=0),
+                                "the sum alone, without out's old values"),
+                _plant((WRITE, "        out[col] = partial[0, tx]"))),
+    ),
 )

@@ -14,11 +14,13 @@ show: the simulator is the stricter judge here).
 from __future__ import annotations
 
 import dataclasses
-from typing import Callable
+import inspect
+from typing import Any, Callable
 
 import numpy as np
 from numba import cuda
 
+from ...kernels.geometry import pointwise_grid
 from . import locate, schedule
 from .base import Exercise, first_line
 
@@ -38,6 +40,18 @@ class Probe:
     stage: str = "first"
     flags: tuple = ()
 
+
+
+def pointwise_launch(over: str, *arguments: str):
+    """A ``launch`` for a point-wise kernel, as the library launches its own: one thread per
+    element of the array ``over`` (``kernels/geometry.pointwise_grid``), the arrays named by
+    ``arguments`` passed in that order."""
+
+    def launch(kernel, arrays: dict) -> None:
+        blocks, threads = pointwise_grid(arrays[over].size)
+        kernel[blocks, threads](*(arrays[name] for name in arguments))
+
+    return launch
 
 def padded(array: np.ndarray):
     """(the device buffer with NaN all around, the view of it holding ``array``)."""
@@ -101,7 +115,7 @@ class ProbeResult:
 
     def wrong(self, exercise: "KernelExercise") -> str | None:
         for name in exercise.outputs:
-            where = locate.where_wrong(self.outputs[name], self.expected[name], exercise.axes[name])
+            where = locate.where_wrong(self.outputs[name], self.expected[name], exercise.outputs[name])
             if where:
                 return f"{name}: {where} (probe: {self.probe.name})"
         return None
@@ -127,18 +141,26 @@ class KernelEvidence:
         return any(isinstance(r.error, NotImplementedError) for r in self.stage_probes(stage))
 
 
+@dataclasses.dataclass(eq=False, kw_only=True)
 class KernelExercise(Exercise):
-    """The learner writes a kernel; ``solution()`` returns the library's."""
+    """The learner writes a kernel. ``solution()`` returns the library's, whose source lives in
+    ``source`` (a path, and what the reader should know); ``launch(kernel, arrays)`` launches a
+    kernel on a probe's device arrays; ``expected(inputs)`` gives each output in float64;
+    ``outputs`` names each output and its axes; ``probes`` are the inputs it is judged on;
+    ``listing``, when given, is the function whose source ``solution_source`` shows instead of the
+    kernel's (the factory that sets its constants)."""
 
-    outputs: tuple = ()
-    axes: dict = {}
-    probes: tuple = ()
+    solution: Callable[[], Any]
+    source: str
+    launch: Callable[[Any, dict], None]
+    expected: Callable[[dict], dict]
+    outputs: dict
+    probes: tuple
+    listing: Callable | None = None
 
-    def launch(self, kernel, arrays: dict) -> None:  # pragma: no cover - abstract
-        raise NotImplementedError
-
-    def expected(self, inputs: dict) -> dict:  # pragma: no cover - abstract
-        raise NotImplementedError
+    def solution_source(self) -> str:
+        shown = self.listing or self.solution().py_func
+        return f"# the solution: {self.source}\n" + inspect.getsource(shown)
 
     def orders(self) -> tuple:
         return schedule.ORDERS if schedule.available() else (None, None)

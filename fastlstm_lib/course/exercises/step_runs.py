@@ -139,19 +139,22 @@ class StepEvidence:
         return None if run.y is None else locate.where_wrong(run.y, self.ref)
 
 
+@dataclasses.dataclass(eq=False, kw_only=True)
 class StepExercise(Exercise):
-    """The learner writes ``methods`` of a subclass; the library's step ``step_name`` is the solution."""
+    """The learner writes ``methods`` of a subclass; the library's step called ``step`` is the
+    solution. Judged at ``cfg`` (odd sizes) with ``options``; ``compare_launches``: a right output
+    with more launches than the solution's is still wrong."""
 
-    step_name: str = ""
-    methods: tuple = ()
-    cfg = LSTMConfig(batch=3, seq_len=3, input_size=5, hidden=7, layers=2)
-    options: dict = {}
+    step: str
+    methods: tuple
+    cfg: LSTMConfig
+    options: dict = dataclasses.field(default_factory=dict)
     compare_launches: bool = False
 
     def solution(self):
         from ... import steps
 
-        return type(steps.get(self.step_name))
+        return type(steps.get(self.step))
 
     def solution_source(self) -> str:
         cls = self.solution()

@@ -57,7 +57,7 @@ def equals(probe: str, output: str, wrong_formula, what: str):
         if result.error is not None:
             return None
         alternative = wrong_formula(result.inputs)
-        if locate.where_wrong(result.outputs[output], alternative, evidence.exercise.axes[output]) is None:
+        if locate.where_wrong(result.outputs[output], alternative, evidence.exercise.outputs[output]) is None:
             return f"{output} equals {what}: {result.wrong(evidence.exercise)}"
         return None
 
@@ -167,19 +167,6 @@ def more_launches():
         run = evidence.first
         if run.error is None and run.y is not None and evidence.wrong() is None:
             return compare(run.launches, evidence.exercise.solution_launches())
-        return None
-
-    return detect
-
-
-def wrong_only_when_repeated():
-    """Right on a first run, wrong when the same runner runs twice back to back."""
-
-    def detect(evidence):
-        if evidence.first.error is None and evidence.wrong("first") is None and evidence.again.error is None:
-            wrong = evidence.wrong("again")
-            if wrong:
-                return f"the first run is right; run twice back to back, the second is {wrong}"
         return None
 
     return detect
