@@ -176,7 +176,7 @@ def test_the_gpu_command_rehearses_every_stage_on_a_fake_h100(tmp_path):
     summary = (out / "summary.txt").read_text()
     assert "FAKE GPU H100" in summary
     stages = [line for line in summary.splitlines() if line.startswith("stage ")]
-    assert len(stages) == 9 and not any("FAILED" in line for line in stages), summary
+    assert len(stages) == 11 and not any("FAILED" in line for line in stages), summary
     assert sorted(p.name for p in out.iterdir()) == ["gpu-run.tar.gz", "log.txt", "prepare.json", "summary.txt"]
     with tarfile.open(out / "gpu-run.tar.gz") as archive:
         names = set(archive.getnames())
@@ -190,7 +190,11 @@ def test_the_gpu_command_rehearses_every_stage_on_a_fake_h100(tmp_path):
         assert device["name"] == "NVIDIA H100 80GB HBM3" or "H100" in device["name"], device
         assert record["environment"]["packages"]["numba-cuda"]
     ran = {record["name"] for record in records.values() if record["status"] == "ok"}
-    assert {"smoke", "correctness", "ladder", "clocks", "sweep", "backward"} <= ran
+    assert {"smoke", "correctness", "ladder", "clocks", "sweep", "backward", "cnn", "feeding"} <= ran
+    for name, kind in (("cnn", "cnn-layouts"), ("feeding", "feeding")):  # what notebooks 21 and 31 read back
+        record = next(r for r in records.values() if r["name"] == name)
+        assert record["keras_backend"] and record["results"], name
+        assert all(r.get("kind") == kind or r.get("measurement") == kind for r in record["results"]), name
     ladder = next(r for r in records.values() if r["name"] == "ladder")
     assert {r["step"] for r in ladder["results"]} >= {"baseline", "wavefront", "persistent"}
     assert any(r["options"].get("graph") for r in ladder["results"])

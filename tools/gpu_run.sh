@@ -6,7 +6,8 @@
 #      (tools/gpu_bundle.sh, carried along) what this Python lacks or holds at another version, and
 #      libNVVM if missing;
 #   2. python3 -m gpurun runs the stages in one process within the budget: smoke, correctness, the
-#      ladder, cuDNN, clocks, GEMM vs cuBLAS, the batch sweep, backward, profilers (tools/gpurun/stages.py),
+#      ladder, cuDNN, clocks, GEMM vs cuBLAS, the batch sweep, backward, profilers, then Keras' CNN
+#      layouts and batch sizes (tools/gpurun/stages.py),
 #      writing each stage's JSON under OUT_DIR/results/ and a line to OUT_DIR/summary.txt as it ends;
 #   3. OUT_DIR is packed into OUT_DIR/gpu-run.tar.gz (also after every stage), and the loose results
 #      removed once the archive holds them: what comes back is summary.txt, log.txt and the archive.

@@ -18,6 +18,10 @@
  7 backward     the backward ladder against cuDNN's backward                     -> backward-DATE.json
  8 profilers    Nsight Compute on the recurrent GEMM and the persistent kernel, compute-sanitizer
                 on small problems, when the machine has them                     -> profilers-DATE.json
+ 9 cnn          the channels_first post's 10-layer CNN in both layouts, FP32 and mixed precision,
+                the layouts taking turns, on Keras (torch on the GPU machine)    -> cnn-layouts-DATE.json
+10 feeding      fit() at batch 1-1024 on the GPU and the CPU, one-sample predict() and its
+                faster callers, on Keras (torch on the GPU machine)             -> feeding-DATE.json
 
 Costs (``Stage.cost_s``) are estimates of seconds on the GPU machine; their basis is above ``STAGES``.
 """
@@ -635,6 +639,71 @@ def profilers(ctx) -> dict:
         ctx.item(label, call, cost_s=cost)
     return {}
 
+# ---- 9: the CNN layouts (notebook 21), and 10: batch size and small calls (notebook 31) ------------
+# Both train with Keras on the backend the run chose (torch on the GPU machine, which has no
+# TensorFlow); every result carries keras_backend.environment(): device, backend, versions, TF32.
+
+#: The 10-layer CNN at the post's width on CIFAR-10-sized images, with fewer images per epoch and
+#: fewer rounds than the notebook's command (cnn.MEASURE_COMMAND), to fit the run; "tiny" sizes in a
+#: rehearsal, where Keras trains on the CPU beside the fake GPU.
+CNN_RUN = {"images": 10_000, "test_images": 2_000, "rounds": 3, "batch": 128}
+#: Seconds per precision on the GPU machine (both layouts: a first epoch each, then CNN_RUN's rounds):
+#: an estimate, not a rehearsal (about 80 steps an epoch at 10-20 ms each through Keras' torch
+#: backend, 8 epochs, plus building and tracing); a precision the time left cannot cover is skipped.
+CNN_COST_S = 30
+#: The fit_generator post compared batch 64 and 1024; from one sample up, on the GPU and the CPU.
+FEEDING_BATCHES = (1, 8, 64, 256, 1024)
+
+
+def tiny_keras(ctx) -> bool:
+    """Keras at the rehearsal's sizes: in --quick, and beside the fake GPU (Keras trains on the CPU)."""
+    return ctx.quick or bool(fl().simulator.FAKE_GPU)
+
+
+def cnn_layouts(ctx) -> dict:
+    from fastlstm_lib.runtime.keras_backend import backend_name, environment as keras_environment, set_tf32
+    from fastlstm_lib.topics import cnn
+    from fastlstm_lib.topics.cnn.measure import SIZES
+
+    tiny = tiny_keras(ctx)
+    size = SIZES["tiny"]
+    run = ({"images": size["images"]["cnn10"], "test_images": size["test_images"], "rounds": size["rounds"],
+            "batch": size["batch"]} if tiny else CNN_RUN)
+    options = size["options"]["cnn10"] if tiny else dict(cnn.FULL_SIZE["cnn10"])
+    set_tf32(False)  # true float32 convolutions, as on the post's Turing GPU
+    env = keras_environment()
+    data = cnn.load_images(run["images"], run["test_images"], image_size=size["image_size"] if tiny else 32,
+                           download=False)  # no network on the GPU machine: CIFAR-10 if cached, else labelled stand-in
+    ctx.rows.append({"item": "images", "outcome": "ok", "value": data.description})
+    verdicts = []
+    for precision in cnn.PRECISIONS:
+        def layouts(precision=precision):
+            return [ctx.keep(result) for result in cnn.time_layouts(
+                "cnn10", data, precision=precision, batch_size=run["batch"], rounds=run["rounds"], env=env,
+                on_error="record", **options)]
+
+        results = ctx.item(f"cnn10, {precision}: channels_first and channels_last in turns", layouts,
+                           cost_s=0 if tiny else CNN_COST_S)
+        if results:
+            verdicts += [f"{precision}: {cnn.verdict(row)}" for row in cnn.compare_layouts(results)]
+    return {"headline": "; ".join(verdicts) or "no layout pair trained", "keras_backend": backend_name(),
+            "images": data.description}
+
+
+def feeding(ctx) -> dict:
+    from fastlstm_lib.runtime.keras_backend import backend_name
+    from fastlstm_lib.topics.feeding.devices import measure_devices
+
+    counts = ({"batch_sizes": FEEDING_BATCHES[:2], "n_samples": 16, "max_steps": 2, "repeats": 1,
+               "small_calls": {"repeats": {"model.predict(x)": 2, "default": 3}}} if tiny_keras(ctx) else
+              {"batch_sizes": FEEDING_BATCHES, "n_samples": 8192, "max_steps": 64, "repeats": 3})
+    results = ctx.item("fit() against batch size, and one-sample calls, on each device",
+                       lambda: [ctx.keep(result) for result in measure_devices(**counts)])
+    lines = [f"{r['device']}: " + ", ".join(f"B={t['batch_size']} {t['samples_per_s']:,.0f}/s" for t in r["throughput"])
+             for r in results or []]
+    return {"headline": "; ".join(lines), "keras_backend": backend_name()}
+
+
 
 #: Estimated seconds per stage on the H100 machine (``cost_s``). The basis: the rehearsal at full
 #: size on a fake H100 on this project's 2-core machine (2026-11-26), which pays the host's whole
@@ -646,6 +715,11 @@ def profilers(ctx) -> dict:
 #: not yet rehearsed at full size: ~20,000 launches of microseconds, the persistent layer's ~700
 #: of a few milliseconds each, and the float64 answers on the CPU: ~20 s). Backward's figure is its first part (the float64
 #: reference and the op-by-op step); every later part is guarded by its own (BACKWARD_COSTS_S).
+#: The Keras stages after the LSTM's (9 cnn, 10 feeding) have no GPU rehearsal behind their figures
+#: (beside the fake GPU Keras trains on the CPU, at tiny sizes: 15 s and 1-3 s in the quick
+#: rehearsal, 2026-11-28): each is the estimate beside its
+#: constants (CNN_COST_S per precision, the stage's cost being one precision's), and they run only
+#: where the LSTM's stages, whose figures include the fake driver's slow host, finish early.
 STAGES = [
     Stage(0, "smoke", "versions, paths, NVVM; a plain and a grid-sync kernel; launch and barrier costs", smoke,
           cost_s=20, quick_cost_s=10, file="smoke-{date}.json"),
@@ -666,4 +740,8 @@ STAGES = [
           cost_s=60, quick_cost_s=10, file="backward-{date}.json"),
     Stage(8, "profilers", "Nsight Compute and compute-sanitizer on small problems", profilers,
           cost_s=60, quick_cost_s=5, file="profilers-{date}.json", unavailable=profilers_missing),
+    Stage(9, "cnn", "the 10-layer CNN in both layouts, FP32 and mixed precision (Keras)", cnn_layouts,
+          cost_s=CNN_COST_S, quick_cost_s=20, file="cnn-layouts-{date}.json", unavailable=keras_missing),
+    Stage(10, "feeding", "fit() against batch size on the GPU and the CPU, one-sample calls (Keras)", feeding,
+          cost_s=30, quick_cost_s=10, file="feeding-{date}.json", unavailable=keras_missing),
 ]
