@@ -1,14 +1,15 @@
-"""The learner writes before seeing: no cell above an exercise's check shows its answer.
+"""The learner writes before seeing: no cell of an exercise's notebook shows its answer.
 
-Every cell that calls ``fl.check("<name>", ...)`` grades an exercise; the cells above it (their
-source, and their stored outputs: stream text and text/plain) must not show the code the learner
-is about to write. The answer is the exercise's solution (``fl.exercises.solution(name)``) and
-the library code it mirrors (``MIRRORS``), less what the exercise's own scaffold (the stub with
-``raise NotImplementedError`` that defines the candidate) already gives. Both are compared line
-by line, normalised: stripped, comments dropped, and blank, docstring, ``def``/``class``,
-decorator and import lines dropped, as are lines shorter than ``MIN_LENGTH`` (``h_prev = hs[t]``
-and the like say nothing on their own). A cell above the check that holds ``THRESHOLD`` or more
-of the answer's lines shows the answer. The step's code belongs after the check.
+Every cell that calls ``fl.check("<name>", ...)`` grades an exercise; no other cell of that
+notebook (its source, and its stored outputs: stream text and text/plain), above the check or
+below it, may show the code the learner is asked to write. The answer comes when the learner asks:
+``fl.exercises.solution(name)``, or a commented line to uncomment once the check passes. The
+answer is the exercise's solution and the library code it mirrors (``MIRRORS``), less what the
+exercise's own scaffold (the stub with ``raise NotImplementedError`` that defines the candidate)
+already gives. Both are compared line by line, normalised: stripped, comments dropped, and blank,
+docstring, ``def``/``class``, decorator and import lines dropped, as are lines shorter than
+``MIN_LENGTH`` (``h_prev = hs[t]`` and the like say nothing on their own). A cell that holds
+``THRESHOLD`` or more of the answer's lines shows the answer.
 
 Reads the notebooks' JSON only: nothing is executed.
 """
@@ -153,7 +154,7 @@ def test_the_rule_sees_each_answer(name):
 
 
 @pytest.mark.parametrize("path", NOTEBOOKS, ids=lambda p: p.name)
-def test_no_cell_above_a_check_shows_the_answer(path):
+def test_no_cell_shows_the_answer(path):
     cells = json.loads(path.read_text())["cells"]
     problems = []
     for check_index, name, candidate in checks(cells):
@@ -165,11 +166,13 @@ def test_no_cell_above_a_check_shows_the_answer(path):
         if "NotImplementedError" not in stub_source:
             problems.append(f"{path.name}: cell {stub}, the stub of {name}, is not a stub (no NotImplementedError)")
         answer = answer_lines(name, significant_lines(stub_source))
-        for index in range(check_index):
+        for index, cell in enumerate(cells):
             if index == stub:
                 continue
-            shown = sorted(answer & significant_lines(cell_text(cells[index])))
+            shown = sorted(answer & significant_lines(cell_text(cell)))
             if len(shown) >= THRESHOLD:
-                problems.append(f"{path.name}: cell {index} (above the check of {name!r} in cell {check_index}) shows "
-                                f"{len(shown)} lines of its answer:\n    " + "\n    ".join(shown))
-    assert not problems, "the learner writes before seeing: move the answer after the check\n" + "\n".join(problems)
+                where = "above" if index < check_index else "below"
+                problems.append(f"{path.name}: cell {index} ({where} the check of {name!r} in cell {check_index}) "
+                                f"shows {len(shown)} lines of its answer:\n    " + "\n    ".join(shown))
+    assert not problems, ("the learner writes before seeing, and sees the answer only on asking: print it from a "
+                          "commented line or fl.exercises.solution\n" + "\n".join(problems))

@@ -14,6 +14,10 @@ NOISE = re.compile(r"failed call to cuInit|oneDNN custom operations|absl::Initia
 LOCAL_PATH = re.compile(r"/(work|tmp|root|home|Users)/[A-Za-z0-9_.-]+")
 #: Printed on one kind of machine only: allowed in cells nbval ignores, never in compared ones.
 MACHINE_SPECIFIC = re.compile(r"CUDA simulator: kernels run on the CPU")
+#: A progress bar's text: a live bar for the learner who runs the cell, a frozen one in a stored output.
+PROGRESS_BAR = re.compile(r"\d+%\|")
+#: The cell tag nbval reads: run the cell, do not compare its output (a learner never sees it).
+IGNORED = "nbval-ignore-output"
 
 
 def code_cells(path):
@@ -43,9 +47,26 @@ def test_stored_outputs_are_clean(path):
         text = output_text(cell)
         assert not NOISE.search(text), f"{where}: log noise in the stored output"
         assert not LOCAL_PATH.search(text), f"{where}: a local path in the stored output"
-        if "NBVAL_IGNORE_OUTPUT" not in source:
+        assert not PROGRESS_BAR.search(text), f"{where}: a progress bar frozen in the stored output"
+        assert "NBVAL_" not in source, f"{where}: nbval's markers are cell tags (nbval-ignore-output), not comments"
+        if IGNORED not in cell.get("metadata", {}).get("tags", []):
             assert not MACHINE_SPECIFIC.search(text), f"{where}: a compared cell shows the simulator's banner"
 
+
+
+#: The project's own workings, which a learner has no use for: issue numbers, test files, the machine
+#: the course was developed on.
+SCAFFOLDING = re.compile(r"\b[Ii]ssues? #?\d+(?![.\d])|\btests/|\btest_\w+\.py|development machine")
+
+
+@pytest.mark.parametrize("path", NOTEBOOKS, ids=lambda p: p.name)
+def test_no_scaffolding_in_view(path):
+    """What the learner reads (Markdown, code, stored outputs) names no issue, test file or
+    development machine."""
+    for index, cell in enumerate(json.loads(path.read_text())["cells"]):
+        shown = "".join(cell["source"]) + (output_text(cell) if cell["cell_type"] == "code" else "")
+        found = SCAFFOLDING.search(shown)
+        assert not found, f"{path.name} cell {index}: {found.group(0)!r} is the project's scaffolding"
 
 def test_every_notebook_is_in_the_readme():
     readme = (ROOT / "README.md").read_text()

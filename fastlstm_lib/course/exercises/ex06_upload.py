@@ -79,9 +79,8 @@ def _plant(*edits):
 
 EXERCISE = StepExercise(
     name="upload", notebook="06", difficulty="easy",
-    title=("upload_weights(self, layer) in a subclass of FusedPointwise: a SimpleNamespace(kernel=W, "
-           "recurrent=U, bias=..., transposed=False) of device arrays, in the layout the GEMM takes without the "
-           "'T' flag"),
+    title=("upload_weights(self, layer) in a subclass of FusedPointwise: the layer's weights on the device once, "
+           "in the layout the GEMM reads without its 'T' flag, with the fields the baseline's upload has"),
     hints=(
         ("The baseline transposed Keras' matrices on upload. Which layout does the GEMM read "
          "without its 'T' flag?"),

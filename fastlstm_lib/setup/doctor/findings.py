@@ -56,8 +56,8 @@ def gpu_findings(facts) -> list[Finding]:
                                 fixes.pip(facts, *(fixes.pinned(facts, p) for p in ("numba", "numba-cuda") if p in facts.pins))))
     if cuda.get("nvvm") is True and cuda.get("nvrtc") is True:
         findings.append(Finding("info", "CUDA's compilers (NVVM, NVRTC) are here: Numba can compile the kernels for a GPU "
-                                        "on this machine; the compile matrix (tools/compile_matrix, "
-                                        "tests/test_compile_matrix.py) builds them for sm_52 to sm_90 without one"))
+                                        "on this machine (what they compile the kernels to, for every GPU from sm_52 to "
+                                        "sm_90, is already in data/kernel_resources.csv)"))
     return findings
 
 

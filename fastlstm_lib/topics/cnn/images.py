@@ -188,7 +188,7 @@ def load_images(n_train: int | None = None, n_test: int | None = None, *, image_
     check_int("seed", seed, minimum=0)
     found = find_cached_cifar10(cache_dir)
     looked = [Path(cache_dir)] if cache_dir else keras_cache_dirs()
-    note = "" if found else f"CIFAR-10 is not in the Keras cache ({', '.join(_home_relative(d) for d in looked)})"
+    note = "" if found else f"CIFAR-10 is not on this machine (looked in {', '.join(_home_relative(d) for d in looked)})"
     if found or download:
         try:
             x_train, y_train, x_test, y_test = _load_cifar10(found)
