@@ -56,7 +56,7 @@ def test_stored_outputs_are_clean(path):
 
 #: The project's own workings, which a learner has no use for: issue numbers, test files, the machine
 #: the course was developed on.
-SCAFFOLDING = re.compile(r"\b[Ii]ssues? #?\d+(?![.\d])|\btests/|\btest_\w+\.py|development machine")
+SCAFFOLDING = re.compile(r"\b[Ii]ssue #?\d+(?![.\d])|\b[Ii]ssues #\d+|\btests/|\btest_\w+\.py|development machine")
 
 
 @pytest.mark.parametrize("path", NOTEBOOKS, ids=lambda p: p.name)
@@ -83,3 +83,18 @@ def test_each_lesson_fits_one_sitting(path):
     cells = len(json.loads(path.read_text())["cells"])
     most = LADDER_CELLS if path.name.startswith(LADDER) else OTHER_CELLS
     assert cells <= most, f"{path.name}: {cells} cells, at most {most} for a {'ladder ' if most == LADDER_CELLS else ''}lesson"
+
+
+#: Markdown words a learner reads in one sitting: the ladder's single-step lessons at most 1,000, the
+#: baseline (which explains both yardsticks once) and the persistent kernel at most 1,500, every other
+#: notebook at most 2,000.
+WORD_LIMITS = {**{f"0{n}_": 1_000 for n in range(3, 9)}, "02_": 1_500, "09_": 1_500}
+OTHER_WORDS = 2_000
+
+
+@pytest.mark.parametrize("path", NOTEBOOKS, ids=lambda p: p.name)
+def test_each_lesson_fits_its_word_limit(path):
+    cells = json.loads(path.read_text())["cells"]
+    words = sum(len(re.findall(r"\S+", "".join(cell["source"]))) for cell in cells if cell["cell_type"] == "markdown")
+    most = next((limit for prefix, limit in WORD_LIMITS.items() if path.name.startswith(prefix)), OTHER_WORDS)
+    assert words <= most, f"{path.name}: {words} words of Markdown, at most {most}"
