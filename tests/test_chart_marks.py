@@ -1,6 +1,7 @@
 """An estimate never passes for a measurement: where a ladder notebook's chart draws both, they have
 different marks (hatched against solid, another line style or marker) and a legend says which is
-which.
+which; and each forward ladder notebook links notebook 11, where the model's miss against the
+article is stated.
 
 Two readings. The ladder's one chart (``lesson.ladder_chart``, what ``lesson.measure`` draws in
 every ladder notebook) is drawn for each step with a measured GPU result beside the article's and
@@ -95,3 +96,12 @@ def test_each_ladder_notebook_marks_its_estimates_apart(path):
             assert MARKS.search(source) and "legend(" in source, (
                 f"{path.name}: a chart with estimates and measurements must mark them apart and draw a legend:\n"
                 f"{source[:300]}")
+
+
+@pytest.mark.parametrize("path", [p for p in LADDER if not p.name.startswith("41_")], ids=lambda p: p.name)
+def test_each_ladder_notebook_links_the_models_miss(path):
+    """The model's known miss against the article is stated once, in notebook 11; every forward ladder
+    notebook that shows the model's estimates links it."""
+    markdown = "".join("".join(cell["source"]) for cell in json.loads(path.read_text())["cells"]
+                       if cell["cell_type"] == "markdown")
+    assert "](11_reproduce_the_article.ipynb)" in markdown, f"{path.name}: link notebook 11 beside the estimates"
