@@ -18,6 +18,7 @@ import matplotlib
 import pytest
 
 import fastlstm_lib as fl
+from conftest import bench_result
 from fastlstm_lib.course import lesson
 
 matplotlib.use("Agg")
@@ -56,17 +57,11 @@ def check_marks(fig) -> list[str]:
     return problems
 
 
-def _result(step, ms):
-    return {"step": step, "config": fl.LSTMConfig.article().as_dict(), "device": {"name": "NVIDIA H100 80GB HBM3"},
-            "times_meaningful": True, "time_ms": {"median": ms, "min": ms, "max": ms}, "gflops": 1.0,
-            "relative_error": {"after": 0.0}}
-
-
 @pytest.mark.parametrize("step", fl.steps.names())
 def test_the_ladder_chart_marks_estimates_apart(step):
     import matplotlib.pyplot as plt
 
-    fig = lesson.ladder_chart(step, [_result(name, 10.0) for name in lesson.steps_so_far(step)])
+    fig = lesson.ladder_chart(step, [bench_result(name, 10.0) for name in lesson.steps_so_far(step)])
     labels = fig.axes[0].get_legend_handles_labels()[1]
     assert any(ESTIMATE.search(label) for label in labels) and any(MEASURED.search(label) for label in labels)
     assert check_marks(fig) == []

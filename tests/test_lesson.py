@@ -9,6 +9,7 @@ else:
 
 import fastlstm_lib as fl  # noqa: E402
 from fastlstm_lib.course import lesson  # noqa: E402
+from conftest import bench_result  # noqa: E402
 
 #: Odd sizes smaller than lesson.ODD, for the checks standing() runs before its article-size lines.
 SMALL = fl.LSTMConfig(batch=3, seq_len=2, input_size=5, hidden=7, layers=2)
@@ -60,14 +61,8 @@ def test_standing_prints_one_line_each_and_returns_every_step_so_far(capsys, ker
     assert len(first["bounds"]) == 1 and "(baseline;" in capsys.readouterr().out
 
 
-def _result(step, ms, device="NVIDIA H100 80GB HBM3"):
-    return {"step": step, "config": fl.LSTMConfig.article().as_dict(), "device": {"name": device},
-            "times_meaningful": True, "time_ms": {"median": ms, "min": ms, "max": ms}, "gflops": 1.0,
-            "relative_error": {"after": 0.0}}
-
-
 def test_ladder_times_label_every_source_and_estimate_each_measured_gpu():
-    rows = lesson.ladder_times("persistent", [_result("baseline", 150.0), _result("wavefront", 9.0)])
+    rows = lesson.ladder_times("persistent", [bench_result("baseline", 150.0), bench_result("wavefront", 9.0)])
     by = {row["step"]: row for row in rows}
     assert list(by) == fl.steps.names()
     assert by["baseline"]["NVIDIA H100 80GB HBM3 (measured, this run)"] == 150.0
@@ -76,14 +71,14 @@ def test_ladder_times_label_every_source_and_estimate_each_measured_gpu():
     assert "the article's M40 (measured, published)" not in by["persistent"]  # the article stops at the wavefront
     assert "M40, C++ host (estimate)" not in by["persistent"]  # no cooperative launch on a Maxwell GPU
     assert by["persistent"]["H100, Python host (estimate)"] < by["wavefront"]["H100, Python host (estimate)"]
-    simulated = dict(_result("baseline", 1.0), times_meaningful=False)
+    simulated = dict(bench_result("baseline", 1.0), times_meaningful=False)
     assert len(lesson.ladder_times("baseline", [simulated])[0]) == 1 + 3  # step, the article, two estimates
 
 
 def test_ladder_chart_draws_one_bar_per_source_and_step():
     import matplotlib.pyplot as plt
 
-    fig = lesson.ladder_chart("combined_gemms", [_result("baseline", 150.0)])
+    fig = lesson.ladder_chart("combined_gemms", [bench_result("baseline", 150.0)])
     bars = [patch for patch in fig.axes[0].patches]
     assert len(bars) == 2 + 1 + 2 + 2  # the article, this run (baseline only), two estimates
     assert "log" in fig.axes[0].get_xscale() and "milliseconds" in fig.axes[0].get_xlabel()

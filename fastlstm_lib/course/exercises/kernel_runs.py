@@ -41,7 +41,6 @@ class Probe:
     flags: tuple = ()
 
 
-
 def pointwise_launch(over: str, *arguments: str):
     """A ``launch`` for a point-wise kernel, as the library launches its own: one thread per
     element of the array ``over`` (``kernels/geometry.pointwise_grid``), the arrays named by
@@ -52,6 +51,7 @@ def pointwise_launch(over: str, *arguments: str):
         kernel[blocks, threads](*(arrays[name] for name in arguments))
 
     return launch
+
 
 def padded(array: np.ndarray):
     """(the device buffer with NaN all around, the view of it holding ``array``)."""
