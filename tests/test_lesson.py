@@ -55,7 +55,7 @@ def test_standing_prints_one_line_each_and_returns_every_step_so_far(capsys, ker
     assert "(combined_gemms -> streams;" in out
     assert "lower bound, H100, Python host  128.2 -> 128.2 ms, set by host" in out  # the host still binds
     assert "estimate, M40, C++ host         64.9 -> 52.0 ms" in out  # the side stream overlaps there
-    assert "the article's M40               148.3 -> 108.0 ms (measured)" in out
+    assert "the article's M40               148.3 -> 108.0 ms (measured; 1.37x)" in out
     assert "critical path" not in out  # the bound's table is notebook 02's, not every lesson's
     first = lesson.standing("baseline", SMALL)
     assert len(first["bounds"]) == 1 and "(baseline;" in capsys.readouterr().out

@@ -199,8 +199,9 @@ def standing(step: str, cfg: LSTMConfig = ODD, *, chip: str = CHIP, gpus=BOUND_G
                 _change(earlier, after, "{:.1f}") + " ms" if earlier is not None or before is None else f"{after:.1f} ms")
         lines.append([f"estimate, {gpu}, {HOST_WORDS[host]} host", text])
     if "article_ms" in now:
-        lines.append([ARTICLE_LABEL, _change(was.get("article_ms") if was else None, now["article_ms"], "{:.1f}")
-                      + " ms (measured)"])
+        earlier = was.get("article_ms") if was else None
+        gain = f"; {earlier / now['article_ms']:.2f}x" if earlier else ""
+        lines.append([ARTICLE_LABEL, _change(earlier, now["article_ms"], "{:.1f}") + f" ms (measured{gain})"])
     print(f"\nAt the article's size ({before + ' -> ' + step if before else step}; recorded by fl.profile, "
           "nothing run; bound and model: notebook 02):")
     print(table((Column("", "<", 32), Column()), lines, sep="", indent="  ", header=False))

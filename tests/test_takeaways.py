@@ -1,0 +1,101 @@
+"""Every figure a notebook states in its text is printed by a cell whose output nbval compares, set by its
+code, or cited: a change that moves a figure fails here or in nbval, and no cell of asserts on
+hard-coded numbers follows the Takeaway for the learner to read past."""
+
+import json
+import re
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[1]
+NOTEBOOKS = sorted((ROOT / "notebooks").glob("*.ipynb"))
+IGNORED = "nbval-ignore-output"
+#: A number as the notebooks write one: 10,004, 0.0625, 1e-05.
+NUMBER = re.compile(r"(?<![\w.])\d+(?:,\d{3})*(?:\.\d+)?(?:e-?\d+)?(?!\d|[A-Za-wyz_])")  # "2.1x" is a figure
+#: What is not a figure: links to other notebooks ("notebooks 03 and 04"), LaTeX, link targets, years,
+#: software versions ("Python 3.13", "Keras >= 3.14").
+NOT_FIGURES = re.compile(r"[Nn]otebooks? \d\d(?:(?:,| and| or|-) ?\d\d)*|\$[^$]*\$|\]\([^)]*\)|\b(?:19|20)\d\d\b|"
+                         r"(?:Python|Keras|TensorFlow|torch|CUDA|cuDNN|numba-cuda|[<>]=?) ?\d+(?:\.\d+)+")
+
+
+def figures(text):
+    """The figures a reader would check: decimals, thousands, and whole numbers of three digits or more."""
+    return [n for n in NUMBER.findall(NOT_FIGURES.sub(" ", text)) if "." in n or "," in n or "e" in n or len(n) >= 3]
+
+
+def shown(value, outputs):
+    """Whether ``value`` is printed among ``outputs``: the same figure, or a longer one that rounds to it."""
+    decimals = len(value.split(".")[1]) if "." in value and "e" not in value else 0
+    target = float(value.replace(",", ""))
+    for printed in outputs:
+        if printed == value:
+            return True
+        if "e" in value or "e" in printed:
+            if "e" in value and "e" in printed and float(printed) == target:
+                return True
+            continue
+        digits = len(printed.split(".")[1]) if "." in printed else 0
+        if digits >= decimals and round(float(printed.replace(",", "")), decimals) == target:
+            return True
+    return False
+
+
+def compared_outputs(cells):
+    """The numbers printed by the cells whose outputs nbval compares."""
+    texts = []
+    for cell in cells:
+        if cell["cell_type"] != "code" or IGNORED in cell.get("metadata", {}).get("tags", []):
+            continue
+        for output in cell.get("outputs", []):
+            for text in (output.get("text", ""), output.get("data", {}).get("text/plain", "")):
+                texts.append("".join(text) if isinstance(text, list) else text)
+    return set(NUMBER.findall("\n".join(texts)))
+
+
+def set_in_code(cells):
+    """The numbers the notebook's code sets (sizes, constants), asserts left out: an assert's number is a check."""
+    lines = [line for cell in cells if cell["cell_type"] == "code" for line in "".join(cell["source"]).splitlines()
+             if not line.lstrip().startswith("assert")]
+    return set(NUMBER.findall("\n".join(lines)))
+
+
+def cited():
+    """The numbers of the course's cited sources: REFERENCES.md and the data files, each row with its source."""
+    texts = [(ROOT / "REFERENCES.md").read_text()] + [p.read_text() for p in sorted((ROOT / "data").glob("*.csv"))]
+    return set(NUMBER.findall("\n".join(texts)))
+
+
+def takeaway(cells):
+    found = [i for i, c in enumerate(cells) if c["cell_type"] == "markdown" and
+             "".join(c["source"]).lstrip().startswith("## Takeaway")]
+    return found[-1] if found else None
+
+
+@pytest.mark.parametrize("path", NOTEBOOKS, ids=lambda p: p.name)
+def test_every_figure_in_the_text_is_shown_set_or_cited(path):
+    """A figure in the Markdown is printed by a compared cell (nbval pins it), set by the notebook's code, or
+    cited (REFERENCES.md, data/): never a number only an assert holds, or none."""
+    cells = json.loads(path.read_text())["cells"]
+    known = [compared_outputs(cells), set_in_code(cells), cited()]
+    missing = {index: found for index, cell in enumerate(cells) if cell["cell_type"] == "markdown"
+               if (found := [n for n in figures("".join(cell["source"])) if not any(shown(n, k) for k in known)])}
+    assert missing == {}, f"{path.name}: figures in Markdown cells that no output shows, no code sets, no source cites"
+
+
+@pytest.mark.parametrize("path", NOTEBOOKS, ids=lambda p: p.name)
+def test_no_asserts_after_the_takeaway(path):
+    """The Takeaway's figures are pinned by the outputs above it and by nbval, not by asserts below it."""
+    cells = json.loads(path.read_text())["cells"]
+    at = takeaway(cells)
+    if at is None:
+        pytest.skip("no Takeaway")
+    after = [i for i, c in enumerate(cells[at + 1:], at + 1) if c["cell_type"] == "code" and "assert" in "".join(c["source"])]
+    assert after == [], f"{path.name}: code cells {after} assert after the Takeaway"
+
+
+def test_the_figures_are_read_as_a_reader_would():
+    assert figures("10,004 launches (3,200 GEMMs) at 0.0625 bytes, 2.1x, 1e-05; notebook 03; $64\\times512$; 2017") == [
+        "10,004", "3,200", "0.0625", "2.1", "1e-05"]
+    assert figures("Python 3.13 or Keras >= 3.14; notebooks 03 and 04") == []
+    assert shown("103", {"103.0"}) and shown("1.32", {"1.316"}) and not shown("1.3", {"1.2"}) and not shown("2.10", {"2.1"})
