@@ -3,11 +3,6 @@
 - ``check(step)``: the step at the course's odd sizes against the float64 reference and Keras,
   with the launches counted in that real run set against ``fl.profile``'s dry run of it. The
   printed words do not depend on the device, so nbval compares them; the errors are returned.
-- ``launches(step)``: every step so far, recorded without running (``fl.profile``) at the
-  article's size: launches per pass and per layer-step, GEMMs and element-wise kernels, a chart.
-- ``bounds(step)``: every step so far at the article's size: bytes, the critical path, and the
-  lower bound on an M40 and an H100 with a C++ host and with Python, beside the article's M40
-  measurement; a chart. Deterministic: data sheets, counts and dependencies, no clock.
 - ``standing(step)``: the check's verdicts, then this step beside the one before in one line each:
   launches per pass, the lower bound and the timeline model's estimate (notebook 02 explains both),
   the article's M40 measurement.
@@ -89,51 +84,6 @@ def launch_rows(names, cfg: LSTMConfig | None = None, *, chip: str = CHIP) -> li
         total = sum(kernels.values())
         rows.append({"step": name, "launches": total, "gemm": gemms, "other": total - gemms, "kernels": kernels,
                      "per_layer_step": total / (cfg.layers * cfg.seq_len)})
-    return rows
-
-
-LAUNCH_COLUMNS = (Column("step", "<", 18), Column("launches", ">", 9), Column("GEMMs", ">", 8),
-                  Column("element-wise", ">", 14), Column("per layer-step", ">", 16, ".2f"))
-TRAFFIC_COLUMNS = (Column("step", "<", 18), Column("MB loaded", ">", 10, ".0f"), Column("MB stored", ">", 11, ".0f"),
-                   Column("critical path", ">", 15))
-
-
-def launches(step: str, cfg: LSTMConfig | None = None, *, chip: str = CHIP, chart: bool = True) -> list[dict]:
-    """Every step so far, recorded at the article's size: a table and a chart of launches."""
-    cfg = LSTMConfig.article() if cfg is None else cfg
-    rows = launch_rows(steps_so_far(step), cfg, chip=chip)
-    print(f"launches per forward pass at {cfg.as_dict()} (recorded by fl.profile, nothing run):")
-    print(table(LAUNCH_COLUMNS, [[row[key] for key in ("step", "launches", "gemm", "other", "per_layer_step")]
-                                 for row in rows], sep=""))
-    if chart:
-        import matplotlib.pyplot as plt
-
-        from .plots import launch_chart
-
-        launch_chart({row["step"]: row["kernels"] for row in rows}, cfg.layers * cfg.seq_len)
-        plt.show()
-    return rows
-
-
-def bounds(step: str, *, gpus=BOUND_GPUS, chart: bool = True) -> list[dict]:
-    """Every step so far at the article's size: traffic, critical path and lower bounds per GPU and
-    host, beside the article's measurement. Returns the ``profile.ladder.ladder_bounds`` rows."""
-    from .profile.ladder import ladder_bounds, table_text
-
-    rows = ladder_bounds(gpus=gpus, steps=steps_so_far(step), chip=CHIP)
-    print("MB loaded and stored: every global load and store the kernels issue (re-reads included, most "
-          "served by caches, not DRAM); critical path: launches on the longest chain of dependent launches.")
-    print(table(TRAFFIC_COLUMNS, [[row["step"], row["bytes_read"] / 1e6, row["bytes_written"] / 1e6,
-                                   f"{row['critical_launches']:>9} launches"] for row in rows], sep=""))
-    print()
-    print(table_text(rows, gpus=gpus))
-    if chart:
-        import matplotlib.pyplot as plt
-
-        from .profile.charts import ladder_bounds_chart
-
-        ladder_bounds_chart(rows, gpus=gpus, title=f"Up to {step}: lower bounds beside the article (ms per pass)")
-        plt.show()
     return rows
 
 

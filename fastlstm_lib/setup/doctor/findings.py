@@ -17,7 +17,6 @@ from . import software
 from .software import backend_findings, package_findings, python_finding, python_too_old
 
 GIB = 1024 ** 3
-STATUSES = ("ok", "info", "warn", "fail")
 #: Cooperative launch, and so a grid barrier (notebook 09's persistent kernel), from this compute capability.
 COOPERATIVE_COMPUTE_CAPABILITY = (6, 0)
 SIMULATOR_CAVEATS = ("slow, tiny sizes, timings meaningless; a failed check means the same as on a GPU, races and "

@@ -33,18 +33,3 @@ from .compare import FASTER_DEFINITION, chart_percent, compare_layouts, faster, 
 from .report import article_channels_first, article_channels_first_source, epoch_chart, format_then_and_now, speedup_chart
 from .tf_settings import enable_memory_growth, gpu_memory_mib, layout_optimizer, memory_grab_demo, mirrored_strategy
 from .measure import (MEASURE_COMMAND, committed_layout_results, run_plan, save_layout_results, variant_plan)
-
-__all__ = [
-    "environment", "device_label", "import_keras", "strict_float32",
-    "CIFAR_CHANNELS", "CIFAR_IMAGE_SIZE", "DATA_FORMATS", "NUM_CLASSES", "channel_axis", "input_shape", "to_layout",
-    "ARTICLE_NAMES", "BUILDERS", "FULL_SIZE", "build", "cnn10", "keras_example_cnn", "layer_table", "model_data_format",
-    "model_label", "trainable_count", "wide_resnet",
-    "copy_weights", "flatten_rows_to_channels_first", "max_output_difference", "predict", "twin_models",
-    "DOWNLOAD_ENV", "ImageData", "find_cached_cifar10", "load_images", "synthetic_images",
-    "cpu_conv_probes", "layout_op_census", "start_cpu_conv_probes",
-    "PRECISIONS", "compile_for_training", "precision_policy", "short_error", "time_layouts", "time_training",
-    "FASTER_DEFINITION", "chart_percent", "compare_layouts", "faster", "format_results", "outcome", "verdict",
-    "article_channels_first", "article_channels_first_source", "epoch_chart", "format_then_and_now", "speedup_chart",
-    "enable_memory_growth", "gpu_memory_mib", "layout_optimizer", "memory_grab_demo", "mirrored_strategy",
-    "MEASURE_COMMAND", "committed_layout_results", "run_plan", "save_layout_results", "variant_plan",
-]

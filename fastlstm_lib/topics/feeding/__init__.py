@@ -44,17 +44,3 @@ from .devices import committed_device_runs, measure_devices
 
 # ``SlowBatches`` is defined on first use (it subclasses a Keras class): dataset.py's PEP 562 hook.
 from .dataset import __getattr__  # noqa: E402,F401
-
-
-__all__ = [
-    "KINDS", "Feeder", "SlowBatches", "calibrate_loops_per_ms", "make_batch", "parse_feeder", "python_work",
-    "slow_batches_class", "slow_dataset", "Timeline", "epoch_phases", "epoch_seconds", "finish_order",
-    "phase_seconds", "plot_timeline", "production_ms", "timeline_problems", "feed_and_train", "small_model",
-    "train_in_a_loop", "train_step_ms", "PYTHON_SWITCH_INTERVAL_S", "gil_handoff_us", "switch_interval",
-    "threads_take_turns", "compare_feeders", "enqueue_all", "idle_check", "speed_words", "summarize_feeders",
-    "tf_data_pipeline", "ISOLATED", "IsolatedRunTimeout", "run_isolated", "run_script", "step_cost_line",
-    "training_throughput", "single_sample_callers", "small_call_latency", "tf_thread_probe", "thread_count",
-    "thread_names", "time_matmuls", "format_profile", "function_share", "key_as_bytes", "key_as_text",
-    "lookup_batches", "lookup_table", "profile_call", "top_functions", "call_in_spawned_process",
-    "docstring_paragraph", "quote_source", "committed_device_runs", "measure_devices",
-]
