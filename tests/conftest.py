@@ -24,6 +24,19 @@ def bench_result(step, ms, device="NVIDIA H100 80GB HBM3"):
             "relative_error": {"after": 0.0}}
 
 
+#: The cell tag nbval reads: run the cell, do not compare its output.
+IGNORED = "nbval-ignore-output"
+
+
+def output_text(cell) -> str:
+    """A stored code cell's output text, as a reader sees it: stream text and text/plain."""
+    parts = []
+    for output in cell.get("outputs", []):
+        for text in (output.get("text", ""), output.get("data", {}).get("text/plain", "")):
+            parts.append("".join(text) if isinstance(text, list) else text)
+    return "\n".join(parts)
+
+
 def problem(cfg, seed=0):
     params = fl.init_params(cfg, seed=seed)
     x = fl.random_input(cfg, seed=seed + 1)

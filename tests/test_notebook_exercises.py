@@ -24,6 +24,7 @@ from pathlib import Path
 
 import pytest
 
+from conftest import output_text
 from fastlstm_lib.course import exercises
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -105,11 +106,7 @@ def source_of(spec: str) -> str:
 
 def cell_text(cell) -> str:
     """A cell's source and its stored outputs' text (stream text, text/plain)."""
-    parts = ["".join(cell["source"])]
-    for output in cell.get("outputs", []):
-        for text in (output.get("text", ""), output.get("data", {}).get("text/plain", "")):
-            parts.append("".join(text) if isinstance(text, list) else text)
-    return "\n".join(parts)
+    return "".join(cell["source"]) + "\n" + output_text(cell)
 
 
 def checks(cells):

@@ -7,6 +7,8 @@ from pathlib import Path
 
 import pytest
 
+from conftest import IGNORED, output_text
+
 ROOT = Path(__file__).resolve().parents[1]
 NOTEBOOKS = sorted((ROOT / "notebooks").glob("*.ipynb"))
 NOISE = re.compile(r"failed call to cuInit|oneDNN custom operations|absl::InitializeLog|cudart_stub|"
@@ -16,22 +18,10 @@ LOCAL_PATH = re.compile(r"/(work|tmp|root|home|Users)/[A-Za-z0-9_.-]+")
 MACHINE_SPECIFIC = re.compile(r"CUDA simulator: kernels run on the CPU")
 #: A progress bar's text: a live bar for the learner who runs the cell, a frozen one in a stored output.
 PROGRESS_BAR = re.compile(r"\d+%\|")
-#: The cell tag nbval reads: run the cell, do not compare its output (a learner never sees it).
-IGNORED = "nbval-ignore-output"
 
 
 def code_cells(path):
     return [cell for cell in json.loads(path.read_text())["cells"] if cell["cell_type"] == "code"]
-
-
-def output_text(cell) -> str:
-    parts = []
-    for output in cell.get("outputs", []):
-        text = output.get("text", "")
-        parts.append("".join(text) if isinstance(text, list) else text)
-        data = output.get("data", {}).get("text/plain", "")
-        parts.append("".join(data) if isinstance(data, list) else data)
-    return "".join(parts)
 
 
 @pytest.mark.parametrize("path", NOTEBOOKS, ids=lambda p: p.name)

@@ -8,9 +8,10 @@ from pathlib import Path
 
 import pytest
 
+from conftest import IGNORED, output_text
+
 ROOT = Path(__file__).resolve().parents[1]
 NOTEBOOKS = sorted((ROOT / "notebooks").glob("*.ipynb"))
-IGNORED = "nbval-ignore-output"
 #: A number as the notebooks write one: 10,004, 0.0625, 1e-05.
 NUMBER = re.compile(r"(?<![\w.])\d+(?:,\d{3})*(?:\.\d+)?(?:e-?\d+)?(?!\d|[A-Za-wyz_])")  # "2.1x" is a figure
 #: What is not a figure: links to other notebooks ("notebooks 03 and 04"), LaTeX, link targets, years,
@@ -26,31 +27,18 @@ def figures(text):
 
 def shown(value, outputs):
     """Whether ``value`` is printed among ``outputs``: the same figure, or a longer one that rounds to it."""
-    decimals = len(value.split(".")[1]) if "." in value and "e" not in value else 0
     target = float(value.replace(",", ""))
-    for printed in outputs:
-        if printed == value:
-            return True
-        if "e" in value or "e" in printed:
-            if "e" in value and "e" in printed and float(printed) == target:
-                return True
-            continue
-        digits = len(printed.split(".")[1]) if "." in printed else 0
-        if digits >= decimals and round(float(printed.replace(",", "")), decimals) == target:
-            return True
-    return False
+    if "e" in value:
+        return any("e" in printed and float(printed) == target for printed in outputs)
+    decimals = len(value.partition(".")[2])
+    return any("e" not in printed and len(printed.partition(".")[2]) >= decimals
+               and round(float(printed.replace(",", "")), decimals) == target for printed in outputs)
 
 
 def compared_outputs(cells):
     """The numbers printed by the cells whose outputs nbval compares."""
-    texts = []
-    for cell in cells:
-        if cell["cell_type"] != "code" or IGNORED in cell.get("metadata", {}).get("tags", []):
-            continue
-        for output in cell.get("outputs", []):
-            for text in (output.get("text", ""), output.get("data", {}).get("text/plain", "")):
-                texts.append("".join(text) if isinstance(text, list) else text)
-    return set(NUMBER.findall("\n".join(texts)))
+    return set(NUMBER.findall("\n".join(output_text(cell) for cell in cells if cell["cell_type"] == "code"
+                                          and IGNORED not in cell.get("metadata", {}).get("tags", []))))
 
 
 def set_in_code(cells):
