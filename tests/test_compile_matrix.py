@@ -17,7 +17,8 @@ from pathlib import Path
 import pytest
 
 import compile_matrix as cm
-from compile_matrix.sass import Instruction, main_loop_mix, parse_nvdisasm, staged_loads
+from compile_matrix.sass import (Instruction, load_use_distance, loop_ffma_chain, main_loop_mix, parse_nvdisasm,
+                                 reads, staged_loads, writes)
 from compile_matrix.toolkits import ARCHS, arch_name, assemble, resources, tool
 from fastlstm_lib.kernels.gemm import GPU_LARGE
 from fastlstm_lib.kernels.persistent import MAX_REGISTERS
@@ -132,6 +133,46 @@ def test_staged_loads_counts_the_loads_a_shared_store_ends():
     assert staged_loads(None) == ""
 
 
+def test_operands_say_what_an_instruction_reads_and_writes():
+    def one(opcode, operands):
+        return Instruction(0, opcode, None, operands)
+
+    assert writes(one("LDG.E.128", "R24, desc[UR8][R86.64]")) == {24, 25, 26, 27}
+    assert reads(one("LDG.E.128", "R24, desc[UR8][R86.64]")) == {86, 87}
+    assert writes(one("STS.128", "[R6], R28")) == set() and reads(one("STS.128", "[R6], R28")) == {6, 28, 29, 30, 31}
+    assert writes(one("FFMA", "R8, R26.reuse, R20, R8")) == {8} and reads(one("FFMA", "R8, R26.reuse, R20, R8")) == {8, 20, 26}
+    assert writes(one("ISETP.GE.AND", "P0, PT, R3, R9, PT")) == set() and reads(one("ISETP.GE.AND", "P0, PT, R3, R9, PT")) == {3, 9}
+    assert writes(one("IMAD.WIDE", "R8, R3, UR4, R8")) == {8, 9}
+
+
+def test_latency_columns_count_chains_and_load_distances():
+    def loop(*lines):  # a loop: its last instruction branches back to the first
+        code = [Instruction(16 * n, opcode, None, operands) for n, (opcode, operands) in enumerate(lines)]
+        return code + [Instruction(16 * len(lines), "BRA", 0, "")]
+
+    # two accumulators, each added to twice a trip: a chain of 2; the load used 3 instructions on
+    two_chains = loop(("LDG.E", "R2, desc[UR4][R10.64]"), ("LDS", "R4, [R12]"), ("FFMA", "R8, R4, R4, R8"),
+                      ("FFMA", "R9, R4, R4, R9"), ("STS", "[R12], R2"), ("FFMA", "R8, R4, R4, R8"),
+                      ("FFMA", "R9, R4, R4, R9"))
+    assert loop_ffma_chain(two_chains) == 2 and load_use_distance(two_chains) == 4
+    # the next trip's load issued late: its use is reached only around the loop
+    late = loop(("STS", "[R12], R2"), ("FFMA", "R8, R4, R4, R8"), ("FFMA", "R8, R4, R4, R8"), ("LDG.E", "R2, [R10.64]"))
+    assert load_use_distance(late) == 2 and loop_ffma_chain(late) == 2
+    assert loop_ffma_chain(None) == "" and load_use_distance(None) == ""
+
+
+def test_the_latency_columns_of_the_gemms(rows):
+    """Every unrolled slab adds bk = 8 products to each accumulator (a chain of 8); version 2's k loop,
+    one per trip. Version 5's 128 x 128 patch issues its next slab's loads hundreds of instructions
+    before their use; version 3's loads are used within a few."""
+    table = {(row["kernel"], row["arch"]): row for row in rows}
+    for arch in ("sm_75", "sm_90"):
+        assert table[("blocked_gemm", arch)]["loop_ffma_chain"] == 1
+        assert table[("blocked_gemm_exact", arch)]["loop_ffma_chain"] == 8
+        assert table[("blocked_gemm_vector_wide", arch)]["load_use_distance"] >= 200
+        assert table[("blocked_gemm_exact", arch)]["load_use_distance"] <= 16
+
+
 def test_register_blocking_shows_in_the_main_loop(rows):
     """Per k, a thread of the 4 x 4 blocked GEMM loads 4 + 4 values from shared memory and does
     16 FFMAs, touching no global memory: the point of register blocking (notebook 03)."""
@@ -213,7 +254,8 @@ def test_ptxas_reports_and_disassemblies_are_read():
         /*0060*/                   BRA `(.L_x_2);
 """
     code = parse_nvdisasm(listing, "k")
-    assert code[4] == Instruction(0x40, "BRA", 0x10)
+    assert code[4] == Instruction(0x40, "BRA", 0x10, "`(.L_x_1)")
+    assert code[2] == Instruction(0x20, "FFMA", None, "R3, R2, R2, R3")
     assert main_loop_mix(code) == {"instructions": 7, "loop_instructions": 4, "loop_ffma": 1, "loop_shared_loads": 1,
                                    "loop_global_loads": 0, "loop_local": 0, "loop_integer": 1, "loop_barriers": 0}
     with pytest.raises(ValueError, match="'other'"):

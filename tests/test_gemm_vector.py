@@ -76,8 +76,9 @@ def launched_versions(monkeypatch):
 
 
 def test_gemm_launches_the_vector_version_where_layouts_allow(monkeypatch):
-    """Version 5 where the tile divides the shape, A and B are read as stored and their rows are
-    aligned; version 3 with a 'T' flag or a row that starts off a vector boundary; the same bits."""
+    """Asked for vector loads (the "fast" GEMM policy), version 5 where the tile divides the shape, A
+    and B are read as stored and their rows are aligned; version 3 with a 'T' flag or a row that
+    starts off a vector boundary, or where not asked (the "2016" policy); the same bits."""
     seen = launched_versions(monkeypatch)
     blocking = g.choose_blocking(16, 16, 8)
     m, n, k = 2 * blocking.bm, 2 * blocking.bn, 3 * blocking.bk
@@ -87,17 +88,20 @@ def test_gemm_launches_the_vector_version_where_layouts_allow(monkeypatch):
     out = []
     for a_view, b_view, transposed in ((a_d[:, :k], b_d, False), (a_d[:, :k], b_t, True), (a_d[:, 1:k + 1], b_d, False)):
         c = cuda.to_device(np.full((m, n), np.nan, np.float32))
-        g.gemm(a_view, b_view, c, transpose_b=transposed)
+        g.gemm(a_view, b_view, c, transpose_b=transposed, vector=True)
         out.append(c.copy_to_host())
     assert seen == [5, 3, 3]
+    g.gemm(a_d[:, :k], b_d, cuda.to_device(np.zeros((m, n), np.float32)))
+    assert seen[-1] == 3
     assert np.array_equal(out[0], out[1])
     assert relative_error(out[2], a[:, 1:k + 1].astype(np.float64) @ b) <= 1e-5
 
 
 def test_a_profile_records_each_gemms_version_and_the_timeline_its_compiled_row():
-    """At the article's size on an H100, step 07's tall input GEMM runs version 5 (128 x 128), its
-    recurrent GEMMs version 6 (32 x 32, K in 4 parts; unsplit, version 3: nothing to vectorize);
-    step 03's, read with the 'T' flag, 3."""
+    """At the article's size on an H100, under the "fast" GEMM policy, step 07's tall input GEMM runs
+    version 5 (128 x 128), its recurrent GEMMs version 6 (32 x 32, K in 4 parts; unsplit, version 3:
+    nothing to vectorize); step 03's, read with the 'T' flag, 3; under the default "2016" policy,
+    every GEMM version 3."""
     import fastlstm_lib as fl
     from fastlstm_lib.course.timeline.blocks import table_name
 
@@ -105,6 +109,8 @@ def test_a_profile_records_each_gemms_version_and_the_timeline_its_compiled_row(
         recorded = fl.profile(step, chip="H100", **options)
         return {(launch.version, table_name(launch, 64)) for launch in recorded.launches if launch.kernel == "blocked_gemm"}
 
-    assert rows("combined_inputs") == {(5, "blocked_gemm_vector_wide"), (6, "blocked_gemm_split_small")}
-    assert rows("combined_inputs", splits=1) == {(5, "blocked_gemm_vector_wide"), (3, "blocked_gemm_t_exact")}
+    assert rows("combined_inputs", gemms="fast") == {(5, "blocked_gemm_vector_wide"), (6, "blocked_gemm_split_small")}
+    assert rows("combined_inputs", gemms="fast", splits=1) == {(5, "blocked_gemm_vector_wide"),
+                                                               (3, "blocked_gemm_t_exact")}
+    assert rows("combined_inputs") == {(3, "blocked_gemm_wide"), (3, "blocked_gemm_t_exact")}
     assert rows("combined_gemms") == {(3, "blocked_gemm_t_exact")}

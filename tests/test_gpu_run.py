@@ -236,15 +236,15 @@ def test_numpy_aliases_numba_cuda_names_are_put_back(monkeypatch):
 
 
 def test_committed_results_keep_plain_and_graph_passes_apart(tmp_path, monkeypatch):
-    """The ladder stage writes both into one file, and the wavefront with its recurrent GEMM whole
-    (``splits=1``); a chart of the ladder reads one kind at a time, and never the twin."""
+    """The ladder stage writes both into one file, and the wavefront with the "fast" GEMM policy
+    (``gemms="fast"``); a chart of the ladder reads one kind at a time, and never the twin."""
     import fastlstm_lib as fl
     from fastlstm_lib.course import results
 
     row = {"step": "baseline", "time_ms": {"median": 1.0}, "config": {}}
     (tmp_path / "ladder-20990101.json").write_text(json.dumps({"results": [
         dict(row, options={}), dict(row, options={"graph": True}), {"measurement": "cuda_probe"},
-        dict(row, step="wavefront", options={"splits": 1})]}))
+        dict(row, step="wavefront", options={"gemms": "fast"})]}))
     monkeypatch.setattr(results, "RESULTS", tmp_path)
     assert [r["options"] for r in fl.committed_results()] == [{}]
     assert [r["options"] for r in fl.committed_results(graph=True)] == [{"graph": True}]

@@ -55,7 +55,7 @@ def test_standing_prints_one_line_each_and_returns_every_step_so_far(capsys, ker
         "baseline", "combined_gemms", "streams"]
     assert "(combined_gemms -> streams;" in out
     assert "lower bound, H100, Python host  128.2 -> 128.2 ms, set by host" in out  # the host still binds
-    assert "estimate, M40, C++ host         64.9 -> 52.0 ms" in out  # the side stream overlaps there
+    assert "estimate, M40, C++ host         80.7 -> 63.4 ms" in out  # the side stream overlaps there
     assert "the article's M40               148.3 -> 108.0 ms (measured; 1.37x)" in out
     assert "critical path" not in out  # the bound's table is notebook 02's, not every lesson's
     first = lesson.standing("baseline", SMALL)
@@ -80,9 +80,11 @@ def test_ladder_chart_draws_one_bar_per_source_and_step():
     import matplotlib.pyplot as plt
 
     fig = lesson.ladder_chart("combined_gemms", [bench_result("baseline", 150.0)])
-    bars = [patch for patch in fig.axes[0].patches]
-    assert len(bars) == 2 + 1 + 2 + 2  # the article, this run (baseline only), two estimates
-    assert "log" in fig.axes[0].get_xscale() and "milliseconds" in fig.axes[0].get_xlabel()
+    m40, h100 = fig.axes[:2]  # one panel per GPU: the article's M40 with its estimate; the H100's run and estimate
+    assert len(m40.patches) == 2 + 2  # the article and the M40's estimate, two steps each
+    assert len(h100.patches) == 1 + 2  # this run (baseline only) and the H100's estimate
+    assert "M40" in m40.get_title() and "H100" in h100.get_title()
+    assert all("log" in ax.get_xscale() for ax in (m40, h100)) and "milliseconds" in h100.get_xlabel()
     plt.close(fig)
 
 

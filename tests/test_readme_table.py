@@ -21,7 +21,7 @@ def test_every_step_is_a_row_and_every_link_a_file():
     links = re.findall(r"\]\(([^)]+)\)", text)
     assert links and all((readme_table.ROOT / link).is_file() for link in links), links
     assert {link for link in links if "/kernels/" in link} == {
-        f"fastlstm_lib/kernels/{family}.py" for family in ("gemm", "gemm_pipelined", "pointwise", "pointwise_backward", "reduce", "persistent")}
+        f"fastlstm_lib/kernels/{family}.py" for family in ("gemm", "pointwise", "pointwise_backward", "reduce", "persistent")}
 
 
 def test_the_counts_are_the_dry_runs_of_fl_profile():

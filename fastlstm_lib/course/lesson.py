@@ -8,7 +8,7 @@
   the article's M40 measurement.
 - ``ladder_chart(step)``: the ladder's one chart, which grows by one step per notebook: ms per
   pass of every step so far, measured (the article's M40, committed GPU results, this run) and
-  estimated, each labelled.
+  estimated, each labelled, one panel per GPU.
 - ``nsight(step)``: how to see the step's effect on a GPU with Nsight Systems (each pass an NVTX
   range, ``nvtx.py``), or Nsight Compute where a kernel's memory access is the point: the commands,
   and what to look for. Printed the same on every machine; nothing is run.
@@ -196,38 +196,55 @@ def ladder_times(step: str, measured=()) -> list[dict]:
     return rows
 
 
-def ladder_chart(step: str, measured=(), *, ax=None):
-    """One chart of the ladder so far (``ladder_times``): ms per pass at the article's size, log
-    scale, one group of bars per step, measured bars solid and estimates hatched, each labelled
-    with its GPU, host or file. Returns the figure."""
+def label_gpu(label: str) -> str:
+    """The GPU a ``ladder_times`` label is about: the article's M40, an estimate's GPU, or the
+    measured device's short name (data/gpus.csv), else the device name itself."""
+    from ..gpus import find_gpu
+
+    if label.startswith(ARTICLE_LABEL):
+        return ARTICLE_GPU
+    if label.endswith("(estimate)"):
+        return label.split(",")[0]
+    device = label.split(" (measured")[0]
+    row = find_gpu(device)
+    return row["name"] if row else device
+
+
+def ladder_chart(step: str, measured=()):
+    """The ladder so far (``ladder_times``), one panel per GPU (a speed on one GPU says nothing of
+    another): ms per pass at the article's size, log scale, one group of bars per step, measured
+    bars solid and estimates hatched, each labelled with its source. Returns the figure."""
     rows = ladder_times(step, measured)
     import matplotlib.pyplot as plt
 
     labels = list(dict.fromkeys(label for row in rows for label in row if label != "step"))
-    legend_rows = -(-len(labels) // 2)
-    if ax is None:
-        fig, ax = plt.subplots(figsize=(10, 1.5 + 0.22 * len(rows) * len(labels) + 0.25 * legend_rows))
-    else:
-        fig = ax.figure
-    height = 0.8 / len(labels)
+    gpus = list(dict.fromkeys(label_gpu(label) for label in labels))
+    panels = {gpu: [label for label in labels if label_gpu(label) == gpu] for gpu in gpus}
+    heights = [1.0 + 0.22 * len(rows) * len(mine) for mine in panels.values()]
+    fig, axes = plt.subplots(len(gpus), 1, figsize=(10, sum(heights) + 0.6 * len(gpus)), squeeze=False,
+                             gridspec_kw={"height_ratios": heights})
     colors = plt.get_cmap("tab10").colors
-    for index, label in enumerate(labels):
-        ys = [len(rows) - 1 - i - 0.4 + height * (index + 0.5) for i, row in enumerate(rows) if label in row]
-        ms = [row[label] for row in rows if label in row]
-        estimate = label.endswith("(estimate)")
-        ax.barh(ys, ms, height=height * 0.92, color="white" if estimate else colors[index % len(colors)],
-                edgecolor=colors[index % len(colors)], hatch="///" if estimate else None, label=label)
-        for y, value in zip(ys, ms):
-            ax.annotate(f"{value:.3g}", (value, y), xytext=(3, 0), textcoords="offset points", va="center", fontsize=7)
-    ax.set_yticks(range(len(rows)), [row["step"] for row in rows][::-1])
-    ax.set_xscale("log")
     least = min(value for row in rows for label, value in row.items() if label != "step")
-    ax.set_xlim(10 ** math.floor(math.log10(least / 1.5)), None)  # bars start at a power of ten, not at the data
-    ax.set_xlabel("milliseconds per forward pass at the article's size (log scale; shorter is faster)")
-    ax.set_title(f"The ladder so far, up to {steps.get(step).name}: measured (solid) and estimated (hatched)")
-    handles, names = ax.get_legend_handles_labels()
-    fig.legend(handles, names, loc="lower center", ncol=2, fontsize="small")
-    fig.tight_layout(rect=(0, (0.1 + 0.22 * legend_rows) / fig.get_figheight(), 1, 1))
+    for ax, (gpu, mine) in zip(axes[:, 0], panels.items()):
+        height = 0.8 / len(mine)
+        for index, label in enumerate(mine):
+            colour = colors[labels.index(label) % len(colors)]
+            ys = [len(rows) - 1 - i - 0.4 + height * (index + 0.5) for i, row in enumerate(rows) if label in row]
+            ms = [row[label] for row in rows if label in row]
+            estimate = label.endswith("(estimate)")
+            ax.barh(ys, ms, height=height * 0.92, color="white" if estimate else colour, edgecolor=colour,
+                    hatch="///" if estimate else None, label=label)
+            for y, value in zip(ys, ms):
+                ax.annotate(f"{value:.3g}", (value, y), xytext=(3, 0), textcoords="offset points", va="center",
+                            fontsize=7)
+        ax.set_yticks(range(len(rows)), [row["step"] for row in rows][::-1])
+        ax.set_xscale("log")
+        ax.set_xlim(10 ** math.floor(math.log10(least / 1.5)), None)  # bars start at a power of ten, not at the data
+        ax.set_title(f"on the {gpu}: measured (solid) and estimated (hatched)", fontsize="medium")
+        ax.legend(loc="lower right", fontsize="small")
+    axes[-1, 0].set_xlabel("milliseconds per forward pass at the article's size (log scale; shorter is faster)")
+    fig.suptitle(f"The ladder so far, up to {steps.get(step).name}, one GPU per panel")
+    fig.tight_layout()
     return fig
 
 

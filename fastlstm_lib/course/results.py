@@ -101,7 +101,7 @@ def committed_results(*, graph: bool = False) -> list[dict]:
     """Every step result (``fl.bench``) committed under data/results/, each with the ``file`` it came
     from: passes launched as usual, or with ``graph=True`` those launched as CUDA Graphs (the GPU
     run times every step both ways, ``options.graph`` telling which). Steps run with options of
-    their own (the GPU run's ``splits=1`` twins) are not the ladder's steps and are left out, as are
+    their own (the GPU run's ``gemms="fast"`` twins) are not the ladder's steps and are left out, as are
     other measurements in the same folder (the GEMM against cuBLAS, issue vs GPU times, CNN epochs),
     to their own readers."""
     if not isinstance(graph, bool):

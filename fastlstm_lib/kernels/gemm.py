@@ -11,10 +11,10 @@ checked against a dry run of every step):
    GEMM of every step (02-09, bwd01-05) at the course's odd sizes; at the article's size only
    the bias gradient's one-row GEMM (bwd01-03).
 3. ``blocked_gemm`` exact-tile (``exact_gemm_kernel``; ``blocked_gemm_exact`` in the compile
-   matrix): 2 without the checks, its loops unrolled, where the tile divides M, N and K: the
-   other GEMMs at the article's size that 5 does not take (any with a 'T' flag: steps 02-05 and
-   the backward pass; the 32 x 32 patch, whose threads have nothing to vectorize), with the
-   128 x 128 blocking ``GPU_WIDE`` (``blocked_gemm_wide``) where its blocks still fill every SM.
+   matrix): 2 without the checks, its loops unrolled, where the tile divides M, N and K: every GEMM
+   of the ladder's "2016" policy (``steps/gemm_policy.py``, the default) at the article's size, in
+   steps 02-09 and the backward pass, with the 128 x 128 blocking ``GPU_WIDE``
+   (``blocked_gemm_wide``) where its blocks still fill every SM.
 4. ``blocked_gemm`` prefetching (``gemm_pipelined.prefetch_gemm_kernel``; ``blocked_gemm_prefetch_*`` in the
    compile matrix): 3 with the next slab of K loaded into registers while the block computes this
    one (register double buffering, as in SGEMM_CUDA's later kernels), so a slab's global loads
@@ -25,18 +25,18 @@ checked against a dry run of every step):
    matrix): 4 with 128-bit loads, global and shared. Each thread loads its share of a slab as one
    float4 of A and one of B (``kernels/vector.py``), and its outputs lie in runs of tm / 2
    neighbours, so the slab reads them from shared memory 4 floats per load: 4 loads per 64 FFMA
-   instead of 16 (SGEMM_CUDA's kernels 6 and 10). ``gemm()`` launches it where ``vector_launch``
-   allows: exact tiles of 64 x 64 or 128 x 128, A and B without a 'T' flag, rows contiguous and
-   aligned; at the article's size on an H100, the input GEMMs of steps 07-09 (on an M40, with its
-   24 SMs, every GEMM of steps 06-08). Versions 3, 4 and 5 add each output's products in the same
-   order: the same result to the bit.
+   instead of 16 (SGEMM_CUDA's kernels 6 and 10). ``gemm(..., vector=True)`` launches it where
+   ``vector_launch`` allows: exact tiles of 64 x 64 or 128 x 128, A and B without a 'T' flag, rows
+   contiguous and aligned; the ladder's "fast" policy asks for it (steps 06-09, whose weights are
+   stored as read; at the article's size on an H100 their input GEMMs, on an M40 every GEMM).
+   Versions 3, 4 and 5 add each output's products in the same order: the same result to the bit.
 6. ``blocked_gemm`` split-K (``gemm_pipelined.split_gemm_kernel``; ``blocked_gemm_split(_small, _wide)`` in the compile matrix,
    ``gemm_split``): 5 over one of ``splits`` parts of K, grid depth ``splits``, each part's product
    into its own slice of a (splits, M, N) C, which its reader adds up (no atomics). For the
    recurrent GEMM, whose C is only batch rows tall: at batch 64 on an H100 a 32 x 32 patch gives
    128 blocks for 132 SMs, one block of 8 warps each, and ``split_plan`` cuts K in 4 for 512.
-   Steps 06-08 launch it where ``choose_splits`` says so; the fused cell that adds the parts is
-   ``pointwise``'s version 3.
+   Steps 06-08 launch it under the "fast" policy where ``choose_splits`` says so; the fused cell
+   that adds the parts is ``pointwise``'s version 3.
 
 ``transpose_a``, ``transpose_b`` and ``strided_b`` are layouts of versions 2 and 3, not versions.
 Versions 1-3 and the launchers are in this file, 4-6 in ``gemm_pipelined.py``, and what the
@@ -401,19 +401,21 @@ def vector_launch(blocking: Blocking, m: int, n: int, k: int, a, b, *, transpose
 
 
 def gemm(a, b, c, *, accumulate: bool = False, transpose_a: bool = False, transpose_b: bool = False,
-         blocking: Blocking | None = None, strided_b: bool = False, stream=0) -> None:
+         blocking: Blocking | None = None, strided_b: bool = False, vector: bool = False, stream=0) -> None:
     """Launch C = op(A) @ op(B) (or C += op(A) @ op(B)) on device arrays.
 
     A is (M, K), or (K, M) with ``transpose_a``; B is (K, N), or (N, K) with ``transpose_b``; C is
     (M, N). ``strided_b``: load a transposed B in the naive, uncoalesced order (notebook 06's
     comparison; never faster). Where ``blocking``'s tile divides the shape, an exact-tile version
-    runs: 5 where ``vector_launch`` allows, else 3; the same result to the bit, fewer instructions.
+    runs: with ``vector``, 5 where ``vector_launch`` allows (the ladder's "fast" GEMM policy,
+    ``steps/gemm_policy.py``), else 3 (its "2016" policy); the same result to the bit.
     """
     simulator.announce()
     m, n, k = gemm_shape(a, b, c, transpose_b, transpose_a)
     blocking = choose_blocking(m, n, k) if blocking is None else blocking
     grid = (-(-n // blocking.bn), -(-m // blocking.bm))
-    if vector_launch(blocking, m, n, k, a, b, transpose_a=transpose_a, transpose_b=transpose_b, strided_b=strided_b):
+    if vector and vector_launch(blocking, m, n, k, a, b, transpose_a=transpose_a, transpose_b=transpose_b,
+                                strided_b=strided_b):
         kernel = vector_gemm_kernel(blocking, SHARED_PADDING)
     elif exact(blocking, m, n, k):
         kernel = exact_gemm_kernel(blocking, bool(transpose_b), bool(transpose_a), SHARED_PADDING, bool(strided_b))
@@ -578,10 +580,9 @@ SPECS = (
     _spec(1, "tiled_gemm", "a shared-memory tile, one output per thread (notebook 02)", ()),
     _spec(2, "blocked_gemm", "tm x tn outputs per thread in registers, every edge checked", BACKWARD_STEPS[:3]),
     _spec(3, "blocked_gemm", "2 without the checks, unrolled, where the tile divides the shape",
-          ("baseline", "combined_gemms", "streams", "fused_pointwise", "pretransposed") + BACKWARD_STEPS, "exact-tile"),
+          ("baseline", "combined_gemms", "streams", "fused_pointwise", "pretransposed", "combined_inputs", "wavefront",
+           "persistent") + BACKWARD_STEPS, "exact-tile"),
     _spec(4, "blocked_gemm", "3 with the next slab loaded into registers during this one's FFMAs", (), "prefetch"),
-    _spec(5, "blocked_gemm", "4 with 128-bit loads: global float4, shared outputs in runs of 4",
-          ("combined_inputs", "wavefront", "persistent") + BACKWARD_STEPS, "vector loads"),
-    _spec(6, "blocked_gemm", "5 over one part of K per grid layer, each part's product kept apart",
-          ("pretransposed", "combined_inputs", "wavefront"), "split-K"),
+    _spec(5, "blocked_gemm", "4 with 128-bit loads: global float4, shared outputs in runs of 4", (), "vector loads"),
+    _spec(6, "blocked_gemm", "5 over one part of K per grid layer, each part's product kept apart", (), "split-K"),
 )

@@ -10,11 +10,12 @@ at the end holds each version's facts):
    ``pointwise_backward.py``.
 2. ``lstm_cell``: all of version 1 for one layer-step in one kernel (notebook 05): steps 05-08
    (fused_pointwise, pretransposed, combined_inputs, wavefront) where the recurrent GEMM is not
-   split. Step 09's persistent kernel (``persistent.py``) does the same work inside itself, with
+   split (always under the ladder's default GEMM policy, ``steps/gemm_policy.py``). Step 09's persistent kernel (``persistent.py``) does the same work inside itself, with
    ``sigmoidf`` from here.
 3. ``lstm_cell_split``: 2 with the recurrent product in parts, one per part of K, as the GEMM's
-   split-K version (``gemm.gemm_split``) leaves it, added in the same pass: steps 06-08 where
-   ``gemm.choose_splits`` cuts K (at batch 64 on an H100 or an M40; never on the simulator).
+   split-K version (``gemm.gemm_split``) leaves it, added in the same pass: steps 06-08 under the
+   "fast" GEMM policy where ``gemm.choose_splits`` cuts K (at batch 64 on an H100 or an M40; never
+   on the simulator).
 
 The training versions (the fused cell that saves its gates, the activations' derivatives, the
 fused backward cell) are in ``pointwise_backward.py``.
@@ -258,10 +259,11 @@ SPECS = (
     _op(_sigmoid, ("a",), SIGMOID_FLOP, ((0,), (1,)), _UNFUSED, (_A2, _A2)),
     _op(_tanh, ("a",), TANH_FLOP, ((0,), (1,)), _UNFUSED + ("bwd_op_by_op",), (_A2, _A2)),
     Spec("pointwise", 2, "_lstm_cell", "the whole cell of a layer-step in one launch (notebook 05)",
-         ("fused_pointwise",), _CELL_ACCESS, lambda args, grid, block, constants: cell_traffic(args, "h_gates", ()),
+         ("fused_pointwise", "pretransposed", "combined_inputs", "wavefront"), _CELL_ACCESS,
+         lambda args, grid, block, constants: cell_traffic(args, "h_gates", ()),
          _built(_lstm_cell, (_C2, _C2, _C1, _C2, _C2), "fused cell")),
     Spec("pointwise", 3, "_lstm_cell_split", "2 adding the recurrent product's split-K parts as it reads them",
-         ("pretransposed", "combined_inputs", "wavefront"), _CELL_ACCESS,
+         (), _CELL_ACCESS,
          lambda args, grid, block, constants: cell_traffic(args, "h_parts", (args["h_parts"].shape[0],)),
          _built(_lstm_cell_split, (_C2, _C3, _C1, _C2, _C2), "fused cell, split-K parts")),
 )

@@ -12,10 +12,13 @@ Keras' ``kernel`` and ``recurrent_kernel``. The baseline stores their transposes
 U^T (4H x H), one row per gate unit, as PyTorch and cuDNN keep them; the products x_t @ W and
 h_{t-1} @ U then read the stored matrices with BLAS's 'T' flag. Notebook 06 changes that.
 
+Option ``gemms``: the GEMM policy of the whole pass, "2016" (default) or "fast" (``gemm_policy.py``);
+every step takes it.
+
 State (what ``setup`` returns):
 - ``stream``: where everything is launched (0, the default stream);
-- ``layers``: per layer, the uploaded ``kernel``, ``recurrent``, ``bias`` and whether the GEMM
-  reads them ``transposed``;
+- ``layers``: per layer, the uploaded ``kernel``, ``recurrent``, ``bias``, whether the GEMM
+  reads them ``transposed``, and the pass's GEMM policy ``gemms``;
 - ``hidden_seq``: two (T, B, H) buffers, the outputs of the layers below the top, ping-ponged;
 - ``h_zero``: h before step 0; ``c``: the cell state (B, H);
 - ``x_gates``, ``h_gates``: the two products (B, 4H); ``z``, ``act``: pre-activations and
@@ -32,6 +35,7 @@ from numba import cuda
 from ..kernels import pointwise as pw
 from ..kernels.gemm import gemm
 from .base import LSTMStep, reject_options
+from .gemm_policy import checked_policy
 from .resources import scratch
 
 #: Which activation each gate gets, in Keras' gate order i, f, c, o.
@@ -54,12 +58,16 @@ class Baseline(LSTMStep):
     name = "baseline"
     title = "op by op: 8 GEMMs and 17 point-wise kernels per layer-step"
 
-    def setup(self, params, cfg, **options):
+    def setup(self, params, cfg, gemms=None, **options):
         reject_options(self, options)
         B, H, T = cfg.batch, cfg.hidden, cfg.seq_len
+        policy = checked_policy(gemms)
+        layers = [self.upload_weights(layer) for layer in params]
+        for weights in layers:
+            weights.gemms = policy  # how this pass's GEMMs run (gemm_policy.py)
         return SimpleNamespace(
             stream=0,  # everything on the default stream, one launch after the other
-            layers=[self.upload_weights(layer) for layer in params],
+            layers=layers,
             # Outputs of the layers below the top one, ping-ponged (layer l reads l-1's).
             hidden_seq=scratch((T, B, H), 2) if cfg.layers > 1 else [],
             h_zero=cuda.to_device(np.zeros((B, H), dtype=np.float32)),  # h before step 0

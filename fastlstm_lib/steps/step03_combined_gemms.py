@@ -15,6 +15,7 @@ State added: none.
 from __future__ import annotations
 
 from ..kernels.gemm import gemm
+from .gemm_policy import policy_of
 from .step02_baseline import Baseline
 
 
@@ -28,11 +29,12 @@ class CombinedGemms(Baseline):
 
     def input_gemm(self, weights, xs, x_gates, stream):
         """xs @ W for all 4 gates at once: (rows, in) -> (rows, 4H)."""
-        gemm(xs, weights.kernel, x_gates, transpose_b=weights.transposed, stream=stream)
+        gemm(xs, weights.kernel, x_gates, transpose_b=weights.transposed, vector=policy_of(weights).vector, stream=stream)
 
     def recurrent_gemm(self, state, weights, h_prev):
         """h_prev @ U for all 4 gates at once: (B, H) -> state.h_gates (B, 4H)."""
-        gemm(h_prev, weights.recurrent, state.h_gates, transpose_b=weights.transposed, stream=state.stream)
+        gemm(h_prev, weights.recurrent, state.h_gates, transpose_b=weights.transposed, vector=policy_of(weights).vector,
+             stream=state.stream)
 
 
 STEP = CombinedGemms()

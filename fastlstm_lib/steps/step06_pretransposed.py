@@ -1,27 +1,30 @@
 """Step 06, pre-transposed weights: lay the weights out once, so the GEMM needs no 'T' flag.
 
 Until now the weights were stored transposed, W^T (4H x in), and the GEMM read them with BLAS's
-'T' flag. BLAS libraries have a kernel per transpose combination, and in cuDNN 5's day some ran
-slightly faster than others; transposing W and U once, in ``setup`` before any timing (a one-off
-cost, like loading the model), let every one of the 800 layer-steps use the faster one (the
-article: +13% on an M40). A naive kernel would pay a lot for the 'T' flag: consecutive threads
-reading W's columns from W^T touch 32 different rows, 32 memory sectors per warp load instead of
-4. Ours loads a transposed B along k and transposes it in shared memory, like cuBLAS, so it reads
-the same sectors either way (notebook 06 measures both). The new layout, (in x 4H), is exactly
+'T' flag. Transposing W and U once, in ``setup`` before any timing (a one-off cost, like loading
+the model), lets every one of the 800 layer-steps read them in the layout it wants; the article's
+reason: each standard BLAS call's work gets slightly lighter, and one transpose costs less than
+transposing inside every call (the article: +13% on an M40). A naive kernel would pay a lot for
+the 'T' flag: consecutive threads reading W's columns from W^T touch 32 different rows, 32 memory
+sectors per warp load instead of 4. Ours loads a transposed B along k and transposes it in shared
+memory, like cuBLAS, so it reads the same sectors either way (notebook 06 measures both). The new layout, (in x 4H), is exactly
 Keras' ``kernel``: we just stop transposing it.
 
-As with cuBLAS, the layout decides which kernels can run: our fastest GEMMs read B as stored,
-with 128-bit loads (``kernels/gemm.py``, version 5). One of them is for the recurrent GEMM,
-which at small batch has too few blocks to fill a GPU: version 6 cuts K into parts, one grid
-layer each, and the fused cell adds the parts as it reads them (``pointwise.lstm_cell_split``),
-so the step still launches 3 kernels per layer-step. ``gemm.choose_splits`` picks the parts from
-the GPU's SM count (4 at batch 64 on an H100; 1 on the simulator, and wherever the tile does not
-divide the shape).
+Under the ladder's GEMM policy (``gemm_policy.py``, "2016") nothing else changes: the same
+kernels, grids and blocks as step 05, now reading B as stored, so with our GEMM the step gains
+nothing; cuBLAS's kernels read the layouts at different speeds (DeepBench's N,N and T,N rows,
+notebook 06). Only the "fast" policy uses what the layout allows: 128-bit loads of B as stored
+(``kernels/gemm.py``, version 5) and, for the recurrent GEMM, whose C is only batch rows tall, K
+cut into parts, one grid layer each (version 6), added up by the fused cell as it reads them
+(``pointwise.lstm_cell_split``), still 3 kernels per layer-step; ``gemm.choose_splits`` picks the
+parts from the GPU's SM count (4 at batch 64 on an H100; 1 on the simulator, and wherever the
+tile does not divide the shape).
 
-What changes: ``upload_weights``, ``setup`` (the recurrent product's parts), ``recurrent_gemm``
-and ``cell_update`` (split K where there are parts).
+What changes: ``upload_weights``; and for the "fast" policy ``setup`` (the recurrent product's
+parts), ``recurrent_gemm`` and ``cell_update`` (split K where there are parts).
 
-Option ``splits``: parts of K for the recurrent GEMM (default: ``gemm.choose_splits``'s).
+Option ``splits``: parts of K for the recurrent GEMM (default: 1 under the "2016" policy,
+``gemm.choose_splits``'s under "fast").
 
 State added: ``splits``; where it is above 1, ``h_gates`` is (splits, B, 4H), one product per part.
 """
@@ -35,6 +38,7 @@ from numba import cuda
 from ..kernels import gemm as gemms
 from ..kernels import pointwise as pw
 from .base import reject_options
+from .gemm_policy import checked_policy
 from .resources import scratch
 from .step05_fused_pointwise import FusedPointwise
 
@@ -60,17 +64,20 @@ class Pretransposed(FusedPointwise):
         )
 
     def setup(self, params, cfg, splits=None, **options):
-        splits = self.recurrent_splits(cfg, splits)
+        splits = self.recurrent_splits(cfg, splits, checked_policy(options.get("gemms")).split)
         state = super().setup(params, cfg, **options)
         state.splits = splits
         if splits > 1:  # the recurrent product in parts, one per layer of the GEMM's grid
             state.h_gates = scratch((splits, cfg.batch, 4 * cfg.hidden))
         return state
 
-    def recurrent_splits(self, cfg, splits) -> int:
-        """Parts of K for the recurrent GEMM, (B x H) @ (H x 4H): ``splits`` checked, or this GPU's choice."""
+    def recurrent_splits(self, cfg, splits, split_by_default: bool) -> int:
+        """Parts of K for the recurrent GEMM, (B x H) @ (H x 4H): ``splits`` checked, or the default:
+        this GPU's choice where the GEMM policy splits (``split_by_default``), else 1."""
         if not self.split_recurrent:
             reject_options(self, {} if splits is None else {"splits": splits})
+            return 1
+        if splits is None and not split_by_default:
             return 1
         return gemms.checked_splits(cfg.batch, 4 * cfg.hidden, cfg.hidden, splits)
 

@@ -34,7 +34,8 @@ from pathlib import Path
 
 from fastlstm_lib.course.sass import LISTED, LISTINGS, TABLE, read_table  # what it writes, as the library reads it
 
-from .sass import LOOP_COLUMNS, disassembly, main_loop_mix, main_loop_text, parse_nvdisasm, slab_mix, staged_loads
+from .sass import (LOOP_COLUMNS, disassembly, load_use_distance, loop_ffma_chain, main_loop_mix, main_loop_text,
+                   parse_nvdisasm, slab_mix, staged_loads)
 from .toolkits import ARCHS, arch_name, assemble, resources, toolkit_of, version_line, versions
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -68,6 +69,8 @@ COLUMNS = {
     "staged_loads": "global loads in flight per copy to shared memory: the longest run of loads ended by a shared store (compile_matrix.sass.staged_loads)",
     "slab_instructions": "a blocked GEMM's instructions per slab of K, inner loops times their trips (compile_matrix.sass.slab_mix)",
     "slab_ffma": "of which FFMA",
+    "loop_ffma_chain": "the longest chain of dependent FFMAs in one trip of the main loop (compile_matrix.sass.loop_ffma_chain): its FFMA latency is paid that often per trip unless other work fills it",
+    "load_use_distance": "the fewest instructions a thread issues from a global load to the first use of what it loaded, in the loop that feeds the main loop, around to its next trip (compile_matrix.sass.load_use_distance): memory latency a warp hides by itself",
     "layout": "its array arguments' layouts as compiled, in order: C (C-contiguous, as the article-size launches pass them) or A (any stride)",
     "what": "the variant",
 }
@@ -102,6 +105,7 @@ def build_arch(cc: tuple[int, int], where: Path) -> list[dict]:
         loop = main_loop_mix(code)
         rows.append({"kernel": name, "arch": arch_name(cc), "max_registers": job["max_registers"] or "",
                      **counts, **loop, "staged_loads": staged_loads(code), **slab_mix(code, job.get("trips")),
+                     "loop_ffma_chain": loop_ffma_chain(code), "load_use_distance": load_use_distance(code),
                      "layout": job["layout"], "what": job["what"]})
         if (name, arch_name(cc)) in LISTED:
             rows[-1]["sass"] = main_loop_text(listing, job["entry"])

@@ -37,6 +37,7 @@ class Instruction(NamedTuple):
     address: int
     opcode: str  # with its modifiers: "LDS.128", "FFMA"
     target: int | None  # a branch's destination address
+    operands: str = ""  # as nvdisasm wrote them: "R24, desc[UR8][R86.64]"
 
 
 _LINE = re.compile(r"^\s*/\*([0-9a-f]{4,})\*/\s+(?:@!?U?P[T0-9]+\s+)?([A-Z][A-Z0-9_.]*)([^;]*);")
@@ -69,9 +70,10 @@ def parse_nvdisasm(listing: str, entry: str) -> list[Instruction]:
             labels.update({name: address for name in pending})
             pending = []
             target = _TARGET.search(found.group(3))
-            raw.append((address, found.group(2), target.group(1) if target else None))
+            raw.append((address, found.group(2), target.group(1) if target else None, found.group(3).strip()))
     labels.update({name: raw[-1][0] + 16 for name in pending} if raw else {})
-    return [Instruction(address, opcode, labels.get(target) if target else None) for address, opcode, target in raw]
+    return [Instruction(address, opcode, labels.get(target) if target else None, operands)
+            for address, opcode, target, operands in raw]
 
 
 def disassembly(cubin: Path, cc: tuple[int, int]) -> str | None:
@@ -217,3 +219,116 @@ def slab_mix(code: list[Instruction] | None, trips: dict | None) -> dict[str, in
         instructions += (repeat - 1) * counts[child]["loop_instructions"]  # counted once already
         ffma += (repeat - 1) * counts[child]["loop_ffma"]
     return {"slab_instructions": round(instructions), "slab_ffma": round(ffma)}
+
+
+# --------------------------------------------------------------------------------------------
+# What the timeline model's latency hiding reads from the machine code (fastlstm_lib/course/timeline/blocks.py):
+# how long the chains of dependent multiply-adds in one trip of its main loop are (``loop_ffma_chain``) and how many of its
+# own instructions a thread issues between a global load and the first use of what it loaded
+# (``load_use_distance``): the latency a warp hides by itself, before other warps must.
+
+LATENCY_COLUMNS = ("loop_ffma_chain", "load_use_distance")
+#: Opcodes whose first operand is not a register they write.
+_NO_DESTINATION = frozenset({"STS", "STG", "ST", "STL", "RED", "BAR", "BRA", "JMP", "EXIT", "CALL", "RET", "MEMBAR",
+                             "WARPSYNC", "BSSY", "BSYNC", "CCTL", "ERRBAR", "NOP", "YIELD", "DEPBAR"})
+_STORES = frozenset({"STS", "STG", "ST", "STL", "RED"})
+_REGISTER = re.compile(r"(?<![A-Za-z0-9_])R(\d+)((?:\.[A-Za-z0-9]+)*)")
+
+
+def _width(opcode: str) -> int:
+    """Registers one operand of ``opcode`` spans: 4 for a 128-bit access, 2 for a 64-bit one or a wide multiply."""
+    parts = opcode.split(".")
+    return 4 if "128" in parts else 2 if "64" in parts or "WIDE" in parts else 1
+
+
+def _registers(text: str, width: int = 1) -> set[int]:
+    """The general registers an operand text names; a register written R4.64 (an address) is a pair."""
+    found = set()
+    for match in _REGISTER.finditer(text):
+        first = int(match.group(1))
+        span = 2 if "64" in match.group(2).split(".") else width
+        found.update(range(first, first + span))
+    return found
+
+
+def writes(instruction: Instruction) -> set[int]:
+    """The registers ``instruction`` writes (its destination, widened for vector loads)."""
+    name = base(instruction.opcode)
+    first = instruction.operands.split(",", 1)[0].strip()
+    if name in _NO_DESTINATION or not first.startswith("R"):
+        return set()
+    return _registers(first, _width(instruction.opcode))
+
+
+def reads(instruction: Instruction) -> set[int]:
+    """The registers ``instruction`` reads: every operand but its destination; a store's data widened."""
+    name = base(instruction.opcode)
+    operands = [part.strip() for part in instruction.operands.split(",")]
+    if name in _STORES:
+        return set().union(*(_registers(part, 1 if part.startswith("[") or "[" in part else _width(instruction.opcode))
+                             for part in operands)) if operands else set()
+    sources = operands[1:] if writes(instruction) else operands
+    return set().union(*(_registers(part) for part in sources)) if sources else set()
+
+
+def loop_ffma_chain(code: list[Instruction] | None) -> int | str:
+    """The longest chain of dependent FFMAs in one trip of the main loop: each one waits for the
+    result of the one before (a GEMM thread's accumulator, added to once per k), so one trip takes
+    at least that many FFMA latencies unless other work fills them. Loop-FFMA / chain is how many
+    independent chains (accumulators) a thread keeps. 0 without a loop or FFMA; empty without a
+    disassembly."""
+    if code is None:
+        return ""
+    span = _main_loop(_spans(code))
+    if span is None:
+        return 0
+    depth: dict[int, int] = {}
+    longest = 0
+    for instruction in code:
+        if not span[0] <= instruction.address <= span[1] or base(instruction.opcode) == "NOP":
+            continue
+        is_ffma = base(instruction.opcode) in ("FFMA", "FFMA32I")
+        reached = max((depth.get(register, 0) for register in reads(instruction)), default=0) + is_ffma
+        for register in writes(instruction):
+            depth[register] = reached
+        if is_ffma:
+            longest = max(longest, reached)
+    return longest
+
+
+def _load_span(code: list[Instruction]):
+    """Where the loads that feed the main loop are issued: the innermost loop that holds (or is) the
+    main loop and loads from global memory; None (the whole kernel, run once) where none does."""
+    spans = _spans(code)
+    main = _main_loop(spans)
+    if main is None:
+        return None
+    holders = [span for span in spans if (span == main or _inside(main, span)) and spans[span]["loop_global_loads"]]
+    return min(holders, key=lambda span: span[1] - span[0], default=None)
+
+
+def load_use_distance(code: list[Instruction] | None) -> int | str:
+    """The fewest instructions a thread issues from a global load to the first one that reads what
+    it loaded (1: the very next), over the loads of the loop that feeds the main loop (``_load_span``),
+    following that loop around to its next trip; without such a loop, over the loads of the whole
+    kernel, run once. While they issue, the load is in flight: a warp hides that much of the memory
+    latency by itself. 0 where no global load is used; empty without a disassembly."""
+    if code is None:
+        return ""
+    span = _load_span(code)
+    body = [i for i in code if base(i.opcode) != "NOP" and (span is None or span[0] <= i.address <= span[1])]
+    best = None
+    for start, instruction in enumerate(body):
+        if base(instruction.opcode) not in GLOBAL_LOADS:
+            continue
+        loaded = writes(instruction)
+        steps = range(1, len(body)) if span is not None else range(1, len(body) - start)
+        for distance in steps:
+            later = body[(start + distance) % len(body)]
+            if reads(later) & loaded:
+                best = distance if best is None else min(best, distance)
+                break
+            loaded -= writes(later)  # overwritten before any use: that part was never needed
+            if not loaded:
+                break
+    return best or 0

@@ -65,6 +65,12 @@ class Launch:
     stores: dict
     deps: dict  # {earlier launch index: "stream" | "event" | "default-stream"}
     version: int = 0  # a GEMM's version in kernels/gemm.py's list (gemm.version_of); 0 for other kernels
+    transpose_b: bool = False  # a GEMM that reads B with the 'T' flag (its kernel's compile-time layout)
+    #: (view number, bytes) of each view it reads before writing (its inputs) and of each it writes,
+    #: views numbered in the pass in order of first appearance (the same view, the same number): what
+    #: the timeline model's L2 reuse follows (``timeline/reuse.py``)
+    input_views: tuple = ()
+    output_views: tuple = ()
 
     def to_dict(self) -> dict:
         record = dataclasses.asdict(self)
@@ -208,7 +214,8 @@ def _record(step, cfg, chip, options: dict) -> Profile:
     recording, setup_launches = record_pass(step, cfg, limits, options)
     kind = default_stream_kind()
     deps = dependencies(recording.ops, [call.stream for call in recording.launches], kind)
-    launches = tuple(_launch_record(i, call, deps[i]) for i, call in enumerate(recording.launches))
+    numbering: dict = {}
+    launches = tuple(_launch_record(i, call, deps[i], numbering) for i, call in enumerate(recording.launches))
     stream_ops, issued = [], 0
     for op in recording.ops:
         if op.kind == "launch":
@@ -257,8 +264,9 @@ def _chip_name(limits) -> str:
     return row["name"] if row else device_name
 
 
-def _launch_record(index: int, call, deps: dict) -> Launch:
+def _launch_record(index: int, call, deps: dict, numbering: dict | None = None) -> Launch:
     t, named = traffic(call.kernel, call.grid, call.block, call.args)
+    version = gemm_version_of(call.kernel) or 0
     return Launch(
         index=index, kernel=kernel_description(call.kernel)[0], grid=call.grid, block=call.block, stream=call.stream,
         shared_bytes=call.shared_bytes, flop=t.flop,
@@ -266,5 +274,13 @@ def _launch_record(index: int, call, deps: dict) -> Launch:
         footprint_read=distinct_bytes(t.reads), footprint_written=distinct_bytes(t.writes),
         footprint=distinct_bytes(t.reads + t.writes), footprint_in=distinct_bytes(t.inputs),
         array_args=array_count(call.args), loads=dict(t.loads), stores=dict(t.stores), deps=dict(deps),
-        version=gemm_version_of(call.kernel) or 0,
+        version=version, transpose_b=bool(version and kernel_description(call.kernel)[2].get("transpose_b", False)),
+        input_views=_numbered(t.inputs, numbering), output_views=_numbered(t.writes, numbering),
     )
+
+
+def _numbered(views, numbering: dict | None) -> tuple:
+    """(number, bytes) of each distinct view: its number in ``numbering`` (where and how it lies in
+    memory -> order of first appearance), added there if new."""
+    numbering = {} if numbering is None else numbering
+    return tuple(dict.fromkeys((numbering.setdefault(v, len(numbering)), v.nbytes) for v in views if v.elements))

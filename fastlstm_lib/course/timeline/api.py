@@ -1,8 +1,10 @@
 """``estimate(profile, gpu, host=..., gemm=...)``: its arguments checked, the model run.
 
-The model is one block's cost (``blocks.py``) on the pass's schedule (``profile/schedule.py``,
-the lower bound's scheduler, here with an SM's limits: blocks placed on SMs, the GPU-side launch
-latency and the resident-grid limit); its constants are in data/model_constants.csv.
+The model is one block's cost (``blocks.py``: its SM time and its time alone, latencies exposed),
+the launch's DRAM bytes (``reuse.py``: an LRU L2 over the pass) and the pass's schedule
+(``profile/schedule.py``, the lower bound's scheduler, here with an SM's limits: blocks placed on
+SMs that hide their latencies by sharing them, the GPU-side launch latency and the resident-grid
+limit); its constants are in data/model_constants.csv.
 """
 
 from __future__ import annotations
@@ -12,8 +14,9 @@ from ...gpus import Chip, gpu as gpu_row
 from ..profile.bound import checked_host, launch_cost_us
 from ..profile.record import Profile
 from ..profile.schedule import critical_parts, simulate
-from .blocks import block_cost, dram_bytes
+from .blocks import block_cost
 from .constants import constant
+from .reuse import dram_input_bytes
 from .result import Estimate, sm_time
 
 GEMMS = ("ours", "cublas")
@@ -22,10 +25,11 @@ GEMMS = ("ours", "cublas")
 def estimate(profile, gpu, host="cpp", gemm="ours") -> Estimate:
     """The ESTIMATED time of ``profile``'s pass (``fl.profile(...)``) on ``gpu`` (a name in
     data/gpus.csv), launches issued by ``host`` ("cpp", "python", "measured" or microseconds per
-    launch, as for ``fl.lower_bound``), its GEMMs as compiled here (``gemm="ours"``: their issue
-    efficiency from the compiled main loop) or at cuBLAS's (``"cublas"``: same blocks, at the
-    per-SM rate of DeepBench's published cuBLAS time for the nearest shape on that GPU: the M40,
-    T4 and V100 only; ``timeline/cublas.py``). Never below ``fl.lower_bound`` with the same host.
+    launch, as for ``fl.lower_bound``), its GEMMs as compiled here (``gemm="ours"``: their
+    instructions and latencies from the compiled code, ``blocks.py``) or as cuBLAS ran them
+    (``"cublas"``: the same blocks, timed by DeepBench's published cuBLAS times for the shape and
+    layout on that GPU: the M40, T4 and V100 only; ``timeline/cublas.py``). Never below
+    ``fl.lower_bound`` with the same host.
 
     TypeError / ValueError name the bad argument. A persistent pass needs a GPU with a grid
     barrier, and its grid planned for that GPU (as ``fl.lower_bound``).
@@ -52,12 +56,14 @@ def estimate(profile, gpu, host="cpp", gemm="ours") -> Estimate:
             raise ValueError(f"the persistent kernel's grid was planned for {profile.chip}, not {row['name']}: "
                              f"profile it with chip={row['name']!r}")
     l2, batch, costs = row["l2_mib"] * 2**20, int(profile.config.get("batch", 1)), {}
+    from_dram = dram_input_bytes(profile.launches, l2)
 
     def cost(launch):  # all of a launch's blocks alike; launches of one shape and kernel alike
+        dram = from_dram[launch.index] + max(0.0, launch.footprint_written - l2)
         key = (launch.kernel, launch.version, launch.grid, launch.block, launch.shared_bytes, launch.flop,
-               dram_bytes(launch, l2))
+               dram, launch.bytes_read > 0, launch.transpose_b)
         if key not in costs:
-            costs[key] = block_cost(launch, row, chip, batch, gemm)
+            costs[key] = block_cost(launch, row, chip, batch, gemm, profile.config, dram)
         return costs[key]
 
     sim = simulate(profile.launches, [launch_cost_us(host, launch) * 1e-6 for launch in profile.launches], cost,

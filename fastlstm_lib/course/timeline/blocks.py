@@ -1,36 +1,45 @@
 """What one thread block of a launch costs on one SM of a GPU, and how many fit on an SM.
 
-Per launch (all its blocks alike, so computed once per launch, not per block):
+Per launch (all its blocks alike, so computed once per launch, not per block), from the kernel's
+machine code (data/kernel_resources.csv, the compile matrix) and the GPU's published figures
+(data/gpus.csv, data/model_constants.csv):
 
-- **residency**: blocks of this kernel one SM holds at once, from its threads, its registers per
-  thread on this GPU's architecture (data/kernel_resources.csv, sm_52..sm_90), its shared memory
-  (static, from the same table, or the launch's dynamic shared bytes, whichever is larger) and the
-  SM's limits (``gpus.occupancy``). 0 means the kernel cannot run on this GPU: ValueError.
-- **issue efficiency** e: the fraction of the SM's FP32 peak the kernel's main loop can reach.
-  Each of an SM's 4 partitions issues one warp instruction per clock; a warp's FFMA occupies that
-  partition's FP32 pipe for 32 / L clocks (L: FP32 lanes per partition, data/model_constants.csv).
-  If the loop has F FFMAs among I instructions and every instruction issues with no stall, the
-  FP32 pipe is busy a fraction  e = min(1, (F / I) x (32 / L))  of the time. For a blocked GEMM,
-  F and I are those of a whole slab of K (``slab_ffma``, ``slab_instructions``: the k loop and the
-  cooperative loads times their trips, ``slab_mix`` in tools/compile_matrix/sass.py); for other kernels,
-  those of the main loop. sm_52 has no disassembly in the table (no tool reads Maxwell SASS): it
-  uses the sm_75 build's mix, the nearest architecture with one; sm_70 (the V100) is not compiled
-  at all and uses sm_75's registers and mix. Kernels with no main loop get ``no_loop_efficiency``.
-  With ``gemm="cublas"`` the GEMM kernels instead run at the per-SM rate of a published cuBLAS
-  measurement (``cublas.py``). No stalls: memory latency not hidden by other warps is not
-  modelled, nor is L2 bandwidth, so e is an upper bound.
-- **time of one block alone on an SM**: max(arithmetic, memory), where arithmetic =
-  (launch FLOPs / blocks) / (e x fp32_tflops / sms) and memory = (launch DRAM bytes / blocks) /
-  (DRAM bandwidth / sms): each SM draws its even share of DRAM bandwidth. DRAM bytes are those of
-  the lower bound's memory model (``profile/bound.py``): the inputs beyond what L2 can hold plus
-  the outputs beyond what L2 can keep; traffic that hits L2 or L1 is not timed (L2 bandwidth is
-  not modelled). Blocks sharing an SM share its rate (see ``profile/schedule.py``).
+- **residency** (``per_sm``): blocks of this kernel one SM holds at once, from its threads, its
+  registers per thread on this GPU's architecture, its shared memory (static, or the launch's
+  dynamic bytes, whichever is larger) and the SM's limits (``gpus.occupancy``). 0 means the kernel
+  cannot run on this GPU: ValueError.
+- **SM time** (``seconds``): what the block takes from its SM however many others share it. Each of
+  an SM's 4 partitions issues one warp instruction a clock (the clock the data sheet's FP32 peak
+  implies, ``gpu_clock_hz``), and a warp's FFMA holds its partition's FP32 pipe for 32 / L clocks
+  (L: FP32 lanes per partition). So a block of w warps doing ``iterations`` trips of I
+  instructions, F of them FFMA, takes iterations x w x max(I, F x 32 / L) / 4 clocks of issue
+  (``arithmetic_s``), or its DRAM bytes at the SM's even share of the bandwidth (``memory_s``),
+  whichever is longer. ``issue_efficiency`` is the share of the FP32 peak that allows. A blocked
+  GEMM's trip is a slab of K (``slab_instructions``, ``slab_ffma``: the k loop and the cooperative
+  loads times their trips); the persistent kernel's a time step; any other kernel runs once, every
+  instruction of it counted (an upper bound: its untaken branches count too).
+- **alone** (``alone_s``, ``latency_s``): one block alone on an idle SM, its latencies exposed
+  (``alone_cycles``). Per trip: the memory latency (an L2 hit, or DRAM where ``reuse.py`` says the
+  launch reads from it) less what the warp covers with its own instructions before it uses what it
+  loaded (``load_use_distance`` x its warps on a partition), a shared-memory round after the
+  barrier, then its issue (its own warps on one partition) or its chain of dependent FFMAs
+  (``loop_ffma_chain`` x the FFMA latency), whichever is longer. Latencies are the published ones
+  (data/model_constants.csv, REFERENCES.md section D): memory latencies measured on another GPU of
+  the architecture (GM204's for the M40) carried over through nanoseconds. Blocks sharing an SM
+  overlap their latencies until its issue is the limit (``profile/schedule.py``).
+
+sm_52 has no disassembly in the table (nvdisasm 13 refuses Maxwell, no older one installs from
+PyPI): the M40 uses the sm_75 build's instruction counts, the nearest architecture with one, with
+its own registers and latencies; sm_70 (the V100) is not compiled at all and uses sm_75's
+registers and counts. L2 bandwidth is not modelled. With ``gemm="cublas"`` a GEMM block's SM time
+and alone time come from DeepBench's published cuBLAS times instead (``cublas.py``).
 """
 
 from __future__ import annotations
 
 import dataclasses
 import functools
+import math
 
 from ..sass import read_table
 from ...gpus import Chip, occupancy
@@ -50,25 +59,33 @@ GEMM_ROWS = {(build.blocking, spec.number): build.row for spec in every() if spe
 
 @dataclasses.dataclass(frozen=True)
 class BlockCost:
-    """One launch's per-block figures on one GPU."""
+    """One launch's per-block figures on one GPU (all its blocks alike)."""
 
     blocks: int
     threads: int
-    per_sm: int  # blocks of it one SM holds at once
+    per_sm: int  # blocks of it one SM holds at once, alone
     limit: str  # what limits per_sm
     registers: int
-    efficiency: float
-    arithmetic_s: float  # one block alone on an SM
-    memory_s: float
+    efficiency: float  # fraction of the SM's FP32 peak while the SM issues this block's instructions only
+    arithmetic_s: float  # SM time its instructions take to issue (the SM's 4 partitions, one a clock each)
+    memory_s: float  # SM time of its DRAM bytes at the SM's share of the bandwidth
+    alone_s: float = 0.0  # one block alone on an idle SM: its latencies exposed (>= seconds)
+    warps: int = 1
 
     @property
     def seconds(self) -> float:
+        """SM time the block takes from the SM's issue (or its share of DRAM), however many others share the SM."""
         return max(self.arithmetic_s, self.memory_s)
 
     @property
     def kind(self) -> str:
-        """What sets a block's time: "arithmetic" or "memory"."""
+        """What sets a block's SM time: "arithmetic" or "memory"."""
         return "arithmetic" if self.arithmetic_s >= self.memory_s else "memory"
+
+    @property
+    def latency_s(self) -> float:
+        """One block alone, at least its SM time: what several blocks sharing an SM overlap."""
+        return max(self.alone_s, self.seconds)
 
 
 @functools.lru_cache(maxsize=1)
@@ -91,13 +108,20 @@ def table_name(launch, batch: int) -> str:
         return f"persistent_b{batch}"
     if name == "blocked_gemm":
         m, n, k = cublas.gemm_shape(launch)
-        grid = tuple(launch.grid[:2])
-        blocking = next((b for b in (GPU_LARGE, GPU_WIDE) if grid == (-(-n // b.bn), -(-m // b.bm))), GPU_SMALL)
+        blocking = gemm_blocking(launch)
         key = (blocking, launch.version or (3 if exact(blocking, m, n, k) else 2))
         if key not in GEMM_ROWS:
             raise ValueError(f"launch {launch.index}: no compiled row for a {blocking} GEMM of {m} x {n} x {k}")
         return GEMM_ROWS[key]
     return name
+
+
+def gemm_blocking(launch):
+    """The blocking a recorded GEMM launch ran, from its grid: a 64 x 64 or 128 x 128 patch where the
+    grid is that patch's, else the 32 x 32 one."""
+    m, n, _ = cublas.gemm_shape(launch)
+    grid = tuple(launch.grid[:2])
+    return next((b for b in (GPU_LARGE, GPU_WIDE) if grid == (-(-n // b.bn), -(-m // b.bm))), GPU_SMALL)
 
 
 def resource_row(name: str, arch: str) -> dict:
@@ -114,14 +138,16 @@ def _int(value, default=0) -> int:
 
 
 def issue_efficiency(name: str, arch: str) -> float:
-    """e = min(1, FFMA / instructions x 32 / FP32 lanes per partition), see the module docstring."""
+    """e = min(1, FFMA / instructions x 32 / FP32 lanes per partition) of a kernel's slab (a blocked
+    GEMM) or main loop: the share of the FP32 peak its instructions allow (the module docstring); 1
+    where the loop has no FFMA (nothing to compare)."""
     mix = resource_row(name, NO_SASS_FALLBACK.get(arch, arch))
     if _int(mix.get("slab_instructions")):  # a blocked GEMM: its whole slab of K
         instructions, ffma = _int(mix["slab_instructions"]), _int(mix["slab_ffma"])
     else:
         instructions, ffma = _int(mix["loop_instructions"]), _int(mix["loop_ffma"])
     if instructions == 0 or ffma == 0:
-        return constant("no_loop_efficiency")
+        return 1.0
     lanes = constant("fp32_lanes_per_partition", arch)
     return min(1.0, ffma / instructions * 32.0 / lanes)
 
@@ -131,11 +157,97 @@ def dram_bytes(launch, l2_bytes: float) -> float:
     return max(0.0, launch.footprint_in - l2_bytes) + max(0.0, launch.footprint_written - l2_bytes)
 
 
-def block_cost(launch, row: dict, chip: Chip, batch: int, gemm: str) -> BlockCost:
-    """The per-block cost of ``launch`` on the GPU of data/gpus.csv row ``row``."""
+def gpu_clock_hz(row: dict) -> float:
+    """The SM clock a GPU's data-sheet FP32 peak implies: peak / (2 FLOP x its FP32 lanes)."""
+    lanes = 4 * constant("fp32_lanes_per_partition", arch_of(row)) * row["sms"]
+    return row["fp32_tflops"] * 1e12 / (2.0 * lanes)
+
+
+@functools.lru_cache(maxsize=None)
+def _latencies(name: str, arch: str, clock_hz: float) -> dict:
+    scale = clock_hz / (constant("latency_clock_mhz", arch) * 1e6)  # memory latencies: through nanoseconds
+    return {"ffma": constant("ffma_latency", arch), "shared": constant("shared_latency", arch),
+            "l2": constant("l2_latency", arch) * scale, "dram": constant("dram_latency", arch) * scale}
+
+
+def latencies(row: dict) -> dict:
+    """Cycles at this GPU's clock (``gpu_clock_hz``) of a dependent FFMA, a shared-memory load, an
+    L2 hit and a DRAM access (data/model_constants.csv): memory latencies measured on another GPU of
+    the architecture (GM204's for the M40) carried over through nanoseconds."""
+    return dict(_latencies(row["name"], arch_of(row), gpu_clock_hz(row)))
+
+
+@dataclasses.dataclass(frozen=True)
+class Work:
+    """What each warp of a block issues and waits for, counted from the kernel's machine code
+    (data/kernel_resources.csv): ``iterations`` trips of its main loop (a GEMM: slabs of K), each
+    ``instructions`` long with ``ffma`` FFMAs of which ``chain`` depend one on the next, its global
+    loads used ``distance`` instructions after they are issued (0: none), a round of shared-memory
+    loads after a barrier where ``shared``, and ``extra`` cycles of latency no instruction count
+    shows (the persistent kernel's staging rounds and grid barrier)."""
+
+    iterations: float
+    instructions: float
+    ffma: float
+    chain: float
+    distance: float
+    shared: bool
+    extra: float = 0.0
+
+
+def gemm_work(launch, mix: dict) -> Work:
+    """A blocked GEMM's slab (``slab_mix``), ``k / (parts x bk)`` of them per block."""
+    m, n, k = cublas.gemm_shape(launch)
+    blocking = gemm_blocking(launch)
+    loop_ffma = _int(mix["loop_ffma"]) or 1
+    return Work(iterations=k / (launch.grid[2] * blocking.bk), instructions=_int(mix["slab_instructions"]),
+                ffma=_int(mix["slab_ffma"]), chain=_int(mix["loop_ffma_chain"]) * _int(mix["slab_ffma"]) / loop_ffma,
+                distance=_int(mix["load_use_distance"]), shared=True)
+
+
+def persistent_work(launch, mix: dict, config: dict, lat: dict) -> Work:
+    """The persistent kernel: one iteration per time step, its dot-product loop run as often as the
+    step's FFMAs need, h_{t-1} staged from L2 (all of it, ``staged_loads`` in flight per thread) and
+    one grid barrier (``grid_barrier_l2_trips``) per step."""
+    steps, batch, hidden = config["seq_len"], config["batch"], config["hidden"]
+    threads = launch.block[0] * launch.block[1] * launch.block[2]
+    warps = math.ceil(threads / 32)
+    blocks = launch.grid[0] * launch.grid[1] * launch.grid[2]
+    ffma = launch.flop / (2 * 32 * warps * blocks * steps)  # per warp per step
+    trips = ffma / (_int(mix["loop_ffma"]) or 1)
+    rounds = math.ceil(batch * hidden / threads / max(1, _int(mix["staged_loads"], 1)))
+    return Work(iterations=steps, instructions=trips * _int(mix["loop_instructions"]), ffma=ffma,
+                chain=trips * _int(mix["loop_ffma_chain"]), distance=_int(mix["load_use_distance"]), shared=True,
+                extra=(rounds - 1 + constant("grid_barrier_l2_trips")) * lat["l2"])
+
+
+def plain_work(launch, mix: dict) -> Work:
+    """Any other kernel (element-wise): run once, every instruction of it counted once (its
+    untaken branches too: an upper bound), its loads' latency exposed by what follows them."""
+    return Work(iterations=1, instructions=_int(mix["instructions"]), ffma=0, chain=0,
+                distance=_int(mix["load_use_distance"]) if launch.bytes_read else 0, shared=False)
+
+
+def alone_cycles(work: Work, per_partition: int, lanes: float, lat: dict, memory: float) -> float:
+    """One block alone on an SM, in cycles: per iteration, the memory latency its warps do not
+    cover with their own instructions (``memory`` - distance x warps per partition), a shared
+    round trip, then its issue (its warps on one partition, one instruction a clock; FFMAs at the
+    FP32 pipe's rate) or its FFMA chain's latency, whichever is longer; the first load is never covered."""
+    exposed = max(0.0, memory - work.distance * per_partition) if work.distance else 0.0
+    issue = per_partition * max(work.instructions, work.ffma * 32.0 / lanes)
+    one = exposed + (lat["shared"] if work.shared else 0.0) + max(issue, work.chain * lat["ffma"]) + work.extra
+    return work.iterations * one + ((memory - exposed) if work.distance else 0.0)
+
+
+def block_cost(launch, row: dict, chip: Chip, batch: int, gemm: str, config: dict | None = None,
+               dram: float | None = None) -> BlockCost:
+    """The per-block cost of ``launch`` on the GPU of data/gpus.csv row ``row`` (see the module
+    docstring); ``dram``: its DRAM bytes (``reuse.py``'s inputs from DRAM and its outputs beyond L2;
+    None: the lower bound's, ``dram_bytes``)."""
     arch = arch_of(row)
     name = table_name(launch, batch)
     resources = resource_row(name, arch)
+    mix = resource_row(name, NO_SASS_FALLBACK.get(arch, arch))
     threads = launch.block[0] * launch.block[1] * launch.block[2]
     blocks = launch.grid[0] * launch.grid[1] * launch.grid[2]
     registers = _int(resources["registers"], 32)
@@ -144,13 +256,26 @@ def block_cost(launch, row: dict, chip: Chip, batch: int, gemm: str) -> BlockCos
     if per_sm < 1:
         raise ValueError(f"kernel {launch.kernel} (launch {launch.index}: {threads} threads, {registers} registers, "
                          f"{shared} bytes of shared memory) cannot run on the {row['name']}: {limit}")
+    clock, lanes, lat = gpu_clock_hz(row), constant("fp32_lanes_per_partition", arch), latencies(row)
     sm_flops = row["fp32_tflops"] * 1e12 / row["sms"]
-    if gemm == "cublas" and launch.kernel in gemm_names():
-        efficiency = cublas.sm_rate(row["name"], row["sms"], *cublas.gemm_shape(launch))[0] / sm_flops
+    warps = math.ceil(threads / 32)
+    dram = dram_bytes(launch, row["l2_mib"] * 2**20) if dram is None else dram
+    memory = dram / blocks / (row["memory_gb_s"] * 1e9 / row["sms"])
+    if launch.kernel in gemm_names() and gemm == "cublas":
+        alone, issued = cublas.gemm_times(row["name"], cublas.layout_of(launch), *cublas.gemm_shape(launch))
+        waves = math.ceil(blocks / (per_sm * row["sms"]))
+        arithmetic, alone = issued / blocks * row["sms"], alone / waves
     else:
-        efficiency = issue_efficiency(name, arch)
-    sm_bandwidth = row["memory_gb_s"] * 1e9 / row["sms"]
-    arithmetic = launch.flop / blocks / (efficiency * sm_flops)
-    memory = dram_bytes(launch, row["l2_mib"] * 2**20) / blocks / sm_bandwidth
+        if launch.kernel in gemm_names():
+            work = gemm_work(launch, mix)
+        elif name.startswith("persistent_b"):
+            work = persistent_work(launch, mix, config or {"seq_len": 1, "batch": batch, "hidden": 1}, lat)
+        else:
+            work = plain_work(launch, mix)
+        level = lat["dram"] if dram > 0 and not name.startswith("persistent_b") else lat["l2"]
+        arithmetic = max(work.iterations * warps * max(work.instructions, work.ffma * 32.0 / lanes) / 4.0 / clock,
+                         launch.flop / blocks / sm_flops)
+        alone = alone_cycles(work, math.ceil(warps / 4), lanes, lat, level) / clock
+    efficiency = launch.flop / blocks / (max(arithmetic, memory) * sm_flops) if max(arithmetic, memory) else 1.0
     return BlockCost(blocks=blocks, threads=threads, per_sm=per_sm, limit=limit, registers=registers,
-                     efficiency=efficiency, arithmetic_s=arithmetic, memory_s=memory)
+                     efficiency=efficiency, arithmetic_s=arithmetic, memory_s=memory, alone_s=alone, warps=warps)

@@ -1,9 +1,10 @@
 """``plot_timeline(estimate)``: an estimated pass drawn as Nsight Systems draws a measured one.
 
 ``by="stream"``: one row for the host (each launch issued: a tick) and one per stream (each
-launch a bar from its first block to its last, coloured by kernel). ``by="sm"``: one row per SM,
-each bar an SM's share of a launch: idle SMs and waves' tails show as gaps. Time in ms along x;
-a window (t0, t1) zooms in. Matplotlib is imported on first use only.
+launch a bar from its first block to its last, coloured by kernel). ``by="sm"``: a heat strip,
+one row per SM, its colour the warps resident on it (``Estimate.resident_warps``): a lone small
+GEMM leaves most of an SM's warp slots empty (its latency unhidden), overlapping launches fill
+them. Time in ms along x; a window (t0, t1) zooms in. Matplotlib is imported on first use only.
 """
 
 from __future__ import annotations
@@ -75,30 +76,17 @@ def plot_timeline(estimate: Estimate, window=None, ax=None, by: str = "stream"):
 
 
 def _by_sm(estimate: Estimate, t0: float, t1: float, ax, plt):
-    """One row per SM: each bar one SM's share of one launch, coloured by kernel."""
-    from matplotlib.collections import PolyCollection
-    from matplotlib.patches import Patch
+    """A heat strip: one row per SM, its colour the warps resident on it over time."""
+    from ...gpus import gpu as gpu_row
 
-    shares = estimate.per_sm((t0, t1))
-    kernels = np.array([estimate.timeline[i]["kernel"] for i in shares["launch"]], dtype=object)
-    handles = []
-    for kernel in sorted(set(kernels)):
-        # One collection of rectangles per kernel: tens of thousands of bars draw in a blink, where
-        # one patch per bar (barh) took many seconds.
-        mine = kernels == kernel
-        x0, x1, y = shares["start_ms"][mine], shares["end_ms"][mine], shares["sm"][mine].astype(float)
-        low, high = y - 0.425, y + 0.425
-        corners = np.stack([np.stack([x0, low], 1), np.stack([x0, high], 1), np.stack([x1, high], 1),
-                            np.stack([x1, low], 1)], 1)
-        ax.add_collection(PolyCollection(corners, facecolors=colour(kernel, plt), edgecolors="none"))
-        handles.append(Patch(color=colour(kernel, plt), label=kernel.lstrip("_")))
-    sms = round(estimate.sm_time["total_sm_ms"] / estimate.total_ms) if estimate.total_ms > 0 else 1  # the GPU's SMs
-    ax.set_ylim(sms - 0.5, -0.5)
+    edges, grid = estimate.resident_warps((t0, t1), bins=300)
+    most = gpu_row(estimate.gpu)["max_threads_per_sm"] // 32
+    image = ax.imshow(grid, aspect="auto", interpolation="nearest", cmap="viridis", vmin=0, vmax=most,
+                      extent=(edges[0], edges[-1], grid.shape[0] - 0.5, -0.5))
+    ax.figure.colorbar(image, ax=ax, label=f"warps resident per SM (of {most})", pad=0.01)
     ax.set_xlim(t0, t1)
     ax.set_ylabel("SM")
     ax.set_xlabel("time since the pass began (ms, ESTIMATED)")
-    ax.set_title(f"{estimate.step} on the {estimate.gpu}, SM by SM ({estimate.host} host, {estimate.gemm} GEMM): "
-                 f"{estimate.total_ms:.2f} ms estimated")
-    if handles:
-        ax.legend(handles=handles, loc="upper right", fontsize="small", ncol=4)
+    ax.set_title(f"{estimate.step} on the {estimate.gpu}, warps resident per SM ({estimate.host} host, "
+                 f"{estimate.gemm} GEMM): {estimate.total_ms:.2f} ms estimated")
     return ax

@@ -18,7 +18,9 @@ class Estimate:
     SM-milliseconds over the whole GPU: busy on arithmetic- or memory-limited blocks, idle, and of
     the idle the waves' tails (SMs done with their share of a launch while it still runs).
     ``timeline``: one dict per launch (issued, ready, start, end in ms; SMs used; stream; blocks,
-    blocks per SM and what limits it, waves, one block's time, issue efficiency).
+    blocks per SM and what limits it, waves, one block's SM time and its time alone, issue
+    efficiency). The breakdown's ``stall_ms``: latency the chain's SMs did not hide (their
+    resident warps all waiting).
     """
 
     step: str
@@ -29,22 +31,43 @@ class Estimate:
     breakdown: dict
     sm_time: dict
     timeline: tuple
-    on_sms: tuple = dataclasses.field(default=(), repr=False, compare=False)  # per launch: (SMs, starts s, ends s)
+    #: per launch: (SMs, starts s, ends s, warps resident on each)
+    on_sms: tuple = dataclasses.field(default=(), repr=False, compare=False)
 
     def per_sm(self, window=None) -> dict:
         """Every SM's share of every launch, as arrays of equal length: "sm", "launch" (its index
-        in ``timeline``), "start_ms", "end_ms"; with ``window`` = (t0_ms, t1_ms), only the shares
-        that overlap it. On one SM the shares never overlap: blocks sharing an SM share its rate
-        (``profile/schedule.py``), so an SM's work is drawn one launch after another."""
+        in ``timeline``), "start_ms", "end_ms", "warps" (of it resident on the SM meanwhile); with
+        ``window`` = (t0_ms, t1_ms), only the shares that overlap it. Shares of several launches
+        overlap on one SM: their warps are resident together and hide each other's latencies
+        (``profile/schedule.py``)."""
         if not self.on_sms:
             empty = np.zeros(0)
-            return {"sm": empty.astype(np.int16), "launch": empty.astype(np.int64), "start_ms": empty, "end_ms": empty}
+            return {"sm": empty.astype(np.int16), "launch": empty.astype(np.int64), "start_ms": empty, "end_ms": empty,
+                    "warps": empty.astype(np.int32)}
         sms = np.concatenate([entry[0] for entry in self.on_sms])
         launch = np.concatenate([np.full(entry[0].size, i) for i, entry in enumerate(self.on_sms)])
         start = np.concatenate([entry[1] for entry in self.on_sms]) * 1e3
         end = np.concatenate([entry[2] for entry in self.on_sms]) * 1e3
+        warps = np.concatenate([entry[3] for entry in self.on_sms])
         keep = slice(None) if window is None else (end >= window[0]) & (start <= window[1])
-        return {"sm": sms[keep], "launch": launch[keep], "start_ms": start[keep], "end_ms": end[keep]}
+        return {"sm": sms[keep], "launch": launch[keep], "start_ms": start[keep], "end_ms": end[keep],
+                "warps": warps[keep]}
+
+    def resident_warps(self, window=None, bins: int = 200) -> tuple[np.ndarray, np.ndarray]:
+        """(bin edges in ms, warps resident per SM in each bin, averaged over it: SMs x bins) over
+        ``window`` = (t0_ms, t1_ms) (the whole pass for None): what the heat strip draws."""
+        t0, t1 = window if window is not None else (0.0, self.total_ms)
+        edges = np.linspace(t0, t1, bins + 1)
+        shares = self.per_sm((t0, t1))
+        sms = int(round(self.sm_time["total_sm_ms"] / self.total_ms)) if self.total_ms > 0 else 1
+        grid = np.zeros((sms, bins))
+        if shares["sm"].size:
+            low, high = np.maximum(shares["start_ms"], t0), np.minimum(shares["end_ms"], t1)
+            overlap = np.clip(np.minimum(high[:, None], edges[None, 1:]) - np.maximum(low[:, None], edges[None, :-1]),
+                              0.0, None)
+            weights = overlap * shares["warps"][:, None] / (edges[1] - edges[0])
+            np.add.at(grid, shares["sm"].astype(np.int64), weights)
+        return edges, grid
 
     def to_dict(self, timeline: bool = True, per_sm: bool = False) -> dict:
         record = {"step": self.step, "gpu": self.gpu, "host": self.host, "gemm": self.gemm,

@@ -5,7 +5,7 @@ beside their lower bounds (notebooks 03-09). The third shows what the GPU itself
 host is out of the way: with a fast GEMM, a 2016-era C++ host already sets an H100's pace.
 
 The estimate's chain breakdown (``Estimate.breakdown``: host, concurrency, latency, SM wait,
-arithmetic, memory) adds up to its total, so the gain's milliseconds split exactly into what the
+arithmetic, memory, stalls) adds up to its total, so the gain's milliseconds split exactly into what the
 critical chain stopped (or started) spending them on; the SM-time beside it says how much of the
 GPU sat idle, and how much of that in waves' tails.
 """
@@ -29,7 +29,7 @@ HOSTS = LADDER_HOSTS + (0,)
 #: What each part of the chain breakdown is, in words.
 PARTS = {"host_ms": "waiting for the host", "concurrency_ms": "waiting for the resident-grid limit",
          "latency_ms": "launch latencies", "sm_wait_ms": "waiting for busy SMs",
-         "arithmetic_ms": "arithmetic", "memory_ms": "DRAM traffic"}
+         "arithmetic_ms": "arithmetic", "memory_ms": "DRAM traffic", "stall_ms": "latency not hidden"}
 
 
 def _check_gpu(gpu) -> None:
@@ -133,10 +133,12 @@ def step_change_text(rows: list[dict]) -> str:
     return "\n".join(lines)
 
 
-def plot_step_change(step: str, gpu: str = "T4", host="cpp", against: str | None = None, by: str = "stream"):
-    """Before and after on ``gpu`` as two timelines (``plot_timeline``, ``by`` stream or SM),
-    each over the same share of its pass: from a quarter of the way in, six layer-steps' worth.
-    Returns the Figure."""
+def plot_step_change(step: str, gpu: str = "T4", host="cpp", against: str | None = None, by: str = "stream",
+                     at: float = 0.4):
+    """Before and after on ``gpu`` as two timelines (``plot_timeline``, ``by`` stream or SM: the
+    warps resident on each), each over the same share of its pass: from ``at`` of the way in (0.4:
+    the second layer's recurrence, in a pass that runs layers one after another; 0: the first
+    layer-steps), six layer-steps' worth. Returns the Figure."""
     import matplotlib.pyplot as plt
 
     from .chart import BY, plot_timeline
@@ -147,10 +149,13 @@ def plot_step_change(step: str, gpu: str = "T4", host="cpp", against: str | None
     cfg = LSTMConfig.article()
     if by not in BY:
         raise (TypeError if not isinstance(by, str) else ValueError)(f"by must be one of {BY}, got {by!r}")
+    if isinstance(at, bool) or not isinstance(at, (int, float)) or not 0 <= at < 1:
+        raise (TypeError if not isinstance(at, (int, float)) or isinstance(at, bool) else ValueError)(
+            f"at must be a number in [0, 1): where the window starts, as a share of the pass; got {at!r}")
     fig, axes = plt.subplots(2, 1, figsize=(10, 5.5 if by == "stream" else 8))
     for ax, name in zip(axes, (before, after)):
         e = estimated_pass(name, gpu, host, cfg)[1]
         span = 6 * e.total_ms / (cfg.layers * cfg.seq_len)
-        plot_timeline(e, window=(e.total_ms / 4, e.total_ms / 4 + span), ax=ax, by=by)
+        plot_timeline(e, window=(at * e.total_ms, at * e.total_ms + span), ax=ax, by=by)
     fig.tight_layout()
     return fig
