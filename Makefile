@@ -59,7 +59,7 @@ test-fake-gpu-notebooks: $(STAMP)
 BENCH_BUDGET ?= 900
 bench: $(STAMP)
 	PYTHON=$(BIN)/python bash tools/gpu_run.sh .gpu-run/$$(date +%Y%m%d) $(BENCH_BUDGET); \
-	  status=$$?; tar xzf .gpu-run/$$(date +%Y%m%d)/gpu-run.tar.gz -C data/ results; exit $$status
+	  status=$$?; tar xzf .gpu-run/$$(date +%Y%m%d)/gpu-run-1.tar.gz -C data/ results; exit $$status
 
 # What the GPU machine may lack (no internet there), into .gpu-bundle/ (<= 40 MiB; needs PyPI).
 gpu-bundle:

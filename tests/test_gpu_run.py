@@ -50,7 +50,7 @@ def test_a_failing_stage_loses_nothing_and_later_stages_run(tmp_path):
     records = run_stages([_stage(0, "first", first), _stage(1, "broken", broken), _stage(2, "items", items),
                           _stage(3, "costly", first, cost=10_000), _stage(4, "absent", first, unavailable=lambda: "no tool")],
                          ctx, lambda: {"device": "test"})
-    assert [r["status"] for r in records] == ["ok", "failed", "partial", "skipped", "skipped"]
+    assert [r["status"] for r in records] == ["ok", "failed", "partial", "not reached", "skipped"]
     files = _files(tmp_path)
     assert files["first"]["results"] == [{"step": "a", "value": 1}] and files["first"]["environment"] == {"device": "test"}
     assert files["broken"]["results"] == [{"step": "kept before the failure"}]
@@ -58,13 +58,14 @@ def test_a_failing_stage_loses_nothing_and_later_stages_run(tmp_path):
     outcomes = {row["item"]: row["outcome"] for row in files["items"]["items"]}
     assert outcomes["fine"] == "ok" and outcomes["wrong"].startswith("failed: ZeroDivisionError")
     assert outcomes["too long"].startswith("skipped: ") and "it needs about 10000 s" in outcomes["too long"]
-    assert "it needs about 10000 s" in files["costly"]["why"] and files["absent"]["why"] == "no tool"
+    assert "it needs about 10000 s" in records[3]["why"] and "costly" not in files and files["absent"]["why"] == "no tool"
     summary = (tmp_path / "summary.txt").read_text().splitlines()
     assert len([line for line in summary if line.startswith("stage ")]) == 5
     assert "FAILED" in summary[2] and "planted failure" in summary[2]
-    with tarfile.open(tmp_path / "gpu-run.tar.gz") as archive:
+    with tarfile.open(tmp_path / "gpu-run-1.tar.gz") as archive:
         names = archive.getnames()
-    assert {f"results/{name}-{ctx.date}.json" for name in ("first", "broken", "items", "costly", "absent")} <= set(names)
+    assert {f"results/{name}-{ctx.date}.json" for name in ("first", "broken", "items", "absent")} <= set(names)
+    assert "stages.json" in names
     assert "summary.txt" in names and "tracebacks.txt" in names
 
 
@@ -75,13 +76,14 @@ def test_a_stop_skips_every_later_stage_saying_why(tmp_path):
     ran = []
     records = run_stages([_stage(0, "smoke", stop), _stage(1, "later", lambda ctx: ran.append(1))],
                          Context(tmp_path, budget_s=60, quick=True), lambda: {})
-    assert not ran and records[1]["status"] == "skipped" and "nothing compiles" in records[1]["why"]
+    assert not ran and records[1]["status"] == "not reached" and "nothing compiles" in records[1]["why"]
+    assert records[0]["status"] == "stopped"  # not done: a resumed call tries it again
 
 
 def test_the_archive_is_packed_after_each_stage(tmp_path):
     """Killed in the middle of stage 1, the archive already holds stage 0."""
     def look(ctx):
-        with tarfile.open(tmp_path / "gpu-run.tar.gz") as archive:
+        with tarfile.open(tmp_path / "gpu-run-1.tar.gz") as archive:
             assert f"results/zero-{ctx.date}.json" in archive.getnames()
 
     records = run_stages([_stage(0, "zero", lambda ctx: None), _stage(1, "look", look)],
@@ -177,10 +179,12 @@ def test_the_gpu_command_rehearses_every_stage_on_a_fake_h100(tmp_path):
     assert "FAKE GPU H100" in summary
     stages = [line for line in summary.splitlines() if line.startswith("stage ")]
     assert len(stages) == 11 and not any("FAILED" in line for line in stages), summary
-    assert sorted(p.name for p in out.iterdir()) == ["gpu-run.tar.gz", "log.txt", "prepare.json", "summary.txt"]
-    with tarfile.open(out / "gpu-run.tar.gz") as archive:
+    assert sorted(p.name for p in out.iterdir()) == ["gpu-run-1.tar.gz", "log.txt", "prepare.json", "summary.txt"]
+    with tarfile.open(out / "gpu-run-1.tar.gz") as archive:
         names = set(archive.getnames())
         records = {name: json.load(archive.extractfile(name)) for name in names if name.startswith("results/")}
+        state = json.load(archive.extractfile("stages.json"))
+    assert len(state["stages"]) == 11 and all(entry["status"] in ("ok", "skipped") for entry in state["stages"].values())
     for name, record in records.items():
         if record["status"] == "skipped":
             assert record["why"], name
@@ -200,6 +204,65 @@ def test_the_gpu_command_rehearses_every_stage_on_a_fake_h100(tmp_path):
     assert any(r["options"].get("graph") for r in ladder["results"])
 
 
+def _stage_lines(out: Path) -> list[str]:
+    return [line for line in (out / "summary.txt").read_text().splitlines() if line.startswith("stage ")]
+
+
+def test_every_stage_is_named_whatever_the_budget(tmp_path):
+    """With a budget too small for any stage, each is still named: not reached, or skipped where this
+    machine cannot run it (and why), in the summary and in stages.json."""
+    stages = [_stage(0, "first", lambda ctx: None, cost=60), _stage(1, "second", lambda ctx: None, cost=60),
+              _stage(2, "nothere", lambda ctx: None, cost=60, unavailable=lambda: "no profiler on this machine")]
+    records = run_stages(stages, Context(tmp_path, budget_s=1, quick=True), lambda: {})
+    assert [r["status"] for r in records] == ["not reached", "not reached", "skipped"]
+    lines = _stage_lines(tmp_path)
+    assert lines[0].startswith("stage 0 first: not reached (") and "it needs about 60 s" in lines[0]
+    assert lines[2] == "stage 2 nothere: skipped (no profiler on this machine)"
+    state = json.loads((tmp_path / "stages.json").read_text())
+    assert {name: entry["status"] for name, entry in state["stages"].items()} == {
+        "first": "not reached", "second": "not reached", "nothere": "skipped"}
+    assert "not reached: 0 first, 1 second" in (tmp_path / "summary.txt").read_text()
+    assert not list((tmp_path / "results").glob("first-*.json"))  # nothing tried, no file
+
+
+def test_a_resumed_call_runs_only_what_is_not_done(tmp_path):
+    """Call 1 runs what fits; call 2, resuming from call 1's archive alone (as the device tool brings
+    it back), runs only the rest, names the others as done earlier, and keeps its own archive."""
+    from gpurun.runner import earlier_calls
+
+    ran = []
+
+    def stage(name):
+        return lambda ctx: ran.append(name) or {"headline": f"{name} done"}
+
+    stages = [_stage(0, "first", stage("first"), cost=0.1), _stage(1, "big", stage("big"), cost=30),
+              _stage(2, "nothere", stage("nothere"), cost=0.1, unavailable=lambda: "no torch here"),
+              _stage(3, "last", stage("last"), cost=0.1)]
+    first_out, second_out, carried = tmp_path / "call1", tmp_path / "call2", tmp_path / "carried"
+    run_stages(stages, Context(first_out, budget_s=10, quick=True), lambda: {})
+    assert ran == ["first", "last"]
+    carried.mkdir()
+    (carried / "gpu-run-1.tar.gz").write_bytes((first_out / "gpu-run-1.tar.gz").read_bytes())
+    earlier = earlier_calls(carried)
+    assert earlier["call"] == 1 and earlier["done"] == {"first": (1, "ok"), "nothere": (1, "skipped"), "last": (1, "ok")}
+    records = run_stages(stages, Context(second_out, budget_s=60, quick=True, call=2, done=earlier["done"]), lambda: {})
+    assert ran == ["first", "last", "big"]
+    assert [r["status"] for r in records] == ["done earlier", "ok", "done earlier", "done earlier"]
+    lines = _stage_lines(second_out)
+    assert len(lines) == 4 and lines[0] == "stage 0 first: done in call 1 (ok)" and lines[2].endswith("(skipped)")
+    assert sorted(p.name for p in second_out.glob("gpu-run-*")) == ["gpu-run-2.tar.gz"]
+    with tarfile.open(second_out / "gpu-run-2.tar.gz") as archive:
+        state = json.load(archive.extractfile("stages.json"))
+        files = [name for name in archive.getnames() if name.startswith("results/")]
+    assert state["call"] == 2 and state["stages"]["first"] == {"number": 0, "status": "ok", "call": 1}
+    assert [name.split("/")[1].split("-")[0] for name in files] == ["big"]  # only what this call ran
+    # a third call resuming from both finds nothing left to do
+    (carried / "gpu-run-2.tar.gz").write_bytes((second_out / "gpu-run-2.tar.gz").read_bytes())
+    assert earlier_calls(carried)["call"] == 2 and set(earlier_calls(carried)["done"]) == {s.name for s in stages}
+    with pytest.raises(ValueError, match="not a folder"):
+        earlier_calls(tmp_path / "nowhere")
+
+
 def test_at_the_budget_the_stage_under_way_is_kept_and_the_run_ends(tmp_path):
     """A stage still running when the budget ends (a grid barrier that never returns) is written
     as it stands, marked "cut", with every thread's traceback, and the process exits 124."""
@@ -211,16 +274,19 @@ def slow(ctx):
     ctx.keep({{"step": "finished before"}})
     time.sleep(60)
 stages = [Stage(0, "quick", "t", lambda ctx: None, 0, 0, "quick-{{date}}.json"),
-          Stage(1, "slow", "t", slow, 0, 0, "slow-{{date}}.json")]
+          Stage(1, "slow", "t", slow, 0, 0, "slow-{{date}}.json"),
+          Stage(2, "after", "t", lambda ctx: None, 0, 0, "after-{{date}}.json")]
 run_stages(stages, Context({str(tmp_path)!r}, budget_s=7, quick=True), lambda: {{}})
 """
     done = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=60)
     assert done.returncode == 124, done.stderr
     slow = json.loads(next((tmp_path / "results").glob("slow-*.json")).read_text())
     assert slow["status"] == "cut" and slow["results"] == [{"step": "finished before"}]
-    assert "CUT in" in (tmp_path / "summary.txt").read_text()
+    summary = (tmp_path / "summary.txt").read_text()
+    assert "CUT in" in summary and "stage 2 after: not reached (the budget ran out during stage 1 (slow))" in summary
+    assert json.loads((tmp_path / "stages.json").read_text())["stages"]["after"]["status"] == "not reached"
     assert "in slow" in (tmp_path / "tracebacks.txt").read_text()
-    with tarfile.open(tmp_path / "gpu-run.tar.gz") as archive:
+    with tarfile.open(tmp_path / "gpu-run-1.tar.gz") as archive:
         assert any(name.startswith("results/slow-") for name in archive.getnames())
 
 

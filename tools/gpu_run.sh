@@ -1,5 +1,12 @@
 #!/usr/bin/env bash
-# The GPU run (issue 33): bash tools/gpu_run.sh OUT_DIR [BUDGET_S]   (default budget 480 s)
+# The GPU run (issue 33): bash tools/gpu_run.sh OUT_DIR [BUDGET_S] [--resume DIR]   (default budget 480 s)
+#
+# On a lent GPU (at most 10 minutes a command), two calls, the second resuming the first:
+#   bash tools/gpu_run.sh "$OUT" 360                       # call 1: gpu-run-1.tar.gz comes back
+#   (here: mkdir -p .gpu-run && cp <what came back>/gpu-run-1.tar.gz .gpu-run/; carry .gpu-run too)
+#   bash tools/gpu_run.sh "$OUT" 300 --resume .gpu-run     # call 2: only the stages call 1 did not do
+# Each call's summary.txt names every stage: done (now or in an earlier call), skipped for a missing
+# capability (and why), cut by the budget, or not reached. --help: this text.
 #
 # One command for a borrowed GPU machine with no internet. From the repository root:
 #   1. tools/gpu_env.sh: tools/gpurun/prepare.py (standard library only) takes from .gpu-bundle/
@@ -9,15 +16,17 @@
 #      ladder, cuDNN, clocks, GEMM vs cuBLAS, the batch sweep, backward, profilers, then Keras' CNN
 #      layouts and batch sizes (tools/gpurun/stages.py),
 #      writing each stage's JSON under OUT_DIR/results/ and a line to OUT_DIR/summary.txt as it ends;
-#   3. OUT_DIR is packed into OUT_DIR/gpu-run.tar.gz (also after every stage), and the loose results
-#      removed once the archive holds them: what comes back is summary.txt, log.txt and the archive.
+#   3. OUT_DIR is packed into this call's OUT_DIR/gpu-run-N.tar.gz (also after every stage), and the
+#      loose results removed once the archive holds them: what comes back is summary.txt, log.txt and
+#      the archive, whose stages.json a later call's --resume reads.
 # At the budget the stage under way is written as it stands ("cut") and the process ends (exit 124);
 # one that cannot even do that is killed 30 s later. tracebacks.txt says where each thread was.
 # Rehearsal without a GPU: FASTLSTM_FAKE_GPU=H100 bash tools/gpu_run.sh /tmp/rehearsal (in a clone:
 # the fake GPU is tests/fakegpu, which tools/gpu_env.sh puts on PYTHONPATH when FASTLSTM_FAKE_GPU is set)
 set -uo pipefail
 cd "$(dirname "$0")/.."
-OUT=${1:?usage: bash tools/gpu_run.sh OUT_DIR [BUDGET_S]}
+case "${1:-}" in -h|--help) sed -n '2,/^set -uo/p' "$0" | sed '$d; s/^# \{0,1\}//'; exit 0;; esac
+OUT=${1:?usage: bash tools/gpu_run.sh OUT_DIR [BUDGET_S] [--resume DIR]}
 BUDGET=${2:-480}
 shift $(( $# < 2 ? $# : 2 ))
 case "$BUDGET" in ''|*[!0-9]*) echo "error: BUDGET_S must be a whole number of seconds, got '$BUDGET'" >&2; exit 2;; esac
@@ -34,11 +43,16 @@ GPU_RUN_DEADLINE=$(( started + BUDGET )) bash tools/gpu_env.sh bash -c \
   "$OUT" "$@" 2>&1 | tee -a "$OUT/log.txt"
 status=${PIPESTATUS[0]}
 if [ "$status" = 137 ]; then  # the process did not end itself at the budget (124: it did, and said so)
-  echo "killed 30 s after the budget during stage $(cat "$OUT/current_stage" 2>/dev/null || echo '?'): see tracebacks.txt" | tee -a "$OUT/summary.txt"
+  during=$(cat "$OUT/current_stage" 2>/dev/null || echo '?')
+  echo "killed 30 s after the budget during stage $during: see tracebacks.txt" | tee -a "$OUT/summary.txt"
+  bash tools/gpu_env.sh "$PYTHON" -m gpurun "$OUT" --killed "the run was killed during stage $during" >>"$OUT/log.txt" 2>&1
 fi
 rm -f "$OUT/current_stage"
-# Pack once more (the log and summary as they now stand); drop the loose results once the archive holds them.
-( cd "$OUT" && tar czf gpu-run.tar.gz.partial $(ls -A | grep -v '^gpu-run\.tar\.gz') && mv gpu-run.tar.gz.partial gpu-run.tar.gz ) \
-  && tar tzf "$OUT/gpu-run.tar.gz" >/dev/null && rm -rf "$OUT/results" "$OUT/tracebacks.txt"
-echo "gpu_run: exit $status after $(( $(date +%s) - started )) s; unpack with: tar xzf gpu-run.tar.gz -C data/ results" | tee -a "$OUT/log.txt"
+# Pack once more (the log and summary as they now stand), into this call's archive (never another
+# call's); drop the loose results once the archive holds them.
+ARCHIVE=$(cat "$OUT/archive_name" 2>/dev/null || echo gpu-run-1.tar.gz)
+( cd "$OUT" && tar czf "$ARCHIVE.partial" $(ls -A | grep -v '^gpu-run-') && mv "$ARCHIVE.partial" "$ARCHIVE" ) \
+  && tar tzf "$OUT/$ARCHIVE" >/dev/null && rm -rf "$OUT/results" "$OUT/tracebacks.txt" "$OUT/stages.json" "$OUT/archive_name"
+echo "gpu_run: exit $status after $(( $(date +%s) - started )) s; unpack with: tar xzf $ARCHIVE -C data/ results;" \
+  "resume: copy $ARCHIVE into .gpu-run/ and run again with --resume .gpu-run" | tee -a "$OUT/log.txt"
 exit "$status"

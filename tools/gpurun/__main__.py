@@ -1,4 +1,5 @@
-"""``python3 -m gpurun OUT_DIR [--budget S] [--quick] [--stages N ...] [--fail NAME]`` (tools/ on the path)."""
+"""``python3 -m gpurun OUT_DIR [--budget S] [--quick] [--stages N ...] [--resume DIR] [--fail NAME]`` (tools/ on
+the path; ``tools/gpu_run.sh`` is the command)."""
 
 from __future__ import annotations
 
@@ -14,10 +15,30 @@ def main(argv=None) -> int:
     parser.add_argument("--budget", type=float, default=480, help="seconds for the whole run (default 480)")
     parser.add_argument("--quick", action="store_true", help="the rehearsal's small sizes (make test)")
     parser.add_argument("--stages", nargs="+", help="only these stages (names or numbers), in the usual order")
+    parser.add_argument("--resume", type=Path, metavar="DIR", help="a folder holding what earlier calls brought back "
+                        "(their gpu-run-N.tar.gz, or their OUT folders): run only the stages they did not do")
     parser.add_argument("--fail", metavar="NAME", help="make this stage raise (the frame's own test)")
+    parser.add_argument("--killed", metavar="WHY", help="(gpu_run.sh, after it killed the run) name every stage the "
+                        "run did not reach in OUT's summary and stages.json, and do nothing else")
     args = parser.parse_args(argv)
+    if args.killed:
+        from .runner import name_the_rest
+        from .stages import STAGES
+
+        name_the_rest(args.out, STAGES, args.killed)
+        return 0
     if args.budget <= 0:
         parser.error(f"--budget must be a number of seconds > 0, got {args.budget}")
+    from .runner import earlier_calls
+
+    earlier = {"call": 0, "done": {}}
+    if args.resume is not None:
+        try:
+            earlier = earlier_calls(args.resume)
+        except ValueError as error:
+            parser.error(str(error))
+        if not earlier["call"]:
+            parser.error(f"--resume: no earlier call's stages.json in {args.resume} (its gpu-run-N.tar.gz, or an OUT folder)")
     os.environ.setdefault("KERAS_BACKEND", _keras_backend())
     import fastlstm_lib  # noqa: F401  (first: it chooses GPU, simulator or fake GPU before numba.cuda loads)
     from .runner import Context, run_stages
@@ -35,7 +56,7 @@ def main(argv=None) -> int:
         parser.error(f"--fail: unknown stage {args.fail!r}")
     from fastlstm_lib.kernels.persistent_plan import PersistentLimitError
 
-    ctx = Context(args.out, args.budget, args.quick, fail=args.fail)
+    ctx = Context(args.out, args.budget, args.quick, fail=args.fail, call=earlier["call"] + 1, done=earlier["done"])
     ctx.unable = (PersistentLimitError,)  # the persistent grid on a GPU it cannot fit: skipped, with why
     from fastlstm_lib.runtime import simulator
 
@@ -47,7 +68,7 @@ def main(argv=None) -> int:
             if simulator.FAKE_GPU else "THE CUDA SIMULATOR: no GPU here, every time means nothing"
             if simulator.SIMULATOR else "")
     records = run_stages(chosen, ctx, lambda: environment(ctx), note=note)
-    failed = [r for r in records if r["status"] == "failed"]
+    failed = [r for r in records if r["status"] in ("failed", "stopped")]
     return 1 if failed else 0
 
 

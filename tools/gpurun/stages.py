@@ -1,20 +1,23 @@
-"""The GPU run's stages, in the order they run (issue 33). Each fills one result file.
+"""The GPU run's stages, in the order they run (issue 33): what the course most needs first (the
+ladder, cuDNN, our GEMM against cuBLAS, the batch sweep), so that a first call of about 6 minutes
+brings them back and a second, resumed (runner.py), the rest. Each fills one result file.
 
  0 smoke        versions, library paths, NVVM; a plain and a grid-sync kernel compiled and run (the
                 run stops here if nothing compiles); an empty launch from Python and 1000 grid
                 barriers at the persistent kernel's grid, timed
- 1 correctness  every forward step (recorded pass, replayed pass, graph=True) and backward step
+ 1 ladder       every step at the article's size, plain and as CUDA Graphs      -> ladder-DATE.json
+ 2 cudnn        torch.nn.LSTM (cuDNN) with the same weights, and Keras' LSTM three ways when
+                Keras is there; TF32 off                                        -> cudnn-DATE.json
+ 3 gemm         our GEMM against cuBLAS on the article's shapes, and B's layouts -> gemm-vs-cublas-DATE.json
+ 4 sweep        batch 1, 4, 16, 64: wavefront, persistent and cuDNN            -> batch-sweep-DATE.json
+ 5 correctness  every forward step (recorded pass, replayed pass, graph=True) and backward step
                 against the float64 reference at odd sizes and at a size of many blocks per kernel;
                 the persistent kernel at hidden 512, batch 1-64, and a plan over 48 KiB of shared
                 memory; every run twice, bitwise identical; every kernel version on its own,
                 checked, then timed at the article's shapes (fastlstm_lib/kernels/catalog.py);
-                the exercises' own solutions
- 2 ladder       every step at the article's size, plain and as CUDA Graphs      -> ladder-DATE.json
- 3 cudnn        torch.nn.LSTM (cuDNN) with the same weights, and Keras' LSTM three ways when
-                Keras is there; TF32 off                                        -> cudnn-DATE.json
- 4 clocks       per step, the host's time to issue a pass against the GPU's     -> clocks-DATE.json
- 5 gemm         our GEMM against cuBLAS on the article's shapes, and B's layouts -> gemm-vs-cublas-DATE.json
- 6 sweep        batch 1, 4, 16, 64: wavefront, persistent and cuDNN            -> batch-sweep-DATE.json
+                the exercises' own solutions (every timed pass of the stages before checks its
+                own result before and after timing)
+ 6 clocks       per step, the host's time to issue a pass against the GPU's     -> clocks-DATE.json
  7 backward     the backward ladder against cuDNN's backward                     -> backward-DATE.json
  8 profilers    Nsight Compute on the recurrent GEMM and the persistent kernel, compute-sanitizer
                 on small problems, when the machine has them                     -> profilers-DATE.json
@@ -567,7 +570,7 @@ def backward(ctx) -> dict:
     if keras and fl().simulator.FAKE_GPU:
         keras = False  # Keras would train on the CPU at the article's size: minutes, for no number
         ctx.rows.append({"item": "Keras' LSTM forward + backward", "outcome": "skipped: beside the fake GPU Keras "
-                         "trains on the CPU (minutes at the article's size); stage 3 rehearses Keras"})
+                         "trains on the CPU (minutes at the article's size); stage 2 rehearses Keras"})
     # Each part is kept the moment it ends ("parts"), so a stage cut short at the budget keeps them;
     # the whole report replaces them once bench_backward returns.
     report = ctx.keep({"measurement": "backward", "parts": []})
@@ -723,19 +726,19 @@ def feeding(ctx) -> dict:
 STAGES = [
     Stage(0, "smoke", "versions, paths, NVVM; a plain and a grid-sync kernel; launch and barrier costs", smoke,
           cost_s=20, quick_cost_s=10, file="smoke-{date}.json"),
-    Stage(1, "correctness", "every step against the reference at odd sizes and many blocks, twice, bitwise; "
+    Stage(1, "ladder", "the ladder at the article's size, plain and as CUDA Graphs", ladder,
+          cost_s=116, quick_cost_s=5, file="ladder-{date}.json"),
+    Stage(2, "cudnn", "cuDNN with the same weights: torch.nn.LSTM, and Keras when it is there; TF32 off", cudnn,
+          cost_s=40, quick_cost_s=5, file="cudnn-{date}.json", unavailable=torch_missing),
+    Stage(3, "gemm", "our GEMM against cuBLAS on the article's shapes", gemm,
+          cost_s=20, quick_cost_s=5, file="gemm-vs-cublas-{date}.json", unavailable=no_torch_gpu),
+    Stage(4, "sweep", "batch 1, 4, 16, 64: wavefront, persistent and cuDNN", sweep,
+          cost_s=25, quick_cost_s=5, file="batch-sweep-{date}.json"),
+    Stage(5, "correctness", "every step against the reference at odd sizes and many blocks, twice, bitwise; "
           "each kernel version alone, checked then timed", correctness, cost_s=80, quick_cost_s=35,
           file="correctness-{date}.json"),
-    Stage(2, "ladder", "the ladder at the article's size, plain and as CUDA Graphs", ladder,
-          cost_s=116, quick_cost_s=5, file="ladder-{date}.json"),
-    Stage(3, "cudnn", "cuDNN with the same weights: torch.nn.LSTM, and Keras when it is there; TF32 off", cudnn,
-          cost_s=40, quick_cost_s=5, file="cudnn-{date}.json", unavailable=torch_missing),
-    Stage(4, "clocks", "issue time against GPU time per step", clocks,
+    Stage(6, "clocks", "issue time against GPU time per step", clocks,
           cost_s=55, quick_cost_s=5, file="clocks-{date}.json"),
-    Stage(5, "gemm", "our GEMM against cuBLAS on the article's shapes", gemm,
-          cost_s=20, quick_cost_s=5, file="gemm-vs-cublas-{date}.json", unavailable=no_torch_gpu),
-    Stage(6, "sweep", "batch 1, 4, 16, 64: wavefront, persistent and cuDNN", sweep,
-          cost_s=25, quick_cost_s=5, file="batch-sweep-{date}.json"),
     Stage(7, "backward", "the backward ladder against cuDNN's", backward,
           cost_s=60, quick_cost_s=10, file="backward-{date}.json"),
     Stage(8, "profilers", "Nsight Compute and compute-sanitizer on small problems", profilers,
