@@ -151,6 +151,7 @@ def simulate(launches, issue_s, cost, *, sms: int | None = None, latency_s: floa
     ready_heap = [(float(issued_at[i]), i) for i in range(count) if not waiting[i]]
     heapq.heapify(ready_heap)
     held = set()  # launches put back by the resident-grid limit: their ready time is already known
+    on_idle: dict = {}  # a launch's placement on an idle GPU, by its blocks' figures: the same every time
     ready_of: dict[int, float] = {}
     while ready_heap:
         t, i = heapq.heappop(ready_heap)
@@ -181,15 +182,24 @@ def simulate(launches, issue_s, cost, *, sms: int | None = None, latency_s: floa
             entry["end_ms"] = end * 1e3
         else:
             residency.forget_before(start)
-            need = 1.0 / work.per_sm
-            a, room = residency.room(start, need)
             W, L = work.seconds, work.latency_s
-            room = np.maximum(room, residency.free_at(start + L))  # what frees while the first wave runs takes the next
-            resident = np.clip(np.floor(room * work.per_sm + 1e-9), 1, work.per_sm)
-            counts = place(a, issue_free, resident, work.blocks, L, W)
-            used = np.flatnonzero(counts)
-            n, a_used, r_used, free_used = counts[used], a[used], resident[used], issue_free[used]
-            sm_end = ends_if(a_used, free_used, r_used, L, W, n)
+            idle = not residency.shares and issue_free.max() <= start  # the GPU all this launch's: a shape seen before
+            key = (work.blocks, work.per_sm, W, L)
+            if idle and key in on_idle:
+                used, n, r_used, relative = on_idle[key]
+                a_used = free_used = np.full(used.size, start)
+                sm_end = start + relative
+            else:
+                need = 1.0 / work.per_sm
+                a, room = residency.room(start, need)
+                room = np.maximum(room, residency.free_at(start + L))  # what frees while the first wave runs takes the next
+                resident = np.clip(np.floor(room * work.per_sm + 1e-9), 1, work.per_sm)
+                counts = place(a, issue_free, resident, work.blocks, L, W)
+                used = np.flatnonzero(counts)
+                n, a_used, r_used, free_used = counts[used], a[used], resident[used], issue_free[used]
+                sm_end = ends_if(a_used, free_used, r_used, L, W, n)
+                if idle:
+                    on_idle[key] = (used, n, r_used, sm_end - start)
             issue_free[used] = np.maximum(free_used, a_used) + n * W
             waves = np.ceil(n / r_used)
             last_wave = n - (waves - 1) * r_used  # blocks of the last wave: the others' slots free as it runs
