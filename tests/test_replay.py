@@ -1,5 +1,6 @@
-"""A runner's later passes replay its first (fastlstm_lib/replay.py): same launches, same results,
-no Python of ours between them: nothing sliced or allocated inside a replayed pass."""
+"""A runner runs the step's own code every pass, unless asked to replay its first
+(``replay=True``, fastlstm_lib/replay.py): same launches, same results, no Python of ours between
+them: nothing sliced or allocated inside a replayed pass."""
 
 import contextlib
 
@@ -45,7 +46,7 @@ def counting_device_arrays():
 @pytest.mark.parametrize("name", STEPS)
 def test_a_replayed_pass_matches_the_reference_and_makes_no_array(name, small_problem):
     x, params, ref = small_problem
-    runner = fl.steps.get(name).runner(x, params)
+    runner = fl.steps.get(name).runner(x, params, replay=True)
     with fl.count_launches() as first, counting_device_arrays() as made_first:
         runner.launch()
     assert isinstance(runner.replay, replay.Replay) and runner.replay.launches == sum(first.values())
@@ -76,7 +77,7 @@ class CopiesInsideTheRun(Streams):
 
 def test_a_pass_that_copies_is_run_every_time_not_replayed():
     x, params = problem(SMALL)
-    runner = CopiesInsideTheRun().runner(x, params)
+    runner = CopiesInsideTheRun().runner(x, params, replay=True)
     for _ in range(3):
         runner.launch()
     assert runner.replay is None and runner.replay_passes is False
@@ -84,27 +85,31 @@ def test_a_pass_that_copies_is_run_every_time_not_replayed():
     assert fl.relative_error(runner.result(), fl.reference_forward(x, params)) <= fl.RTOL
 
 
-def test_a_step_can_refuse_replay_and_the_grader_never_replays():
+def test_by_default_every_pass_runs_the_steps_own_code_and_a_step_can_refuse_replay():
     x, params = problem(SMALL)
+    runner = fl.steps.get("streams").runner(x, params)
+    with counting_device_arrays() as made:
+        runner.launch()
+        runner.launch()
+    assert runner.replay is None and runner.replay_passes is False and len(made) > 0
 
     class Changing(Streams):
         name = "changing"
         replayable = False
 
+    with pytest.raises(ValueError, match="replay=True: step 'changing' is not replayable"):
+        Changing().runner(x, params, replay=True)
+    with pytest.raises(TypeError, match="replay must be True or False"):
+        Changing().runner(x, params, replay="yes")
     runner = Changing().runner(x, params)
     runner.launch()
     runner.launch()
     assert runner.replay is None
-    import inspect
-
-    from fastlstm_lib.course.exercises import step_runs
-
-    assert "runner.replay_passes = False" in inspect.getsource(step_runs)
 
 
 def test_set_input_feeds_a_new_input_to_the_replayed_pass():
     x, params = problem(SMALL)
-    runner = fl.steps.get("wavefront").runner(x, params)
+    runner = fl.steps.get("wavefront").runner(x, params, replay=True)
     runner.launch()
     x2 = fl.random_input(SMALL, seed=7)
     runner.set_input(x2)

@@ -94,7 +94,7 @@ def load_results(path) -> list[dict]:
 
 
 #: Options a ladder step's result may carry: how it was launched or what was timed, not what ran.
-LADDER_OPTIONS = {"graph", "timed"}
+LADDER_OPTIONS = {"graph", "replay", "timed"}
 
 
 def committed_results(*, graph: bool = False) -> list[dict]:

@@ -75,14 +75,14 @@ class Runner:
     ``launch()`` queues the forward pass (asynchronous on a GPU); ``result()`` waits for it and
     returns (batch, seq_len, hidden) float32 on the host; ``time()`` times repeated launches.
 
-    The first ``launch()`` runs the step's own code and records what it queues; later ones replay
-    that record (``replay.py``): the same launches, without the Python that chose them, so the
-    host pays only numba-cuda's own cost per launch. ``replay_passes = False`` runs the step's code
-    every time (the exercises' grader sets it, so a learner's code is what runs; a step whose
-    passes differ from one another sets ``LSTMStep.replayable = False``). With ``graph=True`` (a
-    GPU only) the record is captured into a CUDA Graph right after the first pass, and every later
-    pass is one graph launch (``graphs.py``). ``set_input(x)`` puts a new input into the bound x
-    between passes.
+    Every ``launch()`` runs the step's own code: what the learner reads is what runs. Asked for
+    ``replay=True``, the first runs it and records what it queues, and later ones replay that
+    record (``replay.py``): the same launches, without the Python that chose them, so the host pays
+    only numba-cuda's own cost per launch (what the GPU run and the lessons on host cost time; a
+    step whose passes differ from one another sets ``LSTMStep.replayable = False`` and cannot be
+    replayed). With ``graph=True`` (a GPU only) the record is captured into a CUDA Graph right after
+    the first pass, and every later pass is one graph launch (``graphs.py``). ``set_input(x)`` puts
+    a new input into the bound x between passes.
     """
 
     #: How ``time()`` measures, recorded with every result.
@@ -92,7 +92,8 @@ class Runner:
     #: Whether those times say anything about the hardware.
     times_meaningful = not simulator.SIMULATOR and not simulator.FAKE_GPU
 
-    def __init__(self, step: "LSTMStep", cfg: LSTMConfig, state: Any, x_device, out_device, graph: bool = False):
+    def __init__(self, step: "LSTMStep", cfg: LSTMConfig, state: Any, x_device, out_device, graph: bool = False,
+                 replay: bool = False):
         self.step = step
         self.cfg = cfg
         self.state = state
@@ -100,7 +101,7 @@ class Runner:
         self.out = out_device
         self.replay = None  # the first pass, recorded (replay.Replay), once launched
         #: Replay the first pass's launches instead of running the step's code again (see above).
-        self.replay_passes = step.replayable
+        self.replay_passes = replay or graph
         self.use_graph = graph  # capture the recorded pass into a CUDA Graph (graphs.py)
         self.graph = None
 
@@ -200,19 +201,22 @@ class LSTMStep:
 
     # ---- shared by every step ---------------------------------------------------------------
 
-    def runner(self, x: np.ndarray, params, graph: bool = False, **options) -> Runner:
-        """Validate, set up and upload; nothing is launched yet. ``graph=True``: from the first
-        pass on, launch each pass as one CUDA Graph (a GPU only; see ``Runner``)."""
+    def runner(self, x: np.ndarray, params, graph: bool = False, replay: bool = False, **options) -> Runner:
+        """Validate, set up and upload; nothing is launched yet. ``replay=True``: from the second pass
+        on, replay the first's launches; ``graph=True``: launch each as one CUDA Graph (a GPU only;
+        see ``Runner``)."""
         x, params, cfg = validate_input(x, params)
-        if checked_graph(graph):
-            if not self.replayable:
-                raise ValueError(f"graph=True: step {self.name!r} is not replayable (its passes differ), "
-                                 "so one captured pass cannot stand for them")
+        if not isinstance(replay, bool):
+            raise TypeError(f"replay must be True or False, got {type(replay).__name__} {replay!r}")
+        for name, asked in (("graph", checked_graph(graph)), ("replay", replay)):
+            if asked and not self.replayable:
+                raise ValueError(f"{name}=True: step {self.name!r} is not replayable (its passes differ), "
+                                 "so one recorded pass cannot stand for them")
         simulator.announce()
         state = self.setup(params, cfg, **options)
         x_device = cuda.to_device(time_major(x))
         out_device = poisoned((cfg.seq_len, cfg.batch, cfg.hidden))
-        return self.runner_class(self, cfg, state, x_device, out_device, graph=graph)
+        return self.runner_class(self, cfg, state, x_device, out_device, graph=graph, replay=replay)
 
     def forward(self, x: np.ndarray, params, **options) -> np.ndarray:
         """The last layer's h at every step, (batch, seq_len, hidden) float32."""

@@ -172,7 +172,7 @@ def host_times(cfg=None, passes: int = 5) -> dict:
 
     for name in fl.steps.names():
         try:
-            runner = fl.steps.get(name).runner(x, params)
+            runner = fl.steps.get(name).runner(x, params, replay=True)
         except ValueError as error:  # the step does not fit this GPU
             out[name] = {"skipped": str(error)}
             continue

@@ -266,7 +266,7 @@ def smoke(ctx) -> dict:
     return {"headline": "; ".join(headline)}
 
 
-# ---- 1: correctness ---------------------------------------------------------------------------
+# ---- 5: correctness ---------------------------------------------------------------------------
 
 def flat(result) -> np.ndarray:
     """Every array in a result (an array, a tuple of arrays, LayerParams...) as one float64 vector."""
@@ -392,7 +392,7 @@ def persistent_shared_bytes(plan_dict: dict) -> int | None:
     return Plan(**plan_dict).shared_bytes
 
 
-# ---- 2: the ladder -----------------------------------------------------------------------------
+# ---- 1: the ladder -----------------------------------------------------------------------------
 
 #: Steps timed a second time with the "fast" GEMM policy (128-bit loads, the recurrent GEMM split in
 #: parts of K: steps/gemm_policy.py), beside the ladder's own: the ladder's last step, the fastest
@@ -406,7 +406,7 @@ def ladder(ctx) -> dict:
     cfg = size["article"]
     times = {}
     for name in lib.steps.names():
-        result = ctx.item(f"{name}", lambda: ctx.keep(lib.harness.bench_or_skip(name, cfg, **size["repeats"])))
+        result = ctx.item(f"{name}", lambda: ctx.keep(lib.harness.bench_or_skip(name, cfg, replay=True, **size["repeats"])))
         if result and "time_ms" in result:
             times[name] = result["time_ms"]["median"]
     for name in lib.steps.names():
@@ -418,7 +418,7 @@ def ladder(ctx) -> dict:
     # The fastest configuration, gemms="fast" (the ladder's readers skip these: results.committed_results)
     for name in FAST_STEPS:
         result = ctx.item(f"{name} gemms=fast", lambda: ctx.keep(
-            lib.harness.bench_or_skip(name, cfg, gemms="fast", **size["repeats"])))
+            lib.harness.bench_or_skip(name, cfg, gemms="fast", replay=True, **size["repeats"])))
         if result and "time_ms" in result:
             times[f"{name} fast"] = result["time_ms"]["median"]
     names = lib.steps.names()
@@ -434,7 +434,7 @@ def ladder(ctx) -> dict:
     return {"headline": headline, "config": cfg.as_dict()}
 
 
-# ---- 3: cuDNN ------------------------------------------------------------------------------------
+# ---- 2: cuDNN ------------------------------------------------------------------------------------
 
 def torch_missing() -> str | None:
     try:
@@ -498,14 +498,14 @@ def cudnn(ctx) -> dict:
     return {"headline": ", ".join(headline), "tf32": False, "config": cfg.as_dict()}
 
 
-# ---- 4: clocks -----------------------------------------------------------------------------------
+# ---- 6: clocks -----------------------------------------------------------------------------------
 
 def clocks(ctx) -> dict:
     lib = fl()
     size = sizes(ctx.quick)
     cfg = size["article"]
     for name in lib.steps.names():
-        ctx.item(name, lambda: ctx.keep(lib.harness.bench_or_skip(name, cfg, measure=lib.host_and_device_times,
+        ctx.item(name, lambda: ctx.keep(lib.harness.bench_or_skip(name, cfg, measure=lib.host_and_device_times, replay=True,
                                                                   **size["clock_repeats"])))
         if lib.steps.get(name).replayable:
             ctx.item(f"{name} graph", lambda: ctx.keep(dict(lib.harness.bench_or_skip(
@@ -515,7 +515,7 @@ def clocks(ctx) -> dict:
     return {"headline": f"host-bound (issue >= 0.9 x GPU): {', '.join(bound) or 'none'}", "config": cfg.as_dict()}
 
 
-# ---- 5: GEMM against cuBLAS -------------------------------------------------------------------------
+# ---- 3: GEMM against cuBLAS -------------------------------------------------------------------------
 
 def gemm(ctx) -> dict:
     from fastlstm_lib import gemm_bench
@@ -532,7 +532,7 @@ def gemm(ctx) -> dict:
     return {}
 
 
-# ---- 6: batch sweep -------------------------------------------------------------------------------
+# ---- 4: batch sweep -------------------------------------------------------------------------------
 
 def sweep(ctx) -> dict:
     lib = fl()
@@ -541,7 +541,8 @@ def sweep(ctx) -> dict:
     for batch in size["batches"]:
         cfg = dataclasses.replace(base, batch=batch)
         for name in ("wavefront", "persistent"):
-            ctx.item(f"batch {batch} {name}", lambda: ctx.keep(lib.harness.bench_or_skip(name, cfg, **size["repeats"])))
+            ctx.item(f"batch {batch} {name}", lambda: ctx.keep(lib.harness.bench_or_skip(
+                name, cfg, **({"replay": True} if lib.steps.get(name).replayable else {}), **size["repeats"])))
         if torch_missing() is None:
             ctx.item(f"batch {batch} torch cuDNN",
                      lambda: ctx.keep(torch_row(cfg, size["repeats"])))

@@ -79,8 +79,7 @@ def traced_run(step: LSTMStep, x, params, options: dict, launches: int) -> Run:
     with Trace() as trace:
         run.trace = trace
         try:
-            runner = step.runner(fresh(x), fresh(params), **fresh(options))
-            runner.replay_passes = False  # every run is the learner's own code, traced
+            runner = step.runner(fresh(x), fresh(params), **fresh(options))  # every pass the learner's own code, traced
         except Exception as error:
             run.error = error
             return run
