@@ -54,8 +54,9 @@ def build_parser(fl) -> argparse.ArgumentParser:
     doctor = commands.add_parser("doctor", help="will the course run here? each problem with the command that fixes it "
                                                 "(exit status 0 only if it will)")
     doctor_arguments(doctor)  # for --help; `doctor` itself is dispatched above
-    gemm = commands.add_parser("gemm", help="our GEMM against cuBLAS (via torch, TF32 off) on the article's GEMM shapes; GPU only")
-    gemm.add_argument("--out", metavar="FILE", help="also write the rows as JSON")
+    gemm = commands.add_parser("gemm", help="the kernel runner's GEMM family, cuBLAS (via torch, TF32 off) its version 0, "
+                                                "at the article's GEMM shapes, kept with --out; GPU only")
+    gemm.add_argument("--out", metavar="FILE", help="also write the rows as JSON (measurement: kernel_version)")
     bench = commands.add_parser("bench", help="check and time the steps on this device")
     bench.add_argument("--steps", nargs="+", metavar="STEP", type=any_step,
                        help=f"default: all ({', '.join(fl.steps.names())})")
@@ -145,22 +146,24 @@ def set_tf32_for(fl, args) -> None:
 
 
 def gemm_command(fl, args) -> int:
-    from fastlstm_lib.gemm_bench import bench_gemm_vs_cublas
+    """The kernel runner's GEMM family (``python -m fastlstm_lib.kernels gemm``: every version beside
+    cuBLAS, version 0, checked, timed and checked again at the article's shapes), its rows kept in
+    ``--out`` as ``measurement: kernel_version``, the device named; a GPU only."""
+    from fastlstm_lib.kernels import __main__ as runner, catalog
 
-    try:
-        rows = bench_gemm_vs_cublas()
-    except RuntimeError as error:
-        print(f"error: {error}", file=sys.stderr)
+    if fl.is_simulator():
+        print("error: the GEMM benchmark needs a GPU: on the CUDA simulator there is no cuBLAS and times mean "
+              "nothing (python -m fastlstm_lib.kernels gemm validates every version there)", file=sys.stderr)
         return 2
-    from fastlstm_lib.course.tables import Column, table
-
-    cells = [[row["shape"], f"ours {row['ours_gflops']:8.0f} GFLOP/s", f"cuBLAS {row['cublas_gflops']:8.0f} GFLOP/s",
-              f"({100 * row['fraction_of_cublas']:.0f}% of cuBLAS)"] for row in rows]
-    print(table((Column("shape", "<", 34), Column("ours"), Column("cuBLAS"), Column("share")), cells,
-                sep=(" ", "  ", "  "), header=False))
+    rows: list[dict] = []
+    failed = runner.run(catalog.select("gemm"), rows=rows)
     if args.out:
-        print(f"wrote {fl.save_results(rows, args.out)}")
-    return 0
+        from fastlstm_lib.runtime.simulator import values_computed
+
+        device, checked = fl.device_info(), values_computed()
+        kept = [dict(row, measurement="kernel_version", checked=checked, device=device) for row in rows]
+        print(f"wrote {fl.save_results(kept, args.out)}")
+    return 1 if failed else 0
 
 
 def clocks_command(fl, args) -> int:
@@ -171,7 +174,7 @@ def clocks_command(fl, args) -> int:
     cfg = getattr(fl.LSTMConfig, args.config)()
     results = [fl.harness.bench_or_skip(name, cfg, measure=fl.host_and_device_times)
                for name in (args.steps or fl.steps.names())]
-    from fastlstm_lib.course.tables import Column, Span, table
+    from fastlstm_lib.tables import Column, Span, table
 
     rows = [[r["step"], Span(f"skipped: {r['skipped']}")] if "skipped" in r else
             [r["step"], f"issue {r['issue_ms']['median']:9.3f} ms", f"GPU {r['device_ms']['median']:9.3f} ms",
@@ -186,7 +189,7 @@ def clocks_command(fl, args) -> int:
 def sweep_command(fl, args) -> int:
     set_tf32_for(fl, args)
     results = fl.bench_batch_sweep(args.steps, args.batches, getattr(fl.LSTMConfig, args.config)())
-    from fastlstm_lib.course.tables import Column, Span, table
+    from fastlstm_lib.tables import Column, Span, table
 
     rows = [[f"batch {r['config']['batch']:>4}", r["step"]]
             + ([Span(f"skipped: {r['skipped']}")] if "skipped" in r else
@@ -220,7 +223,7 @@ def profile_command(fl, args) -> int:
     import time
 
     from fastlstm_lib.course.profile import ladder
-    from fastlstm_lib.course.tables import Column, table
+    from fastlstm_lib.tables import Column, table
 
     cfg = getattr(fl.LSTMConfig, args.config)()
     started = time.perf_counter()

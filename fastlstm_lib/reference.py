@@ -7,8 +7,13 @@ import numpy as np
 from .checks import check_number
 from .params import validate_input
 
-#: The fp32 tolerance every step must meet: relative error (max |y - ref| / max |ref|) <= RTOL.
-RTOL = 1e-5
+#: The one table of tolerances: the largest relative error (max |y - ref| / max |ref|, against
+#: float64) a float32 result may have. "forward": every forward step and every kernel version;
+#: "backward": the backward steps and the weight gradients, whose every element is a float32 sum
+#: over all T x B (row, step) pairs (``backward/reference.py`` says why ten times more).
+TOLERANCES = {"forward": 1e-5, "backward": 1e-4}
+#: The forward tolerance every step must meet.
+RTOL = TOLERANCES["forward"]
 
 
 def sigmoid64(z: np.ndarray) -> np.ndarray:

@@ -29,7 +29,9 @@ def test_every_version_validates_on_the_simulator(capsys):
     assert cli.main([]) == 0
     out = capsys.readouterr().out
     assert "every version is validated at odd sizes; times need a GPU" in out
-    assert f"{len(catalog.VERSIONS)} of {len(catalog.VERSIONS)} versions correct" in out
+    ours = len(catalog.VERSIONS) - 1  # cuBLAS, the GEMMs' version 0, needs a GPU
+    assert f"{ours} of {len(catalog.VERSIONS)} versions correct; 1 skipped" in out
+    assert "gemm 0: cublas" in out and "skipped: the CUDA simulator has no cuBLAS" in out
 
 
 def test_one_family_one_version_and_the_list(capsys):
@@ -68,17 +70,20 @@ def test_bad_names_are_refused_naming_what_exists(capsys):
 
 
 def test_the_article_cases_are_the_article_shapes():
-    """Made, not launched (the simulator would take hours): the GEMMs of one step and of all steps."""
+    """Made, not launched (the simulator would take hours): the GEMMs of one step, of the wavefront's
+    5-step chunk and of all steps; the weight gradient over all steps."""
     shapes = catalog.GEMM_SHAPES["article"]
     article = fl.LSTMConfig.article()
     assert shapes == [(article.batch, 4 * article.hidden, article.hidden),
+                      (5 * article.batch, 4 * article.hidden, article.hidden),
                       (article.seq_len * article.batch, 4 * article.hidden, article.input_size)]
+    assert catalog.WEIGHT_GRADIENT["article"] == (article.seq_len, article.batch, article.hidden)
     assert catalog.PERSISTENT_SHAPES["article"] == (article.batch, article.seq_len, article.hidden)
     assert np.all(np.array(catalog.PERSISTENT_SHAPES["odd"]) % 4 != 0)
 
 
 def test_the_cublas_launcher_refuses_bad_operands_before_any_work():
-    from fastlstm_lib.gemm_bench import cublas_matmul
+    from fastlstm_lib.kernels.cublas import cublas_matmul
 
     with pytest.raises(TypeError, match="a must be a 2-D float32 NumPy array, got float64"):
         cublas_matmul(np.ones((2, 3)), np.ones((3, 2), np.float32))

@@ -1,30 +1,34 @@
-"""What notebooks 05-07 add to the library: the GEMM timed with B in each layout (notebook 06)."""
+"""What notebook 06 adds to the library: the GEMM with B in each layout, as cases of the kernel
+runner's versions 2 and 3 (kernels/catalog.py), and the runner's one tolerance table."""
 
-import pytest
+import numpy as np
 
 import fastlstm_lib as fl
-from fastlstm_lib.gemm_bench import B_LAYOUTS, time_b_layouts
+from fastlstm_lib.kernels import catalog
 
 
-def test_time_b_layouts_checks_every_layout_on_odd_shapes():
-    rows = time_b_layouts({"odd": (5, 19, 11), "one row": (1, 9, 3)}, warmup=0, repeats=1)
-    assert [(row["shape"], row["layout"]) for row in rows] == [
-        (shape, layout) for shape in ("odd", "one row") for layout, _, _ in B_LAYOUTS]
-    assert all(row["relative_error"] <= 1e-5 for row in rows)
-    assert (rows[0]["m"], rows[0]["n"], rows[0]["k"]) == (5, 19, 11)
-    assert all(row["time_ms"]["median"] > 0 and row["device"]["name"] for row in rows)
-    assert all(row["times_meaningful"] is not fl.is_simulator() for row in rows)
+def test_every_layout_of_b_is_a_checked_case_of_versions_2_and_3():
+    for number in (2, 3):
+        rows = catalog.measure(catalog.select("gemm", number)[0], sizes=("odd",))
+        first = [row for row in rows if row["shape"] == rows[0]["shape"] and "weight" not in row["variant"]]
+        # the plain run is B stored (K, N); the others name their layout
+        assert [row["variant"] for row in first] == ["", *(label for label, _, _ in catalog.B_LAYOUTS[1:])], number
+        assert all(row["relative_error"] <= row["rtol"] == fl.RTOL for row in first)
 
 
-@pytest.mark.parametrize("kwargs, error", [
-    ({"shapes": {}}, TypeError),
-    ({"shapes": {"bad": (4, 4)}}, ValueError),
-    ({"shapes": {"bad": (4, 0, 4)}}, ValueError),
-    ({"shapes": {"bad": (4, 4.0, 4)}}, TypeError),
-    ({"repeats": 0}, ValueError),
-    ({"warmup": -1}, ValueError),
-])
-def test_time_b_layouts_rejects_bad_arguments(kwargs, error):
-    kwargs = {"shapes": {"ok": (2, 3, 4)}, **kwargs}
-    with pytest.raises(error):
-        time_b_layouts(**kwargs)
+def test_the_weight_gradient_is_checked_to_the_backward_tolerance():
+    cases = catalog.weight_gradient_cases((3, 5, 7), np.random.default_rng(0))
+    assert set(cases) == {"per_step", "all_steps"}
+    for case in cases.values():
+        assert case.rtol == fl.reference.TOLERANCES["backward"] == fl.backward.reference.BACKWARD_RTOL
+        assert catalog.checked(case) <= case.rtol
+
+
+def test_cublas_is_the_gemm_familys_version_0_and_says_why_it_cannot_run():
+    (version,) = catalog.select("gemm", 0)
+    assert version.kernel == "cublas" and version is catalog.CUBLAS
+    if fl.is_simulator():
+        import pytest
+
+        with pytest.raises(catalog.Unavailable, match="simulator has no cuBLAS"):
+            catalog.measure(version, sizes=("odd",))

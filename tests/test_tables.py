@@ -1,4 +1,4 @@
-"""The one table helper (fastlstm_lib.course.tables): alignment, widths, format specs, separators, spanning
+"""The one table helper (fastlstm_lib.tables): alignment, widths, format specs, separators, spanning
 rows, its argument checks, and that no module pads a table's headers by hand any more."""
 
 import re
@@ -6,7 +6,7 @@ from pathlib import Path
 
 import pytest
 
-from fastlstm_lib.course.tables import Column, Span, table
+from fastlstm_lib.tables import Column, Span, table
 
 PACKAGE = Path(__file__).resolve().parents[1] / "fastlstm_lib"
 
@@ -84,10 +84,10 @@ def test_bad_input_names_the_argument(columns, rows, kwargs, error, words):
 
 
 def test_no_module_pads_a_header_by_hand():
-    """Tables go through fastlstm_lib.course.tables: a quoted header padded in an f-string
+    """Tables go through fastlstm_lib.tables: a quoted header padded in an f-string
     (``{'step':<18}``) is a table written by hand."""
     by_hand = re.compile(r"""\{(['"])[^'"]*\1:[<>^]?\d+\}""")
     found = [f"{path.relative_to(PACKAGE)}:{number}" for path in sorted(PACKAGE.rglob("*.py"))
              if "fakegpu" not in path.parts
              for number, line in enumerate(path.read_text().splitlines(), 1) if by_hand.search(line)]
-    assert not found, "tables padded by hand (use fastlstm_lib.course.tables.table): " + ", ".join(found)
+    assert not found, "tables padded by hand (use fastlstm_lib.tables.table): " + ", ".join(found)

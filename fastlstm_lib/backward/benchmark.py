@@ -25,8 +25,6 @@ from ..checks import check_bool, check_int
 from ..config import LSTMConfig
 from ..runtime.device import device_info
 from ..harness import bench
-from ..kernels.gemm import gemm
-from ..timing import summarize, time_launches
 from . import get, names
 
 #: The course's own speed goals (not published figures), recorded with the measurements they judge.
@@ -40,35 +38,25 @@ def _check_cfg(cfg) -> LSTMConfig:
 
 
 def bench_weight_gradients(cfg: LSTMConfig, *, warmup: int = 3, repeats: int = 20, seed: int = 0) -> dict:
-    """dW = X^T dZ of layer 1 (in = H) over all steps: one tall GEMM vs T GEMMs of B rows, accumulating."""
+    """dW = X^T dZ of layer 1 (in = H) over all steps: one tall GEMM vs T GEMMs of B rows, accumulating:
+    the kernel runner's two weight-gradient cases (``kernels/catalog.weight_gradient_cases``) at
+    ``cfg``'s steps, batch and hidden, each checked (the backward tolerance), timed and checked again."""
+    from ..kernels import catalog
+
     _check_cfg(cfg)
     warmup, repeats = check_int("warmup", warmup, minimum=0), check_int("repeats", repeats)
     seed = check_int("seed", seed, minimum=0)
     B, T, H = cfg.batch, cfg.seq_len, cfg.hidden
-    rng = np.random.default_rng(seed)
-    xs = rng.standard_normal((T * B, H)).astype(np.float32)
-    dz = rng.standard_normal((T * B, 4 * H)).astype(np.float32)
-    expected = xs.T.astype(np.float64) @ dz
-    xs_d, dz_d, dw_d = cuda.to_device(xs), cuda.to_device(dz), cuda.device_array((H, 4 * H), np.float32)
-
-    def per_step():
-        for t in range(T):
-            rows = slice(t * B, (t + 1) * B)
-            gemm(xs_d[rows], dz_d[rows], dw_d, transpose_a=True, accumulate=t > 0)
-
-    def all_steps():
-        gemm(xs_d, dz_d, dw_d, transpose_a=True)
-
+    cases = catalog.weight_gradient_cases((T, B, H), np.random.default_rng(seed))
+    computed = simulator.values_computed()  # the fake GPU (a test mode) runs no kernel
     result = {"shape": f"({H} x {T * B}) @ ({T * B} x {4 * H})", "per_step_launches": T, "all_steps_launches": 1}
-    for label, launch in (("per_step", per_step), ("all_steps", all_steps)):
-        launch()
-        error = float(np.max(np.abs(dw_d.copy_to_host() - expected)) / np.max(np.abs(expected)))
-        if not simulator.values_computed():  # the fake GPU (a test mode) runs no kernel
-            error = None
-        elif not error <= 1e-4:
-            raise RuntimeError(f"the {label} weight gradient is wrong: relative error {error:.3g}")
-        result[f"{label}_ms"] = summarize(time_launches(launch, warmup=warmup, repeats=repeats))
-        result[f"{label}_relative_error"] = error
+    for label, case in cases.items():
+        try:
+            error = catalog.checked(case, check=computed)
+        except AssertionError as failure:
+            raise RuntimeError(f"the {label} weight gradient is wrong: {failure}") from None
+        result[f"{label}_ms"] = catalog.timed(case.launch, (1, warmup, repeats))
+        result[f"{label}_relative_error"] = error if computed else None
     result["speedup"] = result["per_step_ms"]["median"] / result["all_steps_ms"]["median"]
     return result
 

@@ -24,7 +24,7 @@ import numpy as np
 from ..checks import check_array
 from ..config import LSTMConfig
 from ..params import LayerParams, validate_input
-from ..reference import lstm_layer64, reference_forward, relative_error
+from ..reference import TOLERANCES, lstm_layer64, reference_forward, relative_error
 
 #: Tolerance of the float32 backward steps: max |grad - ref| / max |ref| <= BACKWARD_RTOL for y,
 #: dx and every weight gradient. Ten times the forward's 1e-5: every weight-gradient element is a
@@ -32,7 +32,7 @@ from ..reference import lstm_layer64, reference_forward, relative_error
 #: T steps and every layer on its way back, so rounding adds up over ~100x more terms than in one
 #: forward output; a random walk of float32 roundings (eps 6e-8) over 6400 terms is ~5e-6, and
 #: 1e-4 leaves room for that without letting a wrong index (errors of order 1) pass.
-BACKWARD_RTOL = 1e-4
+BACKWARD_RTOL = TOLERANCES["backward"]
 
 
 class LayerCache(NamedTuple):

@@ -36,7 +36,7 @@ from ..launches import count_launches
 from ..runtime.nvtx import DOMAIN as DOMAIN_NAME
 from .profile.record import shared_profile as profile  # read-only here: no copy needed
 from ..reference import RTOL, relative_error
-from .tables import Column, table
+from ..tables import Column, table
 
 #: The course's odd sizes: no multiple of any tile (4, 8, 16, 32, 64) or block size.
 ODD = LSTMConfig(batch=3, seq_len=5, input_size=5, hidden=7, layers=2)

@@ -14,7 +14,7 @@ import numbers
 from pathlib import Path
 
 from ..checks import check_path, check_writable_path
-from .tables import Column, Span, table
+from ..tables import Column, Span, table
 
 RESULTS = Path(__file__).resolve().parents[2] / "data" / "results"
 

@@ -1,11 +1,16 @@
-"""Every kernel version of the family files, each runnable on its own against float64 NumPy: what
-``python -m fastlstm_lib.kernels`` validates (everywhere) and times (on a GPU), llm.c-style.
+"""Every kernel version of the family files, each runnable on its own against float64 NumPy: the
+one validate-then-time runner (``python -m fastlstm_lib.kernels``, llm.c-style), which validates
+everywhere and times on a GPU.
 
 One ``Version`` per kernel version: its spec (``spec.py``: its family, its number in that file's
 list, the kernel's name, one line on what it adds) and ``case(size, rng)``: fresh inputs at ``size`` ("odd":
 no dimension a multiple of any tile or block, except the exact-tile GEMM, which runs only where
 its tile divides the shape; "article": the article's shapes, for a GPU), its outputs poisoned
-with NaN, and a ``Case`` that launches it and knows the float64 answer and the work done.
+with NaN, and a ``Case`` that launches it and knows the float64 answer, the work done and its
+tolerance (``reference.TOLERANCES``). The GEMM family's version 0 is cuBLAS (``cublas.py``), the
+yardstick every GEMM version is set beside (``gemm_table``); its versions 2 and 3 also run with B
+in each layout (notebook 06) and as the backward pass's weight gradient, one launch per step
+against one for all steps (``weight_gradient_cases``, notebook 41).
 """
 
 from __future__ import annotations
@@ -17,17 +22,20 @@ import numpy as np
 from numba import cuda
 
 from ..runtime import simulator
-from ..reference import relative_error, sigmoid64
+from ..reference import RTOL, TOLERANCES, relative_error, sigmoid64
+from ..tables import Column, table
 from ..timing import summarize, time_launches
-from . import gemm as g, persistent, persistent_plan, pointwise as pw, pointwise_backward as pwb, reduce, vector
+from . import cublas, gemm as g, persistent, persistent_plan, pointwise as pw, pointwise_backward as pwb, reduce, vector
 from .spec import Spec
 from .versions import every
 
 SIZES = ("odd", "article")
-#: Largest relative error a version may have against float64.
-RTOL = 1e-5
 #: Launches per timed repeat, warm-up repeats, timed repeats.
 INNER, WARMUP, REPEATS = 20, 3, 30
+
+
+class Unavailable(RuntimeError):
+    """A version that cannot run here (cuBLAS without torch or a GPU): skipped, saying why."""
 
 
 @dataclasses.dataclass
@@ -42,6 +50,8 @@ class Case:
     flop: float
     bytes: float
     reset: Callable[[], None] = lambda: None  # puts in-place outputs back before a check
+    rtol: float = RTOL  # its tolerance, from the one table (reference.TOLERANCES)
+    variant: str = ""  # what else sets this case apart from the version's plain run at ``shape``
 
     def error(self) -> float:
         """The largest relative error over the outputs (``relative_error``: inf on any NaN)."""
@@ -73,15 +83,54 @@ def _poisoned(*shape):
     return cuda.to_device(np.full(shape, np.nan, np.float32))
 
 
-# ---- gemm.py ---------------------------------------------------------------------------------
-#: (M, N, K): odd, and the article's recurrent GEMM of one step and input GEMM of all steps.
-GEMM_SHAPES = {"odd": [(7, 13, 11)], "article": [(64, 2048, 512), (6400, 2048, 512)]}
+# ---- gemm.py (and cuBLAS, version 0) -------------------------------------------------------------
+#: (M, N, K): odd, and the article's GEMMs: a step's (recurrent or input), the wavefront's 5-step
+#: chunk of inputs, and the input GEMM of all steps.
+GEMM_SHAPES = {"odd": [(7, 13, 11)], "article": [(64, 2048, 512), (320, 2048, 512), (6400, 2048, 512)]}
+#: The layouts of B that versions 2 and 3 also run in, on the size's first shape (notebook 06):
+#: (label, stored transposed and read with the 'T' flag, loaded in the naive order); the first is
+#: every version's plain run (no variant).
+B_LAYOUTS = (("B stored (K, N)", False, False), ("B stored (N, K), loaded along k", True, False),
+             ("B stored (N, K), naive loads (strided_b)", True, True))
+#: (steps, batch, inputs) of the weight gradient dW = X^T dZ of one layer over every step.
+WEIGHT_GRADIENT = {"odd": (3, 5, 7), "article": (100, 64, 512)}
+
+
+class _Fetched:
+    """An output that is not a Numba array (cuBLAS's, in torch): ``copy_to_host`` as Case reads it."""
+
+    def __init__(self, fetch):
+        self.copy_to_host = fetch
+
+
+def _cublas_case(size, rng):
+    why = cublas.unavailable() if not simulator.SIMULATOR else "the CUDA simulator has no cuBLAS"
+    if why:
+        raise Unavailable(why)
+    cases = []
+    for m, n, k in GEMM_SHAPES[size]:
+        a, b = _f32(rng, m, k), _f32(rng, k, n)
+        launch, fetch = cublas.cublas_matmul(a, b)
+        cases.append(Case(f"{m} x {n} x {k}", launch, {"c": _Fetched(fetch)}, {"c": a.astype(np.float64) @ b},
+                          2.0 * m * n * k, 4.0 * (m * k + k * n + m * n)))
+    return cases
+
+
+def _gemm_kernel(version: int, blocking, transposed: bool = False, strided: bool = False):
+    """(the kernel of ``version`` for ``blocking`` and B's layout, its threads per block)."""
+    if version == 2:
+        return g.blocked_gemm_kernel(blocking, transposed, strided), blocking.threads
+    if version == 3:
+        return g.exact_gemm_kernel(blocking, transposed, False, g.SHARED_PADDING, strided), blocking.threads
+    if version == 4:
+        return g.prefetch_gemm_kernel(blocking, g.SHARED_PADDING), blocking.threads
+    return g.vector_gemm_kernel(blocking, g.SHARED_PADDING), blocking.threads
 
 
 def _gemm_case(version: int):
     def case(size, rng):
         cases = []
-        for m, n, k in GEMM_SHAPES[size]:
+        for index, (m, n, k) in enumerate(GEMM_SHAPES[size]):
             blocking = g.choose_blocking(m, n, k)
             if version >= 3:  # the exact-tile kernels need a shape their tile divides: the next one up
                 m, n, k = (-(-m // blocking.bm) * blocking.bm, -(-n // blocking.bn) * blocking.bn,
@@ -90,30 +139,56 @@ def _gemm_case(version: int):
                 cases.append(_split_case(m, n, k, rng))
                 continue
             a, b = _f32(rng, m, k), _f32(rng, k, n)
-            a_d, b_d, c_d = cuda.to_device(a), cuda.to_device(b), _poisoned(m, n)
+            a_d, c_d = cuda.to_device(a), _poisoned(m, n)
+            want = a.astype(np.float64) @ b
             grid = (-(-n // blocking.bn), -(-m // blocking.bm))
-            if version == 1:
-                tile = g.TILE
-                kernel, grid, block = g.tiled_gemm_kernel(tile), (-(-n // tile), -(-m // tile)), (tile, tile)
-            elif version == 2:
-                kernel, block = g.blocked_gemm_kernel(blocking, False), blocking.threads
-            elif version == 3:
-                kernel, block = g.exact_gemm_kernel(blocking, False, False, g.SHARED_PADDING), blocking.threads
-            elif version == 4:
-                kernel, block = g.prefetch_gemm_kernel(blocking, g.SHARED_PADDING), blocking.threads
-            else:  # fresh allocations: rows contiguous and aligned, as vector loads need
-                if not (g.vector_fits(blocking, m, n, k)
-                        and all(vector.aligned(x, g.vector_width(blocking)) for x in (a_d, b_d))):
-                    raise RuntimeError(f"version 5 cannot run {blocking} on {m} x {n} x {k} with these arrays")
-                kernel, block = g.vector_gemm_kernel(blocking, g.SHARED_PADDING), blocking.threads
+            layouts = B_LAYOUTS if version in (2, 3) and index == 0 else B_LAYOUTS[:1]
+            for layout, transposed, strided in layouts:
+                b_d = cuda.to_device(np.ascontiguousarray(b.T) if transposed else b)
+                if version == 1:
+                    tile = g.TILE
+                    kernel, grid, block = g.tiled_gemm_kernel(tile), (-(-n // tile), -(-m // tile)), (tile, tile)
+                else:
+                    if version == 5 and not (g.vector_fits(blocking, m, n, k)  # fresh allocations: aligned rows
+                                             and all(vector.aligned(x, g.vector_width(blocking)) for x in (a_d, b_d))):
+                        raise RuntimeError(f"version 5 cannot run {blocking} on {m} x {n} x {k} with these arrays")
+                    kernel, block = _gemm_kernel(version, blocking, transposed, strided)
 
-            def launch(kernel=kernel, grid=grid, block=block, a_d=a_d, b_d=b_d, c_d=c_d):
-                kernel[grid, block](a_d, b_d, c_d, False)
+                def launch(kernel=kernel, grid=grid, block=block, b_d=b_d):
+                    kernel[grid, block](a_d, b_d, c_d, False)
 
-            cases.append(Case(f"{m} x {n} x {k}", launch, {"c": c_d}, {"c": a.astype(np.float64) @ b},
-                              2.0 * m * n * k, 4.0 * (m * k + k * n + m * n)))
+                cases.append(Case(f"{m} x {n} x {k}", launch, {"c": c_d}, {"c": want}, 2.0 * m * n * k,
+                                  4.0 * (m * k + k * n + m * n), variant=layout if transposed else ""))
+        if version == 3:
+            cases += list(weight_gradient_cases(WEIGHT_GRADIENT[size], rng).values())
         return cases
     return case
+
+
+def weight_gradient_cases(dims: tuple, rng) -> dict:
+    """The backward pass's weight gradient dW = X^T dZ of one layer over every step (notebook 41):
+    {"per_step": one ``gemm()`` a step, accumulating; "all_steps": one over the (T x B) rows of
+    every step}, at ``dims`` = (steps, batch, inputs) (``WEIGHT_GRADIENT``), checked to the
+    backward tolerance."""
+    steps, batch, inputs = dims
+    xs, dz = _f32(rng, steps * batch, inputs), _f32(rng, steps * batch, 4 * inputs)
+    xs_d, dz_d, dw_d = cuda.to_device(xs), cuda.to_device(dz), _poisoned(inputs, 4 * inputs)
+    want = xs.T.astype(np.float64) @ dz
+
+    def per_step():
+        for t in range(steps):
+            rows = slice(t * batch, (t + 1) * batch)
+            g.gemm(xs_d[rows], dz_d[rows], dw_d, transpose_a=True, accumulate=t > 0)
+
+    def all_steps():
+        g.gemm(xs_d, dz_d, dw_d, transpose_a=True)
+
+    shape = f"{inputs} x {4 * inputs} x {steps * batch}"  # M x N x K of X^T dZ
+    flop, moved = 2.0 * inputs * 4 * inputs * steps * batch, 4.0 * (steps * batch * 5 * inputs + 4 * inputs * inputs)
+    return {"per_step": Case(shape, per_step, {"dw": dw_d}, {"dw": want}, flop, moved, rtol=TOLERANCES["backward"],
+                             variant=f"weight gradient, one launch a step ({steps})"),
+            "all_steps": Case(shape, all_steps, {"dw": dw_d}, {"dw": want}, flop, moved, rtol=TOLERANCES["backward"],
+                              variant="weight gradient, one launch")}
 
 
 def _split_case(m, n, k, rng):
@@ -283,7 +358,9 @@ CASES = {
     ("reduce", 1, "column_sum"): _column_sum_case,
     ("persistent", 1, "persistent_layer"): _persistent_case,
 }
-VERSIONS = tuple(Version(spec, CASES[spec.family, spec.number, spec.name]) for spec in every())
+#: cuBLAS: the GEMM family's version 0 (``cublas.py``), ours 1-6 beside it.
+CUBLAS = Version(Spec("gemm", 0, "cublas", cublas.WHAT, (), None, None), _cublas_case)
+VERSIONS = (CUBLAS,) + tuple(Version(spec, CASES[spec.family, spec.number, spec.name]) for spec in every())
 
 
 def select(name: str | None = None, number: int | None = None) -> list[Version]:
@@ -306,15 +383,15 @@ def select(name: str | None = None, number: int | None = None) -> list[Version]:
 # ---- validate, then time ---------------------------------------------------------------------------
 
 def checked(case: Case, when: str = "", check: bool = True) -> float:
-    """The case's relative error after a fresh launch; AssertionError beyond ``RTOL`` (NaN too).
-    ``check=False`` (a fake GPU, which computes nothing): launched, not compared, NaN returned."""
+    """The case's relative error after a fresh launch; AssertionError beyond its tolerance (NaN
+    too). ``check=False`` (a fake GPU, which computes nothing): launched, not compared, NaN returned."""
     case.reset()
     case.launch()
     if not check:
         return float("nan")
     error = case.error()
-    if not error <= RTOL:
-        raise AssertionError(f"{case.shape}: relative error {error:.2g} > {RTOL:g}{' ' + when if when else ''}")
+    if not error <= case.rtol:
+        raise AssertionError(f"{case.shape}{', ' + case.variant if case.variant else ''}: relative error {error:.2g} > {case.rtol:g}{' ' + when if when else ''}")
     return error
 
 
@@ -330,40 +407,29 @@ def timed(launch, counts: tuple = (INNER, WARMUP, REPEATS)) -> dict:
     return summarize(np.asarray(time_launches(launches, warmup=warmup, repeats=repeats)) / inner)
 
 
-def cublas_ms(m: int, n: int, k: int, counts: tuple) -> float | None:
-    """cuBLAS's median ms for the same (m x k) @ (k x n) FP32 product (``gemm_bench.cublas_matmul``:
-    torch, TF32 off), timed as ours is; None where torch or its GPU is missing."""
-    try:
-        import torch
-    except ImportError:
-        return None
-    if not torch.cuda.is_available():
-        return None
-    from ..gemm_bench import cublas_matmul
-
-    rng = np.random.default_rng(0)
-    launch, _ = cublas_matmul(_f32(rng, m, k), _f32(rng, k, n))
-    return timed(launch, counts)["median"]
-
-
-def measure(version: Version, sizes=SIZES, seed: int = 0, check: bool = True,
-            counts: tuple = (INNER, WARMUP, REPEATS)) -> list[dict]:
+def measure(version: Version, sizes=SIZES, seed: int = 0, check: bool | None = None,
+            counts: tuple | None = None) -> list[dict]:
     """One row per case of ``version`` at ``sizes``: checked against float64 (AssertionError if
     wrong); at the article's shapes, where values are computed on a GPU, also timed and checked
     again, with GFLOP/s (GEMMs, persistent) or GB/s (the memory-bound rest) beside the chip's peak
-    (data/gpus.csv) and, for a GEMM, cuBLAS's time. ``check=False`` and ``counts`` are the GPU
-    run's rehearsal on a fake GPU: every launch and event, no value compared, few repeats."""
+    (data/gpus.csv). ``check`` (default: wherever values are computed) and ``counts`` (launches,
+    warm-up, repeats; default ``INNER``, ``WARMUP``, ``REPEATS``, or 2, 0, 2 where nothing is
+    computed) make the GPU run's rehearsal on a fake GPU: every launch and event, no value compared,
+    few repeats. ``Unavailable`` where the version cannot run here (cuBLAS without torch)."""
     from ..runtime.device import device_info
     from ..gpus import find_gpu
 
+    computed = simulator.values_computed()
+    check = computed if check is None else check
+    counts = ((INNER, WARMUP, REPEATS) if computed else (2, 0, 2)) if counts is None else counts
     chip = None if simulator.SIMULATOR else find_gpu(device_info()["name"])
     rng = np.random.default_rng(seed)
     rows = []
     for size in sizes:
         for case in version.case(size, rng):
             row = {"kernel": version.kernel, "family": version.family, "version": version.number, "size": size,
-                   "shape": case.shape, "relative_error": checked(case, check=check), "flop": case.flop,
-                   "bytes": case.bytes}
+                   "shape": case.shape, "variant": case.variant, "relative_error": checked(case, check=check), "rtol": case.rtol,
+                   "flop": case.flop, "bytes": case.bytes}
             if size == "article" and not simulator.SIMULATOR:
                 row["time_ms"] = timed(case.launch, counts)
                 row["relative_error_after"] = checked(case, "after timing", check)
@@ -374,7 +440,31 @@ def measure(version: Version, sizes=SIZES, seed: int = 0, check: bool = True,
                 else:
                     row["gb_s"] = case.bytes / seconds / 1e9
                     row["peak_gb_s"] = chip["memory_gb_s"] if chip else None
-                if version.family == "gemm":
-                    row["cublas_ms"] = cublas_ms(*(int(part) for part in case.shape.split(" x ")), counts)
             rows.append(row)
     return rows
+
+
+def gemm_table(rows: list[dict]) -> str:
+    """The GEMM family's timed rows as SGEMM_CUDA's README tables them: one line per version, its
+    GFLOP/s at each of the article's shapes and, where cuBLAS (version 0) ran, its share of
+    cuBLAS's; then one line per variant (B's layouts, the weight gradient). Empty where nothing was
+    timed."""
+    timed_rows = [row for row in rows if row.get("family") == "gemm" and "gflops" in row]
+    if not timed_rows:
+        return ""
+    cublas_at = {row["shape"]: row["gflops"] for row in timed_rows if row["version"] == 0}
+
+    def cell(row) -> str:
+        share = f" ({row['gflops'] / cublas_at[row['shape']]:.0%})" if row["version"] and row["shape"] in cublas_at else ""
+        return f"{row['gflops']:,.0f}{share}"
+
+    plain = [row for row in timed_rows if not row.get("variant")]
+    shapes = list(dict.fromkeys(row["shape"] for row in plain))
+    versions = {row["version"]: row["kernel"] for row in plain}
+    found = {(row["version"], row["shape"]): cell(row) for row in plain}
+    text = table([Column("GEMM version, GFLOP/s (share of cuBLAS)", "<", 40)] + [Column(shape, ">", 20) for shape in shapes],
+                 [[f"{number} {versions[number]}"] + [found.get((number, shape), "-") for shape in shapes]
+                  for number in sorted(versions)])
+    variants = [f"{row['version']} {row['kernel']}, {row['shape']}, {row['variant']}: {cell(row)} GFLOP/s"
+                for row in timed_rows if row.get("variant")]
+    return "\n".join([text, *variants])

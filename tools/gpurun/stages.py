@@ -8,13 +8,14 @@ brings them back and a second, resumed (runner.py), the rest. Each fills one res
  1 ladder       every step at the article's size, plain and as CUDA Graphs      -> ladder-DATE.json
  2 cudnn        torch.nn.LSTM (cuDNN) with the same weights, and Keras' LSTM three ways when
                 Keras is there; TF32 off                                        -> cudnn-DATE.json
- 3 gemm         our GEMM against cuBLAS on the article's shapes, and B's layouts -> gemm-vs-cublas-DATE.json
+ 3 gemm         every GEMM version (the kernel runner) beside cuBLAS, its version 0, on the
+                article's shapes, B in each layout, the weight gradient         -> gemm-vs-cublas-DATE.json
  4 sweep        batch 1, 4, 16, 64: wavefront, persistent and cuDNN            -> batch-sweep-DATE.json
  5 correctness  every forward step (recorded pass, replayed pass, graph=True) and backward step
                 against the float64 reference at odd sizes and at a size of many blocks per kernel;
                 the persistent kernel at hidden 512, batch 1-64, and a plan over 48 KiB of shared
-                memory; every run twice, bitwise identical; every kernel version on its own,
-                checked, then timed at the article's shapes (fastlstm_lib/kernels/catalog.py);
+                memory; every run twice, bitwise identical; every other family's kernel versions
+                on their own, checked, then timed at the article's shapes (kernels/catalog.py);
                 the exercises' own solutions (every timed pass of the stages before checks its
                 own result before and after timing)
  6 clocks       per step, the host's time to issue a pass against the GPU's     -> clocks-DATE.json
@@ -326,20 +327,32 @@ def passes_checked(step, cfg, *, graph: bool = False, **options) -> dict:
             **({"plan": dataclasses.asdict(plan)} if plan is not None else {})}
 
 
-def kernel_versions(ctx) -> None:
-    """Every kernel version on its own (``python -m fastlstm_lib.kernels``): checked at odd sizes,
-    then at the article's shapes checked, timed (CUDA events) and checked again, one row per case.
-    On the fake GPU every launch and event is made, nothing compared, with few repeats."""
+def kernel_versions(ctx, gemm: bool) -> list[dict]:
+    """The kernel versions of the GEMM family (``gemm``; cuBLAS its version 0) or of every other
+    family, each on its own (the kernel runner, ``python -m fastlstm_lib.kernels``): checked at odd
+    sizes, then at the article's shapes checked, timed (CUDA events) and checked again, one row per
+    case. On the fake GPU every launch and event is made, nothing compared, with few repeats. A
+    version that cannot run here (cuBLAS without torch) is a skipped row, saying why."""
     from fastlstm_lib.kernels import catalog
 
     computed = values_computed()
     counts = (catalog.INNER, catalog.WARMUP, catalog.REPEATS) if computed and not ctx.quick else (2, 0, 2)
+    rows = []
     for version in catalog.VERSIONS:
+        if (version.family == "gemm") != gemm:
+            continue
+
         def one(version=version):
-            rows = catalog.measure(version, check=computed, counts=counts)
-            return [ctx.keep(dict(row, measurement="kernel_version", checked=computed)) for row in rows]
+            try:
+                measured = catalog.measure(version, check=computed, counts=counts)
+            except catalog.Unavailable as error:
+                ctx.rows.append({"item": f"kernel {version.label}", "outcome": f"skipped: {error}"})
+                return None
+            rows.extend(measured)
+            return [ctx.keep(dict(row, measurement="kernel_version", checked=computed)) for row in measured]
 
         ctx.item(f"kernel {version.label}: validated, then timed at the article's shapes", one)
+    return rows
 
 
 def correctness(ctx) -> dict:
@@ -368,7 +381,7 @@ def correctness(ctx) -> dict:
 
     if size["large_shared"]:
         ctx.item("persistent plan over 48 KiB of shared memory", large)
-    kernel_versions(ctx)
+    kernel_versions(ctx, gemm=False)
     for name in lib.exercises.names():
         if not values_computed():
             ctx.rows.append({"item": f"exercise {name}: its solution passes",
@@ -452,17 +465,6 @@ def torch_row(cfg, counts: dict, backward: bool = False) -> dict:
     return torch_cudnn.bench_torch_lstm(where, backward=backward, **counts)
 
 
-def no_torch_gpu() -> str | None:
-    """Why cuBLAS cannot be reached here, or None (torch with a GPU)."""
-    why = torch_missing()
-    if why is None:
-        import torch
-
-        if not torch.cuda.is_available():
-            why = "torch sees no GPU: cuBLAS needs one"
-    return why
-
-
 def keras_missing() -> str | None:
     try:
         importlib.metadata.version("keras")
@@ -518,18 +520,13 @@ def clocks(ctx) -> dict:
 # ---- 3: GEMM against cuBLAS -------------------------------------------------------------------------
 
 def gemm(ctx) -> dict:
-    from fastlstm_lib import gemm_bench
+    """The GEMM family through the kernel runner: every version, cuBLAS (version 0) among them,
+    checked and timed at the article's shapes, B in each layout, and the weight gradient."""
+    from fastlstm_lib.kernels import catalog
 
-    shapes = gemm_bench.article_gemm_shapes(sizes(ctx.quick)["article"])
-    counts = {"warmup": 1, "repeats": 2} if ctx.quick else {}
-    rows = ctx.item("our GEMM against cuBLAS (torch, TF32 off)",
-                    lambda: [ctx.keep(dict(row, measurement="gemm_vs_cublas"))
-                             for row in gemm_bench.bench_gemm_vs_cublas(shapes, **counts)])
-    ctx.item("our GEMM with B in each layout", lambda: [ctx.keep(dict(row, measurement="b_layouts"))
-                                                        for row in gemm_bench.time_b_layouts(shapes, **counts)])
-    if rows:
-        return {"headline": ", ".join(f"{r['shape']} {100 * r['fraction_of_cublas']:.0f}%" for r in rows) + " of cuBLAS"}
-    return {}
+    rows = kernel_versions(ctx, gemm=True)
+    table = catalog.gemm_table(rows)
+    return {"headline": table.splitlines()[-1].strip() if table else "", "table": table}
 
 
 # ---- 4: batch sweep -------------------------------------------------------------------------------
@@ -731,8 +728,8 @@ STAGES = [
           cost_s=116, quick_cost_s=5, file="ladder-{date}.json"),
     Stage(2, "cudnn", "cuDNN with the same weights: torch.nn.LSTM, and Keras when it is there; TF32 off", cudnn,
           cost_s=40, quick_cost_s=5, file="cudnn-{date}.json", unavailable=torch_missing),
-    Stage(3, "gemm", "our GEMM against cuBLAS on the article's shapes", gemm,
-          cost_s=20, quick_cost_s=5, file="gemm-vs-cublas-{date}.json", unavailable=no_torch_gpu),
+    Stage(3, "gemm", "every GEMM version against cuBLAS (version 0) on the article's shapes", gemm,
+          cost_s=20, quick_cost_s=5, file="gemm-vs-cublas-{date}.json"),
     Stage(4, "sweep", "batch 1, 4, 16, 64: wavefront, persistent and cuDNN", sweep,
           cost_s=25, quick_cost_s=5, file="batch-sweep-{date}.json"),
     Stage(5, "correctness", "every step against the reference at odd sizes and many blocks, twice, bitwise; "

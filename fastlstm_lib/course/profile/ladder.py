@@ -16,7 +16,7 @@ from ...config import LSTMConfig, flops
 from ...gpus import gpu as gpu_row
 from ...kernels.persistent_plan import PersistentLimitError
 from ...steps import names as ladder_names
-from ..tables import Column, table
+from ...tables import Column, table
 from .bound import checked_host, lower_bound
 from .record import ladder_step, shared_profile as profile  # read-only: no copy needed
 

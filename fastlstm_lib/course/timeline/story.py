@@ -20,7 +20,7 @@ from ...config import LSTMConfig
 from ...gpus import gpu as gpu_row
 from ..profile.bound import checked_host, lower_bound
 from ..profile.ladder import HOSTS as LADDER_HOSTS, checked_ladder_arguments
-from ..tables import Column, Span, table
+from ...tables import Column, Span, table
 from .api import estimate
 
 GPUS = ("T4", "H100")

@@ -10,7 +10,7 @@ persistent step cannot run on it, whatever is installed.
 
 from __future__ import annotations
 
-from ...course.tables import Column, Span, table
+from ...tables import Column, Span, table
 from . import fixes
 from .fixes import CUDA13_COMPUTE_CAPABILITY, DRIVER_UPDATE, Finding, cuda_wheel, device_facts, version_tuple
 from . import software

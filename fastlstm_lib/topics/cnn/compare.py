@@ -14,7 +14,7 @@ from __future__ import annotations
 
 from ...checks import check_number
 from ...runtime.keras_backend import device_label
-from ...course.tables import Column, Span, table
+from ...tables import Column, Span, table
 from .formats import DATA_FORMATS, check_data_format
 
 #: What the chart and the tables say "% faster" means.

@@ -15,7 +15,7 @@ from pathlib import Path
 import numpy as np
 
 from ...checks import check_choice, check_int
-from ...course.tables import Column, table
+from ...tables import Column, table
 
 
 def key_as_text(state: np.ndarray) -> str:
