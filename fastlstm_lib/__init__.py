@@ -21,23 +21,12 @@ if _ABSENT:
 
     __getattr__ = _refusal(_ABSENT)
 else:
-    import os as _os
-
     from .runtime.numba_compat import restore_numpy_aliases
 
     restore_numpy_aliases()  # NumPy 2.5 removed np.row_stack, which numba-cuda names when it first compiles
-    if _os.environ.get("FASTLSTM_FAKE_GPU", "").strip():  # the fake-GPU test mode (tests/fakegpu): its driver first
-        try:
-            import fakegpu as _fakegpu
-        except ModuleNotFoundError as error:
-            if error.name != "fakegpu":
-                raise
-            raise ImportError("FASTLSTM_FAKE_GPU is the project's test mode (the fake GPU, tests/fakegpu/ of a clone, "
-                              "not installed with the package): run from the clone's root with tests/ on PYTHONPATH: "
-                              "PYTHONPATH=$PWD/tests FASTLSTM_FAKE_GPU=T4 python SCRIPT.py, or unset "
-                              "FASTLSTM_FAKE_GPU") from None
-        _fakegpu.activate_from_environment()
-    from .runtime import simulator  # first: decides NUMBA_ENABLE_CUDASIM before numba is imported
+    # First: decides NUMBA_ENABLE_CUDASIM before numba is imported. With FASTLSTM_FAKE_GPU set, the
+    # fake GPU's driver (tests/fakegpu) is loaded just before, by tests/sitecustomize.py.
+    from .runtime import simulator
 
     if simulator.SIMULATOR:
         simulator.lock_shared_array_allocation()  # a race in the simulator's shared memory
@@ -55,7 +44,7 @@ else:
     from .config import LSTMConfig, flops
     from .params import GATES, LayerParams, init_params, random_input, validate_input, validate_params
     from .reference import RTOL, matches, reference_forward, relative_error
-    from .runtime.device import device_info, is_simulator
+    from .runtime.device import DEVICE, device_info, is_simulator
     from . import steps
     from .launches import count_launches, launch_overhead_us
     from .course.article import article_numbers, article_source, ladder_comparison

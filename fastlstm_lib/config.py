@@ -44,9 +44,9 @@ class LSTMConfig:
     @classmethod
     def default(cls) -> "LSTMConfig":
         """``article()`` on a GPU, ``tiny()`` on the simulator."""
-        from .runtime import simulator
+        from .runtime.device import DEVICE
 
-        return cls.tiny() if simulator.SIMULATOR else cls.article()
+        return cls.tiny() if DEVICE.small else cls.article()
 
     def as_dict(self) -> dict:
         return dataclasses.asdict(self)

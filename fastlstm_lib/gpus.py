@@ -114,9 +114,9 @@ def chip(name: str | None = None) -> Chip:
     """
     if name is not None:
         return Chip.from_row(gpu(name))
-    from .runtime import simulator
+    from .runtime.device import DEVICE
 
-    if simulator.SIMULATOR:
+    if DEVICE.small:
         raise ValueError("the CUDA simulator has no chip limits: name a GPU, e.g. chip('H100')")
     from numba import cuda
 

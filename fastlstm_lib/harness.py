@@ -23,7 +23,7 @@ from .params import init_params, random_input
 from .progress import progress_bar
 from .reference import RTOL, reference_forward, where_nonfinite
 from .steps.simulator_budget import SIMULATOR_PASSES, refuse_slow_simulation, simulated_passes
-from .runtime import simulator
+from .runtime.device import DEVICE
 from . import steps as steps_registry
 from .timing import issue_and_run_times, summarize
 
@@ -75,7 +75,7 @@ def check(runner, ref, step_name: str, when: str, rtol: float) -> float | None:
     """
     runner.poison()
     runner.launch()
-    if not simulator.values_computed() and not runner.times_meaningful:  # Keras' runners do run, on the CPU
+    if not DEVICE.computes and not runner.times_meaningful:  # Keras' runners do run, on the CPU
         runner.result()  # everything a pass does on the host, down to the copy back
         return None
     result = runner.result()

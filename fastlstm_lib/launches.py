@@ -38,7 +38,7 @@ from collections import Counter
 
 from numba import cuda
 
-from .runtime import simulator
+from .runtime.device import DEVICE
 from .checks import check_int
 from .kernels.spec import function_name as kernel_name
 from .timing import wall_times
@@ -154,7 +154,7 @@ def launch_overhead_us(launches: int = 2000) -> float:
     simulator this measures Python threads, not a GPU.
     """
     launches = check_int("launches", launches)
-    simulator.announce()
+    DEVICE.announce()
     dummy = cuda.device_array(1, dtype="float32")
 
     def launch_all():

@@ -21,7 +21,7 @@ import time
 
 import numpy as np
 
-from .runtime import simulator
+from .runtime.device import DEVICE
 
 
 def wall_times(call, *, warmup: int, repeats: int, synchronize=None) -> list[float]:
@@ -49,7 +49,7 @@ def time_launches(launch, *, warmup: int, repeats: int) -> list[float]:
     """
     from numba import cuda
 
-    if simulator.SIMULATOR:
+    if not DEVICE.compiled:  # the simulator has no event timer
         return wall_times(launch, warmup=warmup, repeats=repeats, synchronize=cuda.synchronize)
     _check_counts(warmup, repeats)
     for _ in range(warmup):
@@ -81,7 +81,7 @@ def issue_and_run_times(launch, *, warmup: int, repeats: int) -> dict:
     for _ in range(warmup):
         launch()
     cuda.synchronize()
-    events = None if simulator.SIMULATOR else (cuda.event(timing=True), cuda.event(timing=True))
+    events = (cuda.event(timing=True), cuda.event(timing=True)) if DEVICE.compiled else None
     issue, device, wall = [], [], []
     for _ in range(repeats):
         cuda.synchronize()

@@ -101,6 +101,40 @@ def test_the_core_never_imports_the_course_or_the_topics():
     assert not {name: targets for name, targets in runtime.items() if targets}  # where we run: below everything
 
 
+#: What the kernels stand on: the float64 reference, the timer, the argument checks, the GPU table,
+#: the sizes, the weights, the table helper, and runtime/ (where we run).
+BELOW_THE_KERNELS = {f"fastlstm_lib.{name}" for name in
+                     ("checks", "config", "gpus", "params", "reference", "tables", "timing")}
+
+
+def below_the_kernels(name: str) -> bool:
+    return name in BELOW_THE_KERNELS or name.startswith("fastlstm_lib.runtime")
+
+
+def test_the_kernels_import_nothing_above_them():
+    """``kernels/`` imports only itself and what stands below it (not the steps, the harness, the
+    recorder, the launch counter, the course or the topics), and what stands below imports only
+    what stands below: a kernel family can be read, checked and timed on its own."""
+    wrong = {name: sorted(target for target in imported_modules(name, path)
+                          if not (target.startswith("fastlstm_lib.kernels") or below_the_kernels(target)))
+             for name, path in MODULES.items() if name.startswith("fastlstm_lib.kernels")}
+    assert not {name: targets for name, targets in wrong.items() if targets}
+    below = {name: sorted(target for target in imported_modules(name, MODULES[name]) if not below_the_kernels(target))
+             for name in BELOW_THE_KERNELS}
+    assert not {name: targets for name, targets in below.items() if targets}
+
+
+def test_kernels_and_steps_ask_the_device_object_not_the_test_modes():
+    """Kernels and steps ask ``runtime.device.DEVICE`` what the machine allows; only
+    ``runtime/device.py`` reads the simulator's flags, and nothing names the fake GPU's package."""
+    flag = re.compile(r"\bSIMULATOR\b|\bFAKE_GPU\b|values_computed|runtime import simulator|runtime\.simulator|fakegpu")
+    found = [f"{path.relative_to(ROOT)}:{number}: {line.strip()}"
+             for folder in ("kernels", "steps", "backward")
+             for path in sorted((PACKAGE / folder).rglob("*.py"))
+             for number, line in enumerate(path.read_text().splitlines(), 1) if flag.search(line)]
+    assert not found, found
+
+
 def test_one_model_of_stream_ordering():
     """CUDA's stream ordering is written once, ``profile/graph.Order``: the profile's dependency
     graph and the exercises' race checks both ask it (no second model, such as vector clocks)."""

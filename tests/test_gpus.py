@@ -95,7 +95,10 @@ def on_gpu(monkeypatch):
     from numba import cuda
 
     def use(device):
-        monkeypatch.setattr(fl.simulator, "SIMULATOR", False)
+        from fastlstm_lib.runtime import device as device_module
+
+        for module in (device_module, persistent_plan):  # what chip() and plan() ask
+            monkeypatch.setattr(module, "DEVICE", device_module.Device("gpu"))
         monkeypatch.setattr(cuda, "get_current_device", lambda: device)
 
     return use

@@ -30,5 +30,5 @@ def test_cublas_is_the_gemm_familys_version_0_and_says_why_it_cannot_run():
     if fl.is_simulator():
         import pytest
 
-        with pytest.raises(catalog.Unavailable, match="simulator has no cuBLAS"):
+        with pytest.raises(catalog.Unavailable, match="cuBLAS needs a real GPU"):
             catalog.measure(version, sizes=("odd",))

@@ -35,7 +35,8 @@ from numba import cuda
 from ..checks import check_choice
 from ..config import LSTMConfig, flops
 from ..params import LayerParams, validate_input
-from ..steps.base import LSTMStep, Runner, poison_value, time_major
+from ..runtime.device import DEVICE
+from ..steps.base import LSTMStep, Runner, time_major
 from ..steps.resources import ordering_event, scratch
 from .reference import BACKWARD_RTOL, TrainingResult, output_gradient, reference_training, training_error, \
     validate_dy
@@ -66,7 +67,7 @@ class TrainingRunner(Runner):
         if self.state.timed == "forward+backward":
             super().poison()  # y too; with timed="backward" it was computed once, before
         for array in outputs(self.state):
-            array.copy_to_device(np.full(array.shape, poison_value(), dtype=np.float32))
+            array.copy_to_device(np.full(array.shape, DEVICE.poison, dtype=np.float32))
 
     def result(self) -> TrainingResult:
         y = super().result()  # waits for the device

@@ -20,7 +20,7 @@ import datetime
 import numpy as np
 from numba import cuda
 
-from ..runtime import simulator
+from ..runtime.device import DEVICE
 from ..checks import check_bool, check_int
 from ..config import LSTMConfig
 from ..runtime.device import device_info
@@ -48,7 +48,7 @@ def bench_weight_gradients(cfg: LSTMConfig, *, warmup: int = 3, repeats: int = 2
     seed = check_int("seed", seed, minimum=0)
     B, T, H = cfg.batch, cfg.seq_len, cfg.hidden
     cases = catalog.weight_gradient_cases((T, B, H), np.random.default_rng(seed))
-    computed = simulator.values_computed()  # the fake GPU (a test mode) runs no kernel
+    computed = DEVICE.computes  # the fake GPU (a test mode) runs no kernel
     result = {"shape": f"({H} x {T * B}) @ ({T * B} x {4 * H})", "per_step_launches": T, "all_steps_launches": 1}
     for label, case in cases.items():
         try:
@@ -82,7 +82,7 @@ def bench_backward(cfg: LSTMConfig | None = None, *, steps=None, keras: bool = T
     repeats = None if repeats is None else check_int("repeats", repeats)
     if each is not None and not callable(each):
         raise TypeError(f"each must be a function each(label, call), got {type(each).__name__}")
-    if simulator.SIMULATOR:
+    if DEVICE.small:
         raise RuntimeError("the backward benchmark needs a GPU: on the CUDA simulator times mean nothing")
     each = each or (lambda label, call: call())
     cfg = LSTMConfig.article() if cfg is None else cfg

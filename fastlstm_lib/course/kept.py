@@ -54,14 +54,14 @@ def fingerprint() -> str:
     """What every kept recording depends on, hashed (see the module doc)."""
     from importlib import metadata
 
-    from ..runtime import simulator
+    from ..runtime.device import DEVICE
 
     digest = hashlib.sha256()
     try:
         numba_cuda = metadata.version("numba-cuda")
     except metadata.PackageNotFoundError:
         numba_cuda = "numba's own numba.cuda"
-    backend = "simulator" if simulator.SIMULATOR else f"fake {simulator.FAKE_GPU}" if simulator.FAKE_GPU else "GPU"
+    backend = DEVICE.kind if DEVICE.kind != "fake" else f"fake {DEVICE.fake}"
     digest.update(repr((numba_cuda, sys.version, backend,
                         os.environ.get("NUMBA_CUDA_PER_THREAD_DEFAULT_STREAM", ""))).encode())
     files = sorted(PACKAGE.rglob("*.py")) + sorted(DATA.glob("*.csv")) + sorted(DATA.glob("kernel_sass/*.sass"))

@@ -25,7 +25,7 @@ import math
 
 import numpy as np
 
-from ..runtime import simulator
+from ..runtime.device import DEVICE
 from .. import steps
 from .article import ARTICLE_GPU
 from ..config import LSTMConfig
@@ -296,7 +296,7 @@ def measure(step: str, *, chart: bool = True) -> list[dict]:
     On the simulator nothing is timed, and it says so. Then (``chart``) the ladder's one chart,
     ``ladder_chart``: this run's times beside the committed results, the article and the estimates."""
     results = []
-    if simulator.SIMULATOR:
+    if DEVICE.small:
         print("The CUDA simulator runs kernels as Python threads: a time taken here would say nothing "
               "about a GPU, so nothing is timed. The chart shows the article's M40, any GPU result committed "
               "under data/results/, and the timeline model's estimates. On a GPU this cell times every step "

@@ -24,7 +24,7 @@ from __future__ import annotations
 import argparse
 import sys
 
-from ..runtime import simulator
+from ..runtime.device import DEVICE
 from ..runtime.device import device_info
 from .catalog import INNER, REPEATS, SIZES, WARMUP, Unavailable, gemm_table, measure, select
 from .persistent_plan import PersistentLimitError
@@ -48,8 +48,8 @@ def run(versions, out=print, rows: list | None = None) -> int:
     """Validate (and on a GPU time) ``versions``, printing each; the number of versions that failed.
     A version this GPU cannot run (the persistent grid without a grid barrier, or too large for it)
     is skipped, saying why. Each measured case's row is appended to ``rows`` when one is given."""
-    computed, sizes = simulator.values_computed(), SIZES
-    if simulator.SIMULATOR:
+    computed, sizes = DEVICE.computes, SIZES
+    if DEVICE.small:
         out("On Numba's CUDA simulator: every version is validated at odd sizes; times need a GPU.")
         sizes = ("odd",)
     elif not computed:  # the project's fake GPU (a test mode): numba-cuda's host path, no kernel runs

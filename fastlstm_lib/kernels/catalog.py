@@ -21,7 +21,7 @@ from typing import Callable
 import numpy as np
 from numba import cuda
 
-from ..runtime import simulator
+from ..runtime.device import DEVICE
 from ..reference import RTOL, TOLERANCES, relative_error, sigmoid64
 from ..tables import Column, table
 from ..timing import summarize, time_launches
@@ -104,7 +104,7 @@ class _Fetched:
 
 
 def _cublas_case(size, rng):
-    why = cublas.unavailable() if not simulator.SIMULATOR else "the CUDA simulator has no cuBLAS"
+    why = cublas.unavailable() if DEVICE.timed else "cuBLAS needs a real GPU (the simulator and the fake GPU have none)"
     if why:
         raise Unavailable(why)
     cases = []
@@ -194,7 +194,7 @@ def weight_gradient_cases(dims: tuple, rng) -> dict:
 def _split_case(m, n, k, rng):
     """Version 6 as ``gemm_split`` launches it, K in ``split_plan``'s parts for this GPU (4 at 64 x
     2048 x 512 on an H100; 2 on the simulator); each part checked on its own."""
-    if simulator.SIMULATOR:
+    if DEVICE.small:
         blocking, splits = g.SIMULATOR_BLOCKING, 2
     else:
         blocking, splits = g.split_plan(m, n, k, g.multiprocessors())
@@ -419,10 +419,10 @@ def measure(version: Version, sizes=SIZES, seed: int = 0, check: bool | None = N
     from ..runtime.device import device_info
     from ..gpus import find_gpu
 
-    computed = simulator.values_computed()
+    computed = DEVICE.computes
     check = computed if check is None else check
     counts = ((INNER, WARMUP, REPEATS) if computed else (2, 0, 2)) if counts is None else counts
-    chip = None if simulator.SIMULATOR else find_gpu(device_info()["name"])
+    chip = find_gpu(device_info()["name"]) if DEVICE.compiled else None
     rng = np.random.default_rng(seed)
     rows = []
     for size in sizes:
@@ -430,7 +430,7 @@ def measure(version: Version, sizes=SIZES, seed: int = 0, check: bool | None = N
             row = {"kernel": version.kernel, "family": version.family, "version": version.number, "size": size,
                    "shape": case.shape, "variant": case.variant, "relative_error": checked(case, check=check), "rtol": case.rtol,
                    "flop": case.flop, "bytes": case.bytes}
-            if size == "article" and not simulator.SIMULATOR:
+            if size == "article" and DEVICE.compiled:  # timed on a GPU, rehearsed on the fake one
                 row["time_ms"] = timed(case.launch, counts)
                 row["relative_error_after"] = checked(case, "after timing", check)
                 seconds = row["time_ms"]["median"] * 1e-3

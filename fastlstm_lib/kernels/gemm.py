@@ -120,7 +120,7 @@ from typing import NamedTuple
 
 from numba import boolean, cuda, float32, uint32
 
-from ..runtime import simulator
+from ..runtime.device import DEVICE
 from ..runtime.device import multiprocessors
 # The family's versions in one namespace (the list above): 1-3 here, the shared parts and 4-6 beside.
 from .gemm_pipelined import (SHARED_ALIGN, prefetch_gemm_kernel, split_gemm_kernel, vector_fits,  # noqa: F401
@@ -132,7 +132,7 @@ from .views import view_of
 
 #: Tile edge of ``tiled_gemm``: 16 x 16 = 256 threads on a GPU; 4 x 4 on the simulator, where
 #: every simulated thread costs ~0.15 ms per launch.
-TILE = 4 if simulator.SIMULATOR else 16
+TILE = 4 if DEVICE.small else 16
 
 
 class Blocking(NamedTuple):
@@ -380,7 +380,7 @@ def gpu_blocking(m: int, n: int, k: int, sms: int) -> Blocking:
 
 def choose_blocking(m: int, n: int, k: int) -> Blocking:
     """The blocking ``gemm()`` launches here: this GPU's choice, or the simulator's small one."""
-    return SIMULATOR_BLOCKING if simulator.SIMULATOR else gpu_blocking(m, n, k, multiprocessors())
+    return SIMULATOR_BLOCKING if DEVICE.small else gpu_blocking(m, n, k, multiprocessors())
 
 
 def exact(blocking: Blocking, m: int, n: int, k: int) -> bool:
@@ -410,7 +410,7 @@ def gemm(a, b, c, *, accumulate: bool = False, transpose_a: bool = False, transp
     runs: with ``vector``, 5 where ``vector_launch`` allows (the ladder's "fast" GEMM policy,
     ``steps/gemm_policy.py``), else 3 (its "2016" policy); the same result to the bit.
     """
-    simulator.announce()
+    DEVICE.announce()
     m, n, k = gemm_shape(a, b, c, transpose_b, transpose_a)
     blocking = choose_blocking(m, n, k) if blocking is None else blocking
     grid = (-(-n // blocking.bn), -(-m // blocking.bm))
@@ -456,7 +456,7 @@ def split_plan(m: int, n: int, k: int, sms: int) -> tuple[Blocking, int]:
 def choose_splits(m: int, n: int, k: int) -> int:
     """The parts of K a recurrent GEMM of (m x n) over k runs in here (``gemm_split``): ``split_plan``'s
     on a GPU, 1 on the simulator (its blocks run one at a time: there is no GPU to fill)."""
-    return 1 if simulator.SIMULATOR else split_plan(m, n, k, multiprocessors())[1]
+    return 1 if DEVICE.small else split_plan(m, n, k, multiprocessors())[1]
 
 
 def split_fits(blocking: Blocking, m: int, n: int, k: int, splits: int) -> bool:
@@ -482,7 +482,7 @@ def gemm_split(a, b, parts, *, blocking: Blocking | None = None, stream=0) -> No
     C = parts.sum(0) (whoever reads C adds them: the fused cell, in one pass). A (M, K), B (K, N)
     as stored, rows contiguous and aligned (``vector.aligned``); parts (splits, M, N), C-contiguous;
     the tile must divide M, N and K / splits (``vector_fits``)."""
-    simulator.announce()
+    DEVICE.announce()
     if len(parts.shape) != 3:
         raise ValueError(f"parts must be (splits, M, N), got shape {tuple(parts.shape)}")
     splits = parts.shape[0]
@@ -499,7 +499,7 @@ def gemm_split(a, b, parts, *, blocking: Blocking | None = None, stream=0) -> No
 
 def tiled_gemm(a, b, c, *, accumulate: bool = False, tile: int | None = None, stream=0) -> None:
     """Launch the textbook tiled kernel: C = A @ B (or C += A @ B)."""
-    simulator.announce()
+    DEVICE.announce()
     tile = TILE if tile is None else tile
     m, n, _ = gemm_shape(a, b, c, False)
     grid = (-(-n // tile), -(-m // tile))

@@ -11,7 +11,7 @@ import functools
 
 from numba import cuda, float32, uint32
 
-from ..runtime import simulator
+from ..runtime.device import DEVICE
 from .gemm_slab import divides, numbered, patch_store, unrolled_slab
 from .vector import load_vector
 
@@ -95,7 +95,7 @@ def prefetch_gemm_kernel(blocking, padding: int):
 
 #: Byte alignment of version 5's shared tiles, so that 4 neighbouring floats are one 128-bit load
 #: (the simulator takes no alignment: it has no vector loads).
-SHARED_ALIGN = None if simulator.SIMULATOR else 16
+SHARED_ALIGN = DEVICE.shared_alignment
 
 
 def vector_width(blocking) -> int:

@@ -7,13 +7,13 @@ only the numbers change. (The GEMM and persistent kernels choose their own block
 
 from __future__ import annotations
 
-from ..runtime import simulator
+from ..runtime.device import DEVICE
 
 #: Threads per block of the element-wise kernels on a GPU (and, for ``fastlstm_lib.course.profile``'s dry
 #: runs, as on a named GPU).
 GPU_POINTWISE_THREADS = 256
 #: Threads per block of the element-wise kernels on this device.
-POINTWISE_THREADS = 32 if simulator.SIMULATOR else GPU_POINTWISE_THREADS
+POINTWISE_THREADS = 32 if DEVICE.small else GPU_POINTWISE_THREADS
 
 
 def blocks_for(n: int, threads: int) -> int:

@@ -57,7 +57,7 @@ import math
 
 from numba import cuda, float32, uint64
 
-from ..runtime import simulator
+from ..runtime.device import DEVICE
 from .pointwise import CELL_FLOP, sigmoidf
 from .spec import Traffic
 from .views import view_of
@@ -225,7 +225,7 @@ STATIC_SHARED_BYTES = 48 * 1024
 MAX_REGISTERS = 128
 
 
-if simulator.SIMULATOR:
+if not DEVICE.compiled:
     @cuda.jit(device=True)
     def dynamic_shared():
         """The block's dynamic shared buffer (the simulator's takes no alignment)."""
@@ -251,7 +251,7 @@ def persistent_layer_kernel(hidden: int, units: int, batch: int, k_chunk: int, s
     step = VECTOR * splits  # a thread's stride through k
     share_stride = layout.share_stride
     quads = k_chunk // step  # VECTOR-wide groups of k per thread per chunk
-    options = {} if simulator.SIMULATOR else {"max_registers": MAX_REGISTERS}
+    options = DEVICE.compile_options(max_registers=MAX_REGISTERS)
     u_rounds = -(-hidden_p * gate_cols // threads)  # U elements each thread loads (zeros beyond hidden)
     h_rounds = -(-rows_p * k_chunk // threads)  # h elements each thread stages, per chunk
     # Staging h: a thread's element of round i is e = tid + i * threads, at row e // k_chunk and k
@@ -459,8 +459,8 @@ def prepared(candidate, signature: tuple):
 
 def launch(plan_, x_gates, recurrent, bias, hs, stream=0) -> None:
     """One launch: the whole sequence of one layer."""
-    simulator.announce()
-    if not simulator.SIMULATOR:
+    DEVICE.announce()
+    if DEVICE.compiled:
         prepared(plan_, launch_signature(x_gates, recurrent, bias, hs))  # compiled and opted in, once
     persistent_layer_kernel(*plan_.kernel_key)[plan_.blocks, plan_.threads, stream, plan_.shared_bytes](x_gates, recurrent, bias, hs)
 

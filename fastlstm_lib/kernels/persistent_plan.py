@@ -18,7 +18,7 @@ import dataclasses
 
 from numba import float32
 
-from ..runtime import simulator
+from ..runtime.device import DEVICE
 from ..checks import check_int, check_int_list, check_str
 from ..gpus import Chip, chip as chip_limits, occupancy
 from .persistent import MAX_REGISTERS, MAX_ROWS, STATIC_SHARED_BYTES, VECTOR, SharedLayout, check_layout, \
@@ -30,7 +30,7 @@ MAX_THREADS = 1024
 #: simulator, where every thread is a Python thread.
 GPU_TARGET_THREADS = 256
 SIMULATOR_TARGET_THREADS = 32
-TARGET_THREADS = SIMULATOR_TARGET_THREADS if simulator.SIMULATOR else GPU_TARGET_THREADS
+TARGET_THREADS = SIMULATOR_TARGET_THREADS if DEVICE.small else GPU_TARGET_THREADS
 MAX_SPLITS = 32
 
 
@@ -150,7 +150,7 @@ def plan(hidden: int, batch: int, *, chip: Chip | str | None = None, single_bloc
         check_str("chip", chip, example="H100")  # named as the caller wrote it (the step's option too)
     if target_threads is None:
         target_threads = GPU_TARGET_THREADS if chip is not None else TARGET_THREADS
-    single_block = (simulator.SIMULATOR and chip is None) if single_block is None else single_block
+    single_block = (DEVICE.small and chip is None) if single_block is None else single_block
     limits = None if (single_block and chip is None) else (chip if isinstance(chip, Chip) else chip_limits(chip))
     if limits is not None:
         require_grid_barrier(limits)

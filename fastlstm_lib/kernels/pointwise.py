@@ -32,7 +32,7 @@ import math
 
 from numba import cuda, float32
 
-from ..runtime import simulator
+from ..runtime.device import DEVICE
 from .geometry import pointwise_grid
 from .spec import BACKWARD_STEPS, Build, Spec, Traffic, elementwise, function_name
 from .views import view_of
@@ -102,7 +102,7 @@ def _tanh(a, out):
 
 def launch_elementwise(kernel, out, *args, stream=0):
     """Launch an element-wise ``kernel(*args)`` with one thread per element of ``out``."""
-    simulator.announce()
+    DEVICE.announce()
     blocks, threads = pointwise_grid(out.size)
     kernel[blocks, threads, stream](*args)
 

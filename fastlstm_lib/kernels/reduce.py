@@ -40,7 +40,7 @@ import functools
 
 from numba import boolean, cuda, float32
 
-from ..runtime import simulator
+from ..runtime.device import DEVICE
 from ..checks import check_bool
 from .geometry import blocks_for
 from .spec import Build, Spec, Traffic
@@ -53,7 +53,7 @@ COLUMNS = 32
 GPU_ROW_THREADS = 8
 #: Threads down each column on this device: 4 on the simulator (every simulated thread costs time),
 #: which still gives the tree two levels.
-ROW_THREADS = 4 if simulator.SIMULATOR else GPU_ROW_THREADS
+ROW_THREADS = 4 if DEVICE.small else GPU_ROW_THREADS
 
 
 @functools.lru_cache(maxsize=None)
@@ -114,7 +114,7 @@ def column_sum(a, out, accumulate: bool = False, stream=0) -> None:
     (rows, cols), possibly a strided view, and ``out`` (cols,)."""
     _, cols = check_operands(a, out)
     accumulate = check_bool("accumulate", accumulate)
-    simulator.announce()
+    DEVICE.announce()
     column_sum_kernel(ROW_THREADS)[blocks_for(cols, COLUMNS), (COLUMNS, ROW_THREADS), stream](a, out, accumulate)
 
 

@@ -19,7 +19,7 @@ from __future__ import annotations
 
 import functools
 
-from ..runtime import simulator
+from ..runtime.device import DEVICE
 
 WIDTHS = (1, 2, 4)
 
@@ -50,7 +50,7 @@ def load_vector(width: int):
         raise ValueError(f"width must be one of {WIDTHS}, got {width!r}")
     from numba import cuda
 
-    if simulator.SIMULATOR:
+    if not DEVICE.compiled:  # the simulator: no intrinsics, plain loads
         @cuda.jit(device=True)
         def load(array, row, col):
             return tuple(array[row, col + v] for v in range(width))

@@ -1,8 +1,13 @@
-"""What we are running on (recorded with every measurement), and installed package versions
-(``numba_compat.package_version``)."""
+"""What we are running on: ``DEVICE``, the one object the kernels, steps and runners ask (do
+kernels compute values here, do times mean anything, are kernels compiled for a real chip, must
+launches stay small), and ``device_info()``, recorded with every measurement.
+
+``runtime.simulator`` chooses the backend at import; only this module reads its flags.
+"""
 
 from __future__ import annotations
 
+import dataclasses
 import functools
 import platform
 
@@ -13,27 +18,97 @@ from numba import cuda
 from . import numba_compat, simulator
 
 
+@dataclasses.dataclass(frozen=True)
+class Device:
+    """The machine the kernels run on, as the layers above need to know it.
+
+    ``kind``: "gpu" (a real one), "simulator" (Numba's CUDA simulator: every CUDA thread a Python
+    thread, on the CPU) or "fake" (the project's fake-GPU test mode, ``tests/fakegpu``: kernels
+    compiled for a named chip and every launch checked, none run); ``fake`` names that chip.
+    """
+
+    kind: str
+    fake: str | None = None
+
+    def __post_init__(self):
+        if self.kind not in ("gpu", "simulator", "fake"):
+            raise ValueError(f"kind must be 'gpu', 'simulator' or 'fake', got {self.kind!r}")
+
+    @property
+    def computes(self) -> bool:
+        """Whether kernels compute values here (a GPU, the simulator), so results can be checked."""
+        return self.kind != "fake"
+
+    @property
+    def timed(self) -> bool:
+        """Whether times mean anything here: only on a real GPU."""
+        return self.kind == "gpu"
+
+    @property
+    def compiled(self) -> bool:
+        """Whether kernels are compiled to a chip's machine code (a GPU, the fake GPU): register caps,
+        aligned shared arrays, vector-load intrinsics, cooperative launches and cuBLAS exist."""
+        return self.kind != "simulator"
+
+    @property
+    def small(self) -> bool:
+        """Whether launches must stay small: every CUDA thread is a Python thread (the simulator),
+        so tiles, blocks and problem sizes shrink and blocks run one at a time."""
+        return self.kind == "simulator"
+
+    @property
+    def shared_alignment(self) -> int | None:
+        """Byte alignment for shared arrays that vector loads read (None: the simulator takes none)."""
+        return 16 if self.compiled else None
+
+    @property
+    def poison(self) -> float:
+        """What outputs are filled with before a run: NaN where kernels compute (a result never
+        written shows), 0 where nothing runs (the fake GPU: nothing is read back to compare)."""
+        return np.nan if self.computes else 0.0
+
+    @property
+    def timing(self) -> str:
+        """How times are measured here and what they mean, in words (recorded with every result)."""
+        return {"simulator": "wall clock on the CUDA simulator: meaningless",
+                "fake": f"fake {self.fake} (test mode): nothing runs, times are meaningless",
+                "gpu": "CUDA events"}[self.kind]
+
+    def compile_options(self, **options) -> dict:
+        """``options`` (e.g. ``max_registers``) where kernels are compiled for a chip; none on the simulator."""
+        return options if self.compiled else {}
+
+    def announce(self) -> None:
+        """Say once, at the first Numba work, that the simulator stands in for a GPU (no-op elsewhere)."""
+        simulator.announce()
+
+
+#: The device this process runs on, chosen once at ``import fastlstm_lib``.
+DEVICE = Device("simulator") if simulator.SIMULATOR else Device("fake", simulator.FAKE_GPU) if simulator.FAKE_GPU \
+    else Device("gpu")
+
+
 def device_info() -> dict:
     """Device name, simulator or not, compute capability, SM count and software versions, and which
     Numba CUDA runs the kernels (``numba_cuda_in_use``: "numba-cuda 0.30.4", or "numba 0.68.1's
     built-in simulator" where numba-cuda is not installed, as on macOS)."""
-    simulator.announce()
+    DEVICE.announce()
     info = {
         "name": "Numba CUDA simulator (CPU)",
-        "simulator": simulator.SIMULATOR,
+        "simulator": DEVICE.small,
         "compute_capability": None,
         "multiprocessors": None,
         "cuda_driver": None,
         "numba": numba.__version__,
         "numba_cuda": numba_compat.NUMBA_CUDA_VERSION,
-        "numba_cuda_in_use": numba_compat.describe(simulator.SIMULATOR),
+        "numba_cuda_in_use": numba_compat.describe(DEVICE.small),
         "numpy": np.__version__,
         "python": platform.python_version(),
         "host": platform.machine(),
     }
-    if simulator.SIMULATOR:
+    if DEVICE.kind == "simulator":
         return info
-    if simulator.FAKE_GPU:  # the fake-GPU test mode: say so wherever the device is shown
+    if DEVICE.kind == "fake":  # the fake-GPU test mode: say so wherever the device is shown
         info["fake_gpu"] = "test mode: kernels compiled and launches checked, nothing runs"
     device = cuda.get_current_device()
     name = device.name
@@ -48,10 +123,11 @@ def device_info() -> dict:
 
 
 def is_simulator() -> bool:
-    return simulator.SIMULATOR
+    """Whether Numba's CUDA simulator stands in for a GPU (what the notebooks ask)."""
+    return DEVICE.kind == "simulator"
 
 
 @functools.lru_cache(maxsize=1)
 def multiprocessors() -> int:
     """SMs of the current GPU (1 on the simulator, whose blocks run one at a time)."""
-    return 1 if simulator.SIMULATOR else int(cuda.get_current_device().MULTIPROCESSOR_COUNT)
+    return 1 if DEVICE.small else int(cuda.get_current_device().MULTIPROCESSOR_COUNT)

@@ -35,7 +35,7 @@ import weakref
 
 from numba import cuda
 
-from . import simulator
+from .device import DEVICE
 
 NEEDS_A_GPU = ("graph=True needs a GPU: CUDA Graphs are captured and launched by the CUDA driver, and Numba's "
                "CUDA simulator (running here) has no graph API; leave graph out here")
@@ -43,7 +43,7 @@ NEEDS_A_GPU = ("graph=True needs a GPU: CUDA Graphs are captured and launched by
 
 def check_available() -> None:
     """A ValueError on the simulator, where there are no graphs."""
-    if simulator.SIMULATOR:
+    if DEVICE.small:
         raise ValueError(NEEDS_A_GPU)
 
 

@@ -15,7 +15,7 @@ from __future__ import annotations
 import contextlib
 import functools
 
-from . import simulator
+from .device import DEVICE
 
 DOMAIN = "fastlstm"
 
@@ -23,7 +23,7 @@ DOMAIN = "fastlstm"
 @functools.lru_cache(maxsize=1)
 def _nvtx():
     """The ``nvtx`` module where a range can mean something (a real GPU), else None."""
-    if simulator.SIMULATOR or simulator.FAKE_GPU:
+    if not DEVICE.timed:
         return None
     try:
         import nvtx

@@ -10,7 +10,8 @@ Overrides (environment variables):
 - ``FASTLSTM_SIMULATOR=1``: the same, for people who'd rather not touch Numba's variable.
 - ``FASTLSTM_FAKE_GPU=<GPU>`` (a row of data/gpus.csv): the fake-GPU test mode (``fakegpu``, in
   the clone's ``tests/``, on PYTHONPATH): numba-cuda's real path on a fake driver, which
-  ``fastlstm_lib``'s ``__init__`` loads just before this module; the probe below then finds it like a real one.
+  ``tests/sitecustomize.py`` loads just before this module is imported; the probe below then finds
+  it like a real one. The package itself imports nothing from ``tests/``.
 
 Saying so: ``announce()`` prints one line (on stdout: a notice, not an error) the first time Numba work is asked for (a step, a
 kernel, ``device_info``), so the notebooks that never touch Numba (the CNN and data-feeding
@@ -67,12 +68,18 @@ def _driver_sees_a_gpu() -> bool:
     return False
 
 
+def _forced() -> str | None:
+    """Why the environment asks for the simulator whatever the hardware, or None."""
+    for name in ("NUMBA_ENABLE_CUDASIM", "FASTLSTM_SIMULATOR"):
+        if os.environ.get(name, "0") not in ("", "0"):
+            return f"{name} is set"
+    return None
+
+
 def choose_backend() -> tuple[bool, str | None]:
     """Decide once per process. Returns (simulator?, reason or None)."""
-    if os.environ.get("NUMBA_ENABLE_CUDASIM", "0") not in ("", "0"):
-        return True, "NUMBA_ENABLE_CUDASIM is set"
-    if os.environ.get("FASTLSTM_SIMULATOR", "0") not in ("", "0"):
-        return True, "FASTLSTM_SIMULATOR is set"
+    if _forced():
+        return True, _forced()
     if _driver_sees_a_gpu():
         return False, None
     return True, "no CUDA driver or GPU found"
@@ -145,12 +152,21 @@ def lock_shared_array_allocation() -> None:
     shared.array = array
 
 
+def _fake_gpu() -> str | None:
+    """The GPU the fake-GPU test mode presents, or None; refuses the mode when its driver is not loaded."""
+    name = os.environ.get("FASTLSTM_FAKE_GPU", "").strip()
+    if not name or _forced():
+        return None
+    if "fakegpu" not in sys.modules:
+        raise ImportError("FASTLSTM_FAKE_GPU is the project's test mode (the fake GPU, tests/fakegpu/ of a clone, "
+                          "not installed with the package), switched on by tests/sitecustomize.py: run from the "
+                          "clone's root with tests/ on PYTHONPATH: PYTHONPATH=$PWD/tests FASTLSTM_FAKE_GPU=T4 "
+                          "python SCRIPT.py, or unset FASTLSTM_FAKE_GPU")
+    return name
+
+
+_fake_gpu_wanted = _fake_gpu()  # before the probe: without its driver it would find no GPU
 SIMULATOR = switch_to_simulator_if_needed()
 #: The GPU the fake-GPU test mode presents ("T4", ...), or None on a real GPU or the simulator.
 #: In that mode kernels are compiled, checked and recorded but never run: no value is computed.
-FAKE_GPU = os.environ.get("FASTLSTM_FAKE_GPU", "").strip() or None if not SIMULATOR else None
-
-
-def values_computed() -> bool:
-    """Whether kernels compute values here: on a GPU and the simulator yes; on the fake GPU no."""
-    return FAKE_GPU is None
+FAKE_GPU = None if SIMULATOR else _fake_gpu_wanted

@@ -29,9 +29,8 @@ from typing import Any
 import numpy as np
 from numba import cuda
 
-from ..runtime import simulator
 from ..config import LSTMConfig, flops
-from ..runtime.device import device_info
+from ..runtime.device import DEVICE, device_info
 from ..runtime.graphs import PassGraph, checked_graph
 from ..params import validate_input
 from ..reference import RTOL, reference_forward, relative_error
@@ -51,16 +50,9 @@ def time_major(x: np.ndarray) -> np.ndarray:
     return np.ascontiguousarray(x.transpose(1, 0, 2))
 
 
-def poison_value() -> float:
-    """NaN, so that any element a kernel forgets to write shows up in the check; 0 on the fake GPU,
-    where no kernel writes anything and NaN would only stop the host code the mode exercises
-    (a training loss, say) from going on."""
-    return np.nan if simulator.values_computed() else 0.0
-
-
 def poisoned(shape, stream=0):
-    """A device array full of NaN (``poison_value``): any element a kernel forgets to write shows up in the check."""
-    return cuda.to_device(np.full(shape, poison_value(), dtype=np.float32), stream=stream)
+    """A device array full of NaN (``DEVICE.poison``): any element a kernel forgets to write shows up in the check."""
+    return cuda.to_device(np.full(shape, DEVICE.poison, dtype=np.float32), stream=stream)
 
 
 def reject_options(step, options) -> None:
@@ -86,11 +78,9 @@ class Runner:
     """
 
     #: How ``time()`` measures, recorded with every result.
-    timing = ("wall clock on the CUDA simulator: meaningless" if simulator.SIMULATOR else
-              f"fake {simulator.FAKE_GPU} (test mode): nothing runs, times are meaningless" if simulator.FAKE_GPU else
-              "CUDA events")
+    timing = DEVICE.timing
     #: Whether those times say anything about the hardware.
-    times_meaningful = not simulator.SIMULATOR and not simulator.FAKE_GPU
+    times_meaningful = DEVICE.timed
 
     def __init__(self, step: "LSTMStep", cfg: LSTMConfig, state: Any, x_device, out_device, graph: bool = False,
                  replay: bool = False):
@@ -110,7 +100,7 @@ class Runner:
         return REAL_REPEATS if self.times_meaningful else SIMULATOR_REPEATS
 
     def poison(self) -> None:
-        self.out.copy_to_device(np.full(self.out.shape, poison_value(), dtype=np.float32))
+        self.out.copy_to_device(np.full(self.out.shape, DEVICE.poison, dtype=np.float32))
 
     def launch(self) -> None:
         with nvtx_range(f"{self.step.name} pass"):  # what Nsight Systems shows each pass as (nvtx.py)
@@ -212,7 +202,7 @@ class LSTMStep:
             if asked and not self.replayable:
                 raise ValueError(f"{name}=True: step {self.name!r} is not replayable (its passes differ), "
                                  "so one recorded pass cannot stand for them")
-        simulator.announce()
+        DEVICE.announce()
         state = self.setup(params, cfg, **options)
         x_device = cuda.to_device(time_major(x))
         out_device = poisoned((cfg.seq_len, cfg.batch, cfg.hidden))

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from numba import cuda
 
-from ..runtime import simulator
+from ..runtime.device import DEVICE
 
 
 def scratch(shape, count=None):
@@ -26,4 +26,4 @@ def ordering_event():
 
     The simulator's events take no arguments; its streams run synchronously anyway.
     """
-    return cuda.event() if simulator.SIMULATOR else cuda.event(timing=False)
+    return cuda.event(timing=False) if DEVICE.compiled else cuda.event()

@@ -12,7 +12,7 @@ estimate uses the fastest, so it errs towards running: a refusal is never a clos
 
 from __future__ import annotations
 
-from ..runtime import simulator
+from ..runtime.device import DEVICE
 from ..config import LSTMConfig
 from .base import SIMULATOR_REPEATS
 
@@ -40,7 +40,7 @@ def refuse_slow_simulation(step, cfg: LSTMConfig, passes: int) -> None:
     """On the simulator, a ValueError before any work when ``step`` at ``cfg`` would take more than
     ``LIMIT_SECONDS``, naming the estimate and the size that runs. Keras' steps (which compute on
     the CPU, not in the simulator) and a GPU are never refused."""
-    if not simulator.SIMULATOR or not getattr(step, "simulated", True):
+    if not DEVICE.small or not getattr(step, "simulated", True):
         return
     seconds = simulated_seconds(step, cfg, passes)
     if seconds <= LIMIT_SECONDS:

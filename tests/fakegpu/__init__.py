@@ -17,7 +17,7 @@ It is the project's test code, not part of the installed package: the top-level 
 
     PYTHONPATH=$PWD/tests FASTLSTM_FAKE_GPU=T4 python -c "import fastlstm_lib as fl; ..."
 
-(``fastlstm_lib/__init__.py`` imports ``fakegpu`` when ``FASTLSTM_FAKE_GPU`` is set) or
+(``tests/sitecustomize.py`` activates it when ``FASTLSTM_FAKE_GPU`` is set) or
 ``fakegpu.activate("T4")`` first thing. ``fakegpu.state()`` gives the log; ``child_environment``
 the environment of a fresh Python that presents a fake GPU. Linux only (it builds a small C
 library with the machine's compiler), and numba-cuda only (numba's built-in ``numba.cuda`` is

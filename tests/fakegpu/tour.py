@@ -19,6 +19,7 @@ import traceback
 
 
 def _item(results: dict, name: str, call) -> None:
+    from fastlstm_lib.kernels.catalog import Unavailable
     from fastlstm_lib.kernels.persistent_plan import PersistentLimitError
     from . import state
 
@@ -29,7 +30,7 @@ def _item(results: dict, name: str, call) -> None:
         skipped = [r["skipped"] for r in returned if isinstance(r, dict) and "skipped" in r] \
             if isinstance(returned, list) else []
         outcome = f"skipped: {skipped[0]}" if skipped else "ok"  # a bench that skipped a step, with why
-    except PersistentLimitError as error:  # the library's own "this GPU cannot run it"
+    except (PersistentLimitError, Unavailable) as error:  # the library's own "this GPU cannot run it"
         outcome = f"skipped: {error}"
     except Exception as error:  # noqa: BLE001 - the tour reports every failure
         outcome = f"failed: {type(error).__name__}: {error}"

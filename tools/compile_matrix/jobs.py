@@ -47,9 +47,9 @@ def command(cc: tuple[int, int], out: Path) -> tuple[list[str], dict[str, str]]:
 
 def prepare(cc: tuple[int, int]) -> None:
     """Point Numba at ``cc``'s toolkit, before its first compilation, and check that it took."""
-    from fastlstm_lib.runtime import simulator
+    from fastlstm_lib import DEVICE
 
-    if simulator.SIMULATOR:
+    if DEVICE.kind == "simulator":
         raise RuntimeError("the compile matrix's worker runs as `python -c BOOTSTRAP` (see command())")
     if "libnvvm" in open("/proc/self/maps").read():
         raise RuntimeError("a libNVVM is already loaded: the worker needs a fresh process")

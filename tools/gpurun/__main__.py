@@ -58,15 +58,14 @@ def main(argv=None) -> int:
 
     ctx = Context(args.out, args.budget, args.quick, fail=args.fail, call=earlier["call"] + 1, done=earlier["done"])
     ctx.unable = (PersistentLimitError,)  # the persistent grid on a GPU it cannot fit: skipped, with why
-    from fastlstm_lib.runtime import simulator
+    from fastlstm_lib import DEVICE
 
-    if simulator.SIMULATOR:
+    if DEVICE.kind == "simulator":
         print("error: no GPU here: the CUDA simulator's times mean nothing and the article's sizes take hours there; "
               "rehearse with FASTLSTM_FAKE_GPU=H100", file=sys.stderr)
         return 2
-    note = (f"FAKE GPU {simulator.FAKE_GPU} (a rehearsal): no kernel runs, no value is checked, every time means nothing"
-            if simulator.FAKE_GPU else "THE CUDA SIMULATOR: no GPU here, every time means nothing"
-            if simulator.SIMULATOR else "")
+    note = (f"FAKE GPU {DEVICE.fake} (a rehearsal): no kernel runs, no value is checked, every time means nothing"
+            if DEVICE.kind == "fake" else "")
     records = run_stages(chosen, ctx, lambda: environment(ctx), note=note)
     failed = [r for r in records if r["status"] in ("failed", "stopped")]
     return 1 if failed else 0

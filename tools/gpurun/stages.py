@@ -60,14 +60,14 @@ def fl():
 
 
 def values_computed() -> bool:
-    return fl().simulator.values_computed()
+    return fl().DEVICE.computes
 
 
 def on_the_cpu(cfg, counts: dict) -> tuple:
     """(cfg, repeats) for work that runs on the CPU in a rehearsal (torch without a GPU, Keras
     beside the fake GPU): one pass at the odd size, its values checked, its time meaningless (the
     article's size takes seconds a pass there); on a GPU, ``cfg`` and ``counts`` as they are."""
-    if fl().simulator.FAKE_GPU:
+    if fl().DEVICE.kind == "fake":
         return sizes(True)["odd"], {"warmup": 0, "repeats": 1}
     return cfg, counts
 
@@ -565,7 +565,7 @@ def backward(ctx) -> dict:
     counts = size["clock_repeats"]  # each pass runs forward and backward: 10 timed passes
     costs = {} if ctx.quick else BACKWARD_COSTS_S
     keras = keras_missing() is None
-    if keras and fl().simulator.FAKE_GPU:
+    if keras and fl().DEVICE.kind == "fake":
         keras = False  # Keras would train on the CPU at the article's size: minutes, for no number
         ctx.rows.append({"item": "Keras' LSTM forward + backward", "outcome": "skipped: beside the fake GPU Keras "
                          "trains on the CPU (minutes at the article's size); stage 2 rehearses Keras"})
@@ -658,7 +658,7 @@ FEEDING_BATCHES = (1, 8, 64, 256, 1024)
 
 def tiny_keras(ctx) -> bool:
     """Keras at the rehearsal's sizes: in --quick, and beside the fake GPU (Keras trains on the CPU)."""
-    return ctx.quick or bool(fl().simulator.FAKE_GPU)
+    return ctx.quick or fl().DEVICE.kind == "fake"
 
 
 def cnn_layouts(ctx) -> dict:

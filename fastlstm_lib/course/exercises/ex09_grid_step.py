@@ -15,7 +15,7 @@ from __future__ import annotations
 import numpy as np
 
 from ...kernels import persistent, persistent_plan
-from ...runtime import simulator
+from ...runtime.device import DEVICE
 from . import locate, mutants, symptoms
 from .base import Mistake, planted_kernel
 from .kernel_runs import KernelExercise, Probe
@@ -23,7 +23,7 @@ from .kernel_runs import KernelExercise, Probe
 BATCH, HIDDEN, STEPS, INPUTS = 3, 13, 3, 5
 #: The grid the checker launches: every unit in one block on the simulator, 3 blocks on a GPU
 #: (the last one only partly used).
-UNITS = HIDDEN if simulator.SIMULATOR else 5
+UNITS = HIDDEN if DEVICE.small else 5
 #: h_{t-1} staged 4 units at a time (a shorter last chunk): then, in a single block, the threads that
 #: stage an element are not the ones that wrote it, and a missing grid barrier shows.
 PLAN = persistent_plan.Plan(HIDDEN, BATCH, units=UNITS, blocks=-(-HIDDEN // UNITS), splits=1, k_chunk=4)

@@ -24,7 +24,7 @@ import threading
 
 import numpy as np
 
-from ...runtime import simulator
+from ...runtime.device import DEVICE
 from ...launches import patched
 
 #: The two orders every kernel exercise is run in on the simulator.
@@ -33,7 +33,7 @@ ORDERS = ("ascending", "descending")
 
 def available() -> bool:
     """Whether threads can be ordered here: only on the simulator."""
-    return simulator.SIMULATOR
+    return DEVICE.small
 
 
 def _simulator_modules():

@@ -21,7 +21,7 @@ from collections import Counter
 
 import numpy as np
 
-from ...runtime import simulator
+from ...runtime.device import DEVICE
 from ...launches import intercept
 from ...replay import normalized_configuration
 from .formulas import kernel_description
@@ -133,7 +133,7 @@ def run_instrumented(kernel, configuration, args, keep_log: bool = False, config
 def instrumented(keep_log: bool = False):
     """``with instrumented() as launches: step.forward(x, params)``: every launch in the block runs,
     on the simulator, with instrumented arrays; ``launches`` gets one ``Measured`` per launch."""
-    if not simulator.SIMULATOR:
+    if not DEVICE.small:
         raise RuntimeError("instrumented arrays need Numba's CUDA simulator, where kernels run as Python")
     measured: list[Measured] = []
 

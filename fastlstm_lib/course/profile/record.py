@@ -27,7 +27,7 @@ from collections import Counter
 import numpy as np
 from numba import cuda
 
-from ...runtime import simulator
+from ...runtime.device import DEVICE
 from ...checks import check_str
 from ...config import LSTMConfig
 from ...gpus import chip as chip_limits, find_gpu
@@ -240,7 +240,7 @@ def record_pass(step, cfg: LSTMConfig, limits=None, options: dict | None = None)
         try:
             state = step.setup(zero_params(cfg), cfg, **setup_options)
         except ValueError as error:
-            if simulator.SIMULATOR and limits is None and "does not fit" in str(error):
+            if DEVICE.small and limits is None and "does not fit" in str(error):
                 raise type(error)(f"{error} On the simulator, name the GPU to plan for: "
                                   f"fl.profile({step.name!r}, cfg, chip='H100').") from error
             raise
@@ -257,7 +257,7 @@ def _chip_name(limits) -> str:
     """The chip a profile's geometry is for, named as data/gpus.csv names it when it can be."""
     if limits is not None:
         return limits.name
-    if simulator.SIMULATOR:
+    if DEVICE.small:
         return "simulator"
     device_name = chip_limits().name
     row = find_gpu(device_name)

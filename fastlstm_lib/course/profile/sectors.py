@@ -24,7 +24,7 @@ from pathlib import Path
 
 import numpy as np
 
-from ...runtime import simulator
+from ...runtime.device import DEVICE
 
 SECTOR_BYTES = 32
 WARP = 32
@@ -107,7 +107,7 @@ def _pointwise_cases() -> list[dict]:
 def measure() -> list[dict]:
     """Sectors per warp-wide load of the GEMM's operands and of the element-wise kernels; on the
     simulator here, or in a simulator child process when this process drives a GPU."""
-    if simulator.SIMULATOR:
+    if DEVICE.small:
         return _gemm_cases() + _pointwise_cases()
     code = "import json; from fastlstm_lib.course.profile import sectors; print(json.dumps(sectors.measure()))"
     package_root = str(Path(__file__).resolve().parents[3])  # importable in the child as it is here
