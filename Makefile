@@ -44,11 +44,12 @@ test-tools: $(STAMP)
 # The GPU-only cells of the GPU notebooks, executed on the fake GPU (Linux; no GPU needed; outputs
 # not compared, nothing computed: see tests/fakegpu, test code run with tests/ on PYTHONPATH). CI
 # runs it for Colab's T4 after `make test`; FAKE_GPU=H100 (or A100, L4, M40) for another. About a
-# minute per notebook.
+# minute per notebook, FAKE_GPU_JOBS (default 2) at a time.
 FAKE_GPU ?= T4
+FAKE_GPU_JOBS ?= 2
 GPU_NOTEBOOKS := $(wildcard notebooks/0[2-9]_*.ipynb notebooks/1[012]_*.ipynb notebooks/4[12]_*.ipynb)
 test-fake-gpu-notebooks: $(STAMP)
-	PYTHONPATH=$(CURDIR)/tests $(BIN)/python -m fakegpu notebooks --gpu $(FAKE_GPU) $(GPU_NOTEBOOKS)
+	PYTHONPATH=$(CURDIR)/tests $(BIN)/python -m fakegpu notebooks --gpu $(FAKE_GPU) --jobs $(FAKE_GPU_JOBS) $(GPU_NOTEBOOKS)
 
 # On a machine with an NVIDIA GPU, nothing else running: every measurement the notebooks read, in
 # one staged, budgeted command (tools/gpu_run.sh; data/results/README.md): smoke, correctness at

@@ -67,14 +67,16 @@ def main(argv=None) -> int:
     notebooks = commands.add_parser("notebooks", help="execute notebooks on the fake GPU (outputs not compared; "
                                                       "exit status 1 if any cell raises)")
     notebooks.add_argument("--gpu", default="T4")
+    notebooks.add_argument("--jobs", type=int, default=1, help="notebooks executed at a time (default 1)")
     notebooks.add_argument("paths", nargs="+", metavar="NOTEBOOK")
     args = parser.parse_args(argv)
     if args.command == "notebooks":
         from . import notebooks as runner
 
+        if args.jobs < 1:
+            parser.error(f"--jobs must be at least 1, got {args.jobs}")
         failures = 0
-        for path in args.paths:
-            report = runner.run(path, args.gpu)
+        for report in runner.run_all(args.paths, args.gpu, args.jobs):
             failures += report["error"] is not None
             print(f"{report['notebook']:<36} fake {args.gpu}: {report['seconds']:>6.1f} s  " +
                   (f"FAILED in cell {report['failed_cell']}: {report['error']}" if report["error"] else

@@ -13,6 +13,7 @@ seconds, the failed cell and its error, if any, and the assertions that would ha
 
 from __future__ import annotations
 
+import contextlib
 import os
 import time
 from pathlib import Path
@@ -35,8 +36,48 @@ get_ipython().ast_transformers.append(_AssertsRecord())
 '''
 
 
+@contextlib.contextmanager
+def presenting(gpu: str):
+    """This process's environment, while it lasts, is one whose kernels present the fake ``gpu``
+    (``child_environment``): every notebook kernel started inside inherits it."""
+    from . import child_environment
+
+    changed = child_environment(gpu)
+    saved = {name: os.environ.get(name) for name in ("FASTLSTM_FAKE_GPU", "NUMBA_ENABLE_CUDASIM", "FASTLSTM_SIMULATOR",
+                                                      "PYTHONPATH")}
+    for name in saved:
+        if name in changed:
+            os.environ[name] = changed[name]
+        else:
+            os.environ.pop(name, None)
+    try:
+        yield
+    finally:
+        for name, value in saved.items():
+            if value is None:
+                os.environ.pop(name, None)
+            else:
+                os.environ[name] = value
+
+
 def run(path, gpu: str, timeout_s: int = 1800) -> dict:
     """Execute one notebook on the fake ``gpu``; {"notebook", "seconds", "failed_cell", "error", "value_checks"}."""
+    with presenting(gpu):
+        return _execute(path, gpu, timeout_s)
+
+
+def run_all(paths, gpu: str, jobs: int = 1, timeout_s: int = 1800):
+    """Execute ``paths`` on the fake ``gpu``, ``jobs`` kernels at a time (each notebook its own
+    process); yields each report in the order of ``paths``."""
+    from concurrent.futures import ThreadPoolExecutor
+
+    if isinstance(jobs, bool) or not isinstance(jobs, int) or jobs < 1:
+        raise ValueError(f"jobs must be a positive int, got {jobs!r}")
+    with presenting(gpu), ThreadPoolExecutor(max_workers=jobs) as pool:
+        yield from pool.map(lambda path: _execute(path, gpu, timeout_s), paths)
+
+
+def _execute(path, gpu: str, timeout_s: int) -> dict:
     import nbformat
     from nbclient import NotebookClient
     from nbclient.exceptions import CellExecutionError
@@ -45,16 +86,6 @@ def run(path, gpu: str, timeout_s: int = 1800) -> dict:
     notebook = nbformat.read(path, as_version=4)
     notebook.cells.insert(0, nbformat.v4.new_code_cell(SETUP))
     notebook.cells.append(nbformat.v4.new_code_cell("print(len(_FAKE_GPU_ASSERTIONS), _FAKE_GPU_ASSERTIONS)"))
-    from . import child_environment
-
-    changed = child_environment(gpu)  # the kernel inherits this process's environment
-    saved = {name: os.environ.get(name) for name in ("FASTLSTM_FAKE_GPU", "NUMBA_ENABLE_CUDASIM", "FASTLSTM_SIMULATOR",
-                                                      "PYTHONPATH")}
-    for name in saved:
-        if name in changed:
-            os.environ[name] = changed[name]
-        else:
-            os.environ.pop(name, None)
     started = time.perf_counter()
     report = {"notebook": path.name, "gpu": gpu, "failed_cell": None, "error": None, "value_checks": []}
     try:
@@ -67,11 +98,5 @@ def run(path, gpu: str, timeout_s: int = 1800) -> dict:
             output.get("output_type") == "error" for output in cell.get("outputs", []))), None)
         report["failed_cell"] = None if failed is None else failed - 1  # the index in the original notebook
         report["error"] = str(error).strip().splitlines()[-1][:500]
-    finally:
-        for name, value in saved.items():
-            if value is None:
-                os.environ.pop(name, None)
-            else:
-                os.environ[name] = value
     report["seconds"] = round(time.perf_counter() - started, 1)
     return report
