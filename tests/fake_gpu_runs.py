@@ -1,8 +1,8 @@
 """The fake-GPU tours of tests/test_fake_gpu.py, started in the background when the session starts.
 
 Each tour is a fresh Python (``FASTLSTM_FAKE_GPU=<GPU> python -m fakegpu.tour``, tests/ on PYTHONPATH),
-one after another on one thread, so they use a core of their own while the rest of the suite
-runs; conftest.py moves their tests to the end of the session.
+``TOURS_AT_ONCE`` at a time from a background thread, while the rest of the suite runs; conftest.py
+moves their tests to the end of the session.
 
 Under pytest-xdist (``make test-tools`` runs two workers) every worker collects the same tests, but only
 the first worker (``gw0``) runs the tours; each tour's outcome goes to a file in a folder named
@@ -25,9 +25,11 @@ from pathlib import Path
 #: The GPUs CI proves every path on: Colab's T4, an A100, an L4, an H100, and the article's M40.
 GPUS = ("T4", "A100", "L4", "H100", "M40")
 TIMEOUT_S = 900
+#: Tours run side by side: each is one process, mostly one core's compiling (CI has 2 cores).
+TOURS_AT_ONCE = 2
 _results: dict = {}
 _thread: threading.Thread | None = None
-_running: list = []  # the tour in progress, so that the session's end can stop it
+_running: list = []  # the tours started, so that the session's end can stop any still running
 _stopped = threading.Event()
 
 
@@ -52,26 +54,32 @@ def _publish(gpu: str, outcome: tuple) -> None:
         os.replace(scratch, folder / f"{gpu}.json")  # whole or absent: a reader never sees half of it
 
 
-def _run_all() -> None:
-    for gpu in GPUS:
-        if _stopped.is_set():
-            _publish(gpu, (None, "", "the test session ended first"))
-            continue
-        import fakegpu
+def _run_one(gpu: str) -> None:
+    if _stopped.is_set():
+        _publish(gpu, (None, "", "the test session ended first"))
+        return
+    import fakegpu
 
-        env = fakegpu.child_environment(gpu, {**os.environ, "PYTHONUNBUFFERED": "1", "TF_CPP_MIN_LOG_LEVEL": "3"})
-        for name in ("PYTEST_XDIST_WORKER", "PYTEST_XDIST_TESTRUNUID"):
-            env.pop(name, None)
-        process = subprocess.Popen([sys.executable, "-m", "fakegpu.tour"], stdout=subprocess.PIPE,
-                                   stderr=subprocess.PIPE, text=True, env=env)
-        _running[:] = [process]
-        try:
-            stdout, stderr = process.communicate(timeout=TIMEOUT_S)
-            _publish(gpu, (process.returncode, stdout, stderr))
-        except subprocess.TimeoutExpired:
-            process.kill()
-            stdout, stderr = process.communicate()
-            _publish(gpu, (None, stdout, f"timed out after {TIMEOUT_S} s\n{stderr}"))
+    env = fakegpu.child_environment(gpu, {**os.environ, "PYTHONUNBUFFERED": "1", "TF_CPP_MIN_LOG_LEVEL": "3"})
+    for name in ("PYTEST_XDIST_WORKER", "PYTEST_XDIST_TESTRUNUID"):
+        env.pop(name, None)
+    process = subprocess.Popen([sys.executable, "-m", "fakegpu.tour"], stdout=subprocess.PIPE,
+                               stderr=subprocess.PIPE, text=True, env=env)
+    _running.append(process)
+    try:
+        stdout, stderr = process.communicate(timeout=TIMEOUT_S)
+        _publish(gpu, (process.returncode, stdout, stderr))
+    except subprocess.TimeoutExpired:
+        process.kill()
+        stdout, stderr = process.communicate()
+        _publish(gpu, (None, stdout, f"timed out after {TIMEOUT_S} s\n{stderr}"))
+
+
+def _run_all() -> None:
+    from concurrent.futures import ThreadPoolExecutor
+
+    with ThreadPoolExecutor(max_workers=TOURS_AT_ONCE) as pool:
+        list(pool.map(_run_one, GPUS))
 
 
 def stop() -> None:
