@@ -101,7 +101,7 @@ def test_the_prefetching_gemm_keeps_a_slab_of_loads_in_flight(rows):
     table = {(row["kernel"], row["arch"]): row for row in rows}
     for arch in ("sm_75", "sm_90"):
         assert table[("blocked_gemm", arch)]["staged_loads"] == 1
-        prefetch = table[("blocked_gemm_prefetch_wide", arch)]
+        prefetch = table[("prefetch_gemm_wide", arch)]
         assert prefetch["staged_loads"] == 8 and prefetch["slab_ffma"] == 512, prefetch
         assert (prefetch["spill_stores"], prefetch["spill_loads"]) == (0, 0), prefetch
 
@@ -113,7 +113,7 @@ def test_the_vector_gemm_spends_its_slab_on_ffma(rows):
     at most 128 registers, so that an SM of 64K registers holds two of its 256-thread blocks."""
     table = {(row["kernel"], row["arch"]): row for row in rows}
     for arch in ("sm_75", "sm_80", "sm_89", "sm_90"):
-        vector = table[("blocked_gemm_vector_wide", arch)]
+        vector = table[("vector_gemm_wide", arch)]
         assert vector["slab_ffma"] == 512 and vector["slab_ffma"] / vector["slab_instructions"] >= 0.85, vector
         assert vector["loop_shared_loads"] * 8 <= vector["loop_ffma"], vector
         assert vector["loop_global_loads"] == 2, vector
@@ -168,9 +168,9 @@ def test_the_latency_columns_of_the_gemms(rows):
     table = {(row["kernel"], row["arch"]): row for row in rows}
     for arch in ("sm_75", "sm_90"):
         assert table[("blocked_gemm", arch)]["loop_ffma_chain"] == 1
-        assert table[("blocked_gemm_exact", arch)]["loop_ffma_chain"] == 8
-        assert table[("blocked_gemm_vector_wide", arch)]["load_use_distance"] >= 200
-        assert table[("blocked_gemm_exact", arch)]["load_use_distance"] <= 16
+        assert table[("exact_gemm", arch)]["loop_ffma_chain"] == 8
+        assert table[("vector_gemm_wide", arch)]["load_use_distance"] >= 200
+        assert table[("exact_gemm", arch)]["load_use_distance"] <= 16
 
 
 def test_register_blocking_shows_in_the_main_loop(rows):
@@ -182,13 +182,17 @@ def test_register_blocking_shows_in_the_main_loop(rows):
             assert (row["loop_ffma"], row["loop_shared_loads"], row["loop_global_loads"]) == (*blocking, 0), row
 
 
+#: The blocked GEMM versions' kernels (2-6), whose rows are named ``<kernel>`` or ``<kernel>_<blocking or layout>``.
+BLOCKED = ("blocked", "exact", "prefetch", "vector", "split")
+
+
 def test_a_gemm_slab_counts_its_inner_loops_by_their_trips(rows):
     """A slab of K does bk x tm x tn FFMAs per thread, whatever loop structure the compiler made:
     8 x 4 x 4 for the 64 x 64 patch, 8 x 2 x 2 for the 32 x 32 one, 8 x 8 x 8 for the 128 x 128
     one; and its instructions include the cooperative loads the main loop leaves out (the timeline
     model's issue efficiency). The exact-tile kernels unroll everything: the slab is the loop."""
     for row in rows:
-        if not row["kernel"].startswith("blocked_gemm"):
+        if not row["kernel"].split("_gemm")[0] in BLOCKED:
             assert row["slab_instructions"] == "" and row["slab_ffma"] == "", row
         elif row["arch"] != "sm_52":
             per_thread = 64 if "8x8" in row["what"] else 4 if "2x2" in row["what"] else 16
@@ -207,11 +211,11 @@ def test_the_exact_tile_kernels_spend_their_slab_on_ffma(rows):
     shared-memory loads per FFMA, no spills; and each exact variant beats its checked twin."""
     table = {(row["kernel"], row["arch"]): row for row in rows}
     for arch in ("sm_75", "sm_90"):
-        wide = table[("blocked_gemm_wide", arch)]
+        wide = table[("exact_gemm_wide", arch)]
         assert wide["slab_ffma"] / wide["slab_instructions"] >= 0.70, wide
         assert wide["loop_shared_loads"] / wide["loop_ffma"] <= 0.25, wide
         assert (wide["spill_stores"], wide["spill_loads"]) == (0, 0), wide
-        for checked, exact in (("blocked_gemm", "blocked_gemm_exact"), ("blocked_gemm_t", "blocked_gemm_t_exact")):
+        for checked, exact in (("blocked_gemm", "exact_gemm"), ("blocked_gemm_t", "exact_gemm_t")):
             share = {name: table[(name, arch)]["slab_ffma"] / table[(name, arch)]["slab_instructions"]
                      for name in (checked, exact)}
             assert share[exact] > 2 * share[checked], share

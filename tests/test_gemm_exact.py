@@ -15,8 +15,8 @@ def launched_kernels(monkeypatch):
     """Which factory built each kernel ``gemm()`` launched: 'exact' or 'checked'."""
     seen = []
     exact, checked = g.exact_gemm_kernel, g.blocked_gemm_kernel
-    monkeypatch.setattr(g, "exact_gemm_kernel", lambda *a: seen.append("exact") or exact(*a))
-    monkeypatch.setattr(g, "blocked_gemm_kernel", lambda *a: seen.append("checked") or checked(*a))
+    monkeypatch.setattr(g.launch, "exact_gemm_kernel", lambda *a: seen.append("exact") or exact(*a))
+    monkeypatch.setattr(g.launch, "blocked_gemm_kernel", lambda *a: seen.append("checked") or checked(*a))
     return seen
 
 

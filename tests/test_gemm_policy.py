@@ -5,12 +5,14 @@ same in every step; the default "2016" launches what cuBLAS-era code launched (e
 import pytest
 
 import fastlstm_lib as fl
+from fastlstm_lib.kernels.versions import every
 from fastlstm_lib.steps.gemm_policy import DEFAULT, POLICIES, checked_policy
 
 
 def gemm_versions(step, **options):
     profile = fl.profile(step, chip="H100", **options)
-    return sorted({launch.version for launch in profile.launches if launch.kernel == "blocked_gemm"})
+    numbers = {spec.name: spec.number for spec in every() if spec.family == "gemm"}
+    return sorted({numbers[launch.kernel] for launch in profile.launches if launch.kernel in numbers})
 
 
 def test_the_default_policy_launches_one_version_in_every_step():

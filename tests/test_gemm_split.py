@@ -127,13 +127,13 @@ def test_on_an_h100_step_06_launches_the_recurrent_gemm_in_4_parts():
     "fast" GEMM policy: the recurrent GEMM at batch 64, hidden 512 launches 3.5+ blocks (28+ warps)
     per SM on average, and the step still launches 3 kernels per layer-step. Under the default
     "2016" policy step 06 launches what step 05 does: the same grids, blocks and versions."""
-    launched = {name: [(launch.kernel, launch.version, launch.grid, launch.block)
+    launched = {name: [(launch.kernel, launch.grid, launch.block)
                        for launch in fl.profile(name, chip=chip).launches]
                 for name in ("fused_pointwise", "pretransposed") for chip in ("H100", "M40")}
     assert launched["fused_pointwise"] == launched["pretransposed"]
     profile = fl.profile("pretransposed", chip="H100", gemms="fast")
     sms = gpu("H100")["sms"]
-    recurrent = [launch for launch in profile.launches if launch.version == 6]
+    recurrent = [launch for launch in profile.launches if launch.kernel == "split_gemm"]
     cells = [launch for launch in profile.launches if launch.kernel == "_lstm_cell_split"]
     cfg = fl.LSTMConfig.article()
     assert len(recurrent) == len(cells) == cfg.layers * cfg.seq_len

@@ -7,6 +7,7 @@ from numba import cuda
 
 from fastlstm_lib.kernels import gemm as g, vector
 from fastlstm_lib.reference import relative_error
+from fastlstm_lib.kernels.versions import every, spec_of
 
 #: (blocking, its vector width): 4 floats and runs of 2 outputs; 2 floats and runs of 1 (the simulator's
 #: own blocking); 4 floats and runs of 4, the 128 x 128 patch's split at a size the simulator runs.
@@ -71,7 +72,7 @@ def launched_versions(monkeypatch):
     real = g.gemm.__globals__  # gemm() looks its factories up here at each call
     for name in ("blocked_gemm_kernel", "exact_gemm_kernel", "vector_gemm_kernel"):
         factory = real[name]
-        monkeypatch.setitem(real, name, lambda *a, _f=factory: (lambda k: seen.append(g.version_of(k)) or k)(_f(*a)))
+        monkeypatch.setitem(real, name, lambda *a, _f=factory: (lambda k: seen.append(spec_of(k).number) or k)(_f(*a)))
     return seen
 
 
@@ -107,10 +108,11 @@ def test_a_profile_records_each_gemms_version_and_the_timeline_its_compiled_row(
 
     def rows(step, **options):
         recorded = fl.profile(step, chip="H100", **options)
-        return {(launch.version, table_name(launch, 64)) for launch in recorded.launches if launch.kernel == "blocked_gemm"}
+        numbers = {spec.name: spec.number for spec in every() if spec.family == "gemm"}
+        return {(numbers[launch.kernel], table_name(launch, 64)) for launch in recorded.launches if launch.kernel in numbers}
 
-    assert rows("combined_inputs", gemms="fast") == {(5, "blocked_gemm_vector_wide"), (6, "blocked_gemm_split_small")}
-    assert rows("combined_inputs", gemms="fast", splits=1) == {(5, "blocked_gemm_vector_wide"),
-                                                               (3, "blocked_gemm_t_exact")}
-    assert rows("combined_inputs") == {(3, "blocked_gemm_wide"), (3, "blocked_gemm_t_exact")}
-    assert rows("combined_gemms") == {(3, "blocked_gemm_t_exact")}
+    assert rows("combined_inputs", gemms="fast") == {(5, "vector_gemm_wide"), (6, "split_gemm_small")}
+    assert rows("combined_inputs", gemms="fast", splits=1) == {(5, "vector_gemm_wide"),
+                                                               (3, "exact_gemm_t")}
+    assert rows("combined_inputs") == {(3, "exact_gemm_wide"), (3, "exact_gemm_t")}
+    assert rows("combined_gemms") == {(3, "exact_gemm_t")}

@@ -8,7 +8,7 @@ import numpy as np
 import pytest
 
 import fastlstm_lib as fl
-from fastlstm_lib.kernels import __main__ as cli, catalog
+from fastlstm_lib.kernels import __main__ as cli, catalog, gemm
 
 KERNELS = Path(fl.__file__).parent / "kernels"
 
@@ -16,7 +16,7 @@ KERNELS = Path(fl.__file__).parent / "kernels"
 def test_every_kernel_of_the_family_files_has_a_version():
     """A @cuda.jit kernel (no device function) in kernels/ is in the catalog: a new one needs its Version."""
     names = set()
-    for path in KERNELS.glob("*.py"):
+    for path in KERNELS.rglob("*.py"):
         for node in ast.walk(ast.parse(path.read_text())):
             if isinstance(node, ast.FunctionDef) and any(
                     ast.unparse(d).startswith("cuda.jit") and "device=True" not in ast.unparse(d) for d in node.decorator_list):
@@ -36,7 +36,7 @@ def test_every_version_validates_on_the_simulator(capsys):
 
 def test_one_family_one_version_and_the_list(capsys):
     assert cli.main(["gemm", "3"]) == 0
-    assert "gemm 3: blocked_gemm (exact-tile)" in capsys.readouterr().out
+    assert "gemm 3: exact_gemm" in capsys.readouterr().out
     assert cli.main(["--list"]) == 0
     assert len(capsys.readouterr().out.splitlines()) == len(catalog.VERSIONS)
 
@@ -72,18 +72,18 @@ def test_bad_names_are_refused_naming_what_exists(capsys):
 def test_the_article_cases_are_the_article_shapes():
     """Made, not launched (the simulator would take hours): the GEMMs of one step, of the wavefront's
     5-step chunk and of all steps; the weight gradient over all steps."""
-    shapes = catalog.GEMM_SHAPES["article"]
+    shapes = gemm.SHAPES["article"]
     article = fl.LSTMConfig.article()
     assert shapes == [(article.batch, 4 * article.hidden, article.hidden),
                       (5 * article.batch, 4 * article.hidden, article.hidden),
                       (article.seq_len * article.batch, 4 * article.hidden, article.input_size)]
-    assert catalog.WEIGHT_GRADIENT["article"] == (article.seq_len, article.batch, article.hidden)
+    assert gemm.v3_exact.WEIGHT_GRADIENT["article"] == (article.seq_len, article.batch, article.hidden)
     assert catalog.PERSISTENT_SHAPES["article"] == (article.batch, article.seq_len, article.hidden)
     assert np.all(np.array(catalog.PERSISTENT_SHAPES["odd"]) % 4 != 0)
 
 
 def test_the_cublas_launcher_refuses_bad_operands_before_any_work():
-    from fastlstm_lib.kernels.cublas import cublas_matmul
+    from fastlstm_lib.kernels.gemm.v0_cublas import cublas_matmul
 
     with pytest.raises(TypeError, match="a must be a 2-D float32 NumPy array, got float64"):
         cublas_matmul(np.ones((2, 3)), np.ones((3, 2), np.float32))

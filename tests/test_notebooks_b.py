@@ -4,7 +4,7 @@ runner's versions 2 and 3 (kernels/catalog.py), and the runner's one tolerance t
 import numpy as np
 
 import fastlstm_lib as fl
-from fastlstm_lib.kernels import catalog
+from fastlstm_lib.kernels import catalog, gemm
 
 
 def test_every_layout_of_b_is_a_checked_case_of_versions_2_and_3():
@@ -12,12 +12,12 @@ def test_every_layout_of_b_is_a_checked_case_of_versions_2_and_3():
         rows = catalog.measure(catalog.select("gemm", number)[0], sizes=("odd",))
         first = [row for row in rows if row["shape"] == rows[0]["shape"] and "weight" not in row["variant"]]
         # the plain run is B stored (K, N); the others name their layout
-        assert [row["variant"] for row in first] == ["", *(label for label, _, _ in catalog.B_LAYOUTS[1:])], number
+        assert [row["variant"] for row in first] == ["", *(label for label, _, _ in gemm.B_LAYOUTS[1:])], number
         assert all(row["relative_error"] <= row["rtol"] == fl.RTOL for row in first)
 
 
 def test_the_weight_gradient_is_checked_to_the_backward_tolerance():
-    cases = catalog.weight_gradient_cases((3, 5, 7), np.random.default_rng(0))
+    cases = gemm.weight_gradient_cases((3, 5, 7), np.random.default_rng(0))
     assert set(cases) == {"per_step", "all_steps"}
     for case in cases.values():
         assert case.rtol == fl.reference.TOLERANCES["backward"] == fl.backward.reference.BACKWARD_RTOL
@@ -26,7 +26,7 @@ def test_the_weight_gradient_is_checked_to_the_backward_tolerance():
 
 def test_cublas_is_the_gemm_familys_version_0_and_says_why_it_cannot_run():
     (version,) = catalog.select("gemm", 0)
-    assert version.kernel == "cublas" and version is catalog.CUBLAS
+    assert version.kernel == "cublas" and version.spec is gemm.v0_cublas.SPEC
     if fl.is_simulator():
         import pytest
 

@@ -11,7 +11,7 @@ import fastlstm_lib as fl
 from fastlstm_lib.course.article import article_numbers
 from fastlstm_lib.course.sass import read_table
 from fastlstm_lib.config import flops
-from fastlstm_lib.kernels.gemm import gpu_blocking
+from fastlstm_lib.kernels.gemm import GPU_LARGE, GPU_SMALL, GPU_WIDE, divides, gpu_blocking
 from fastlstm_lib.course.timeline import against_results, cublas, estimate, plot_step_change, step_change, step_change_text
 from fastlstm_lib.course.timeline.blocks import table_name
 from fastlstm_lib.course.timeline.constants import constant, model_constants
@@ -45,9 +45,12 @@ def test_never_below_the_lower_bound(m40_profiles):
 
 
 def _gemm_launch(index: int, m: int, n: int, k: int, deps=None, bm: int = 64) -> Launch:
-    """A recorded blocked_gemm launch of C (m x n) = A (m x k) B (k x n), bm x bm patches."""
+    """A recorded GEMM launch of C (m x n) = A (m x k) B (k x n), bm x bm patches: ``exact_gemm``
+    where the patch divides the shape (as ``gemm()`` launches it), else ``blocked_gemm``."""
     grid = (-(-n // bm), -(-m // bm), 1)
-    return Launch(index=index, kernel="blocked_gemm", grid=grid, block=(128 if bm == 32 else 256, 1, 1), stream=0, shared_bytes=0,
+    blocking = {32: GPU_SMALL, 64: GPU_LARGE, 128: GPU_WIDE}[bm]
+    kernel = "exact_gemm" if divides(blocking, m, n, k) else "blocked_gemm"
+    return Launch(index=index, kernel=kernel, grid=grid, block=(128 if bm == 32 else 256, 1, 1), stream=0, shared_bytes=0,
                   flop=2 * m * n * k, bytes_read=0, bytes_written=0, footprint_read=0, footprint_written=0,
                   footprint=0, footprint_in=0, array_args=3, loads={"a": grid[0] * m * k, "b": grid[1] * k * n},
                   stores={"c": m * n}, deps={} if deps is None else deps)
@@ -69,7 +72,7 @@ def test_waves_and_tail_by_hand():
     # kernel (version 3): 256 threads, 8 warps, 2 per partition; its slab of K (sm_75's counts, used
     # for sm_52): I instructions, F FFMA, 32 FP32 lanes per partition. K = 128: 16 slabs.
     row = gpu_row("M40")
-    mix = {(r["kernel"], r["arch"]): r for r in read_table()}[("blocked_gemm_exact", "sm_75")]
+    mix = {(r["kernel"], r["arch"]): r for r in read_table()}[("exact_gemm", "sm_75")]
     I, F = int(mix["slab_instructions"]), int(mix["slab_ffma"])
     chain, distance = int(mix["loop_ffma_chain"]) * F / int(mix["loop_ffma"]), int(mix["load_use_distance"])
     clock = row["fp32_tflops"] * 1e12 / (2 * 24 * 128)  # the clock the data sheet's peak implies
@@ -223,10 +226,10 @@ def test_cublas_needs_a_published_measurement():
 def test_the_launch_grid_and_shape_pick_the_compiled_variant():
     # The grid says the blocking; the shape whether gemm() launched the exact-tile variant.
     assert table_name(_gemm_launch(0, 63, 2048, 512), 64) == "blocked_gemm"  # 64 x 64 patches, an edge
-    assert table_name(_gemm_launch(0, 64, 2048, 512), 64) == "blocked_gemm_exact"
+    assert table_name(_gemm_launch(0, 64, 2048, 512), 64) == "exact_gemm"
     assert table_name(_gemm_launch(0, 64, 500, 512, bm=32), 64) == "blocked_gemm_t"  # 32 x 32, 2 x 2 per thread
-    assert table_name(_gemm_launch(0, 64, 512, 512, bm=32), 64) == "blocked_gemm_t_exact"
-    assert table_name(_gemm_launch(0, 6400, 2048, 512, bm=128), 64) == "blocked_gemm_wide"  # 8 x 8 per thread
+    assert table_name(_gemm_launch(0, 64, 512, 512, bm=32), 64) == "exact_gemm_t"
+    assert table_name(_gemm_launch(0, 6400, 2048, 512, bm=128), 64) == "exact_gemm_wide"  # 8 x 8 per thread
 
     def efficiency(*shape, bm=64):  # on an H100: 32 FP32 lanes per partition, e = the FFMA share
         return estimate(_profile(_gemm_launch(0, *shape, bm=bm), chip="H100"), "H100", host=0).timeline[0]["efficiency"]

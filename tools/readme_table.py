@@ -31,7 +31,7 @@ CHIP = "H100"
 
 
 def pass_launches(step, *, chip: str = CHIP, **options) -> collections.Counter:
-    """(name, version, file: ``kernel_label``) -> launches in one pass of ``step`` at the article's size, as
+    """(name, file: ``kernel_label``) -> launches in one pass of ``step`` at the article's size, as
     ``fl.profile`` records it (``record_pass``: ``setup`` first, uncounted), kernels kept as objects."""
     from fastlstm_lib.config import LSTMConfig
     from fastlstm_lib.gpus import chip as chip_limits
@@ -41,13 +41,10 @@ def pass_launches(step, *, chip: str = CHIP, **options) -> collections.Counter:
     return collections.Counter(kernel_label(call.kernel) for call in recording.launches)
 
 
-def kernel_label(kernel) -> tuple[str, str, str]:
-    """(the kernel's name, its version's variant where another version shares the name or "" (its
-    spec, ``fastlstm_lib.kernels.spec``), its file from the repository's root)."""
-    from fastlstm_lib.kernels.versions import spec_of
-
+def kernel_label(kernel) -> tuple[str, str]:
+    """(the kernel's name, its file from the repository's root)."""
     function = kernel.py_func
-    return function.__name__.lstrip("_"), spec_of(kernel).variant, repository_path(function)
+    return function.__name__.lstrip("_"), repository_path(function)
 
 
 def repository_path(thing) -> str:
@@ -75,8 +72,8 @@ def row(name: str, step, counts: collections.Counter, timed: str | None = None) 
     by file and most launched first, each linked to its file, the launches and the measurement."""
     path = repository_path(type(step))
     number = Path(path).stem.split("_")[0]
-    kernels = "; ".join(f"[`{kernel}`]({file}){' ' + variant if variant else ''} ×{n:,}"
-                        for (kernel, variant, file), n in sorted(counts.items(), key=lambda kv: (kv[0][2], -kv[1], kv[0])))
+    kernels = "; ".join(f"[`{kernel}`]({file}) ×{n:,}"
+                        for (kernel, file), n in sorted(counts.items(), key=lambda kv: (kv[0][1], -kv[1], kv[0])))
     return f"| {number} [`{name}`]({path}) | {kernels} | {sum(counts.values()):,} | {measured(name, timed)} |"
 
 

@@ -39,15 +39,15 @@ def _check_cfg(cfg) -> LSTMConfig:
 
 def bench_weight_gradients(cfg: LSTMConfig, *, warmup: int = 3, repeats: int = 20, seed: int = 0) -> dict:
     """dW = X^T dZ of layer 1 (in = H) over all steps: one tall GEMM vs T GEMMs of B rows, accumulating:
-    the kernel runner's two weight-gradient cases (``kernels/catalog.weight_gradient_cases``) at
+    the kernel runner's two weight-gradient cases (``kernels/gemm/v3_exact.weight_gradient_cases``) at
     ``cfg``'s steps, batch and hidden, each checked (the backward tolerance), timed and checked again."""
-    from ..kernels import catalog
+    from ..kernels import catalog, gemm
 
     _check_cfg(cfg)
     warmup, repeats = check_int("warmup", warmup, minimum=0), check_int("repeats", repeats)
     seed = check_int("seed", seed, minimum=0)
     B, T, H = cfg.batch, cfg.seq_len, cfg.hidden
-    cases = catalog.weight_gradient_cases((T, B, H), np.random.default_rng(seed))
+    cases = gemm.weight_gradient_cases((T, B, H), np.random.default_rng(seed))
     computed = DEVICE.computes  # the fake GPU (a test mode) runs no kernel
     result = {"shape": f"({H} x {T * B}) @ ({T * B} x {4 * H})", "per_step_launches": T, "all_steps_launches": 1}
     for label, case in cases.items():

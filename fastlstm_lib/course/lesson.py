@@ -286,7 +286,7 @@ def nsight(step: str) -> None:
     print(f"Each pass is an NVTX range \"<step> pass\" (domain {DOMAIN_NAME}). Look for: {LOOK_FOR[name]}.")
     if name == "pretransposed":
         print("Nsight Compute (ncu), sectors per warp-wide load of the GEMM's global loads, measured:")
-        print(f"  ncu --kernel-name regex:blocked_gemm --launch-count 4 --metrics {SECTOR_METRICS} \\\n"
+        print(f"  ncu --kernel-name regex:_gemm --launch-count 4 --metrics {SECTOR_METRICS} \\\n"
               f"      python -m fastlstm_lib bench --steps {name} --config article --warmup 0 --repeats 1")
         print("  sectors / requests = sectors per warp-wide load: 4 when a warp's 32 floats are 128 contiguous bytes")
 

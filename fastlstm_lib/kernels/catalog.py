@@ -1,16 +1,14 @@
-"""Every kernel version of the family files, each runnable on its own against float64 NumPy: the
-one validate-then-time runner (``python -m fastlstm_lib.kernels``, llm.c-style), which validates
-everywhere and times on a GPU.
+"""Every kernel version, each runnable on its own against float64 NumPy: the one validate-then-time
+runner (``python -m fastlstm_lib.kernels``, llm.c-style), which validates everywhere and times on a GPU.
 
-One ``Version`` per kernel version: its spec (``spec.py``: its family, its number in that file's
-list, the kernel's name, one line on what it adds) and ``case(size, rng)``: fresh inputs at ``size`` ("odd":
-no dimension a multiple of any tile or block, except the exact-tile GEMM, which runs only where
-its tile divides the shape; "article": the article's shapes, for a GPU), its outputs poisoned
-with NaN, and a ``Case`` that launches it and knows the float64 answer, the work done and its
-tolerance (``reference.TOLERANCES``). The GEMM family's version 0 is cuBLAS (``cublas.py``), the
-yardstick every GEMM version is set beside (``gemm_table``); its versions 2 and 3 also run with B
-in each layout (notebook 06) and as the backward pass's weight gradient, one launch per step
-against one for all steps (``weight_gradient_cases``, notebook 41).
+One ``Version`` per kernel version: its spec (``spec.py``: its family, its number, the kernel's
+name, one line on what it adds) and ``case(size, rng)``: fresh inputs at ``size`` ("odd": no
+dimension a multiple of any tile or block, except the exact-tile GEMMs, which run only where their
+tile divides the shape; "article": the article's shapes, for a GPU), its outputs poisoned with
+NaN, and ``Case`` s (``case.py``) that launch it and know the float64 answer, the work done and
+the tolerance (``reference.TOLERANCES``). The GEMM family's version files hold their own cases
+(``gemm/v<N>_*.py``; version 0 is cuBLAS, the yardstick every GEMM version is set beside in
+``gemm_table``); the one-file families' cases are here.
 """
 
 from __future__ import annotations
@@ -22,40 +20,17 @@ import numpy as np
 from numba import cuda
 
 from ..runtime.device import DEVICE
-from ..reference import RTOL, TOLERANCES, relative_error, sigmoid64
+from ..reference import TOLERANCES, sigmoid64
 from ..tables import Column, table
 from ..timing import summarize, time_launches
-from . import cublas, gemm as g, persistent, persistent_plan, pointwise as pw, pointwise_backward as pwb, reduce, vector
+from . import gemm, persistent, persistent_plan, pointwise as pw, pointwise_backward as pwb, reduce, vector
+from .case import Case, Unavailable, f32, poisoned  # noqa: F401  (Unavailable: the runner's skip)
 from .spec import Spec
 from .versions import every
 
 SIZES = ("odd", "article")
 #: Launches per timed repeat, warm-up repeats, timed repeats.
 INNER, WARMUP, REPEATS = 20, 3, 30
-
-
-class Unavailable(RuntimeError):
-    """A version that cannot run here (cuBLAS without torch or a GPU): skipped, saying why."""
-
-
-@dataclasses.dataclass
-class Case:
-    """One run of a kernel version: ``launch()`` runs it on the device arrays; ``outputs`` names
-    them, ``expected`` holds the float64 answers; ``flop`` and ``bytes`` are one launch's work."""
-
-    shape: str
-    launch: Callable[[], None]
-    outputs: dict
-    expected: dict
-    flop: float
-    bytes: float
-    reset: Callable[[], None] = lambda: None  # puts in-place outputs back before a check
-    rtol: float = RTOL  # its tolerance, from the one table (reference.TOLERANCES)
-    variant: str = ""  # what else sets this case apart from the version's plain run at ``shape``
-
-    def error(self) -> float:
-        """The largest relative error over the outputs (``relative_error``: inf on any NaN)."""
-        return max(relative_error(self.outputs[name].copy_to_host(), want) for name, want in self.expected.items())
 
 
 @dataclasses.dataclass(frozen=True)
@@ -75,140 +50,6 @@ class Version:
         return f"{self.family} {self.number}: {self.kernel}"
 
 
-def _f32(rng, *shape, scale=1.0):
-    return (rng.standard_normal(shape) * scale).astype(np.float32)
-
-
-def _poisoned(*shape):
-    return cuda.to_device(np.full(shape, np.nan, np.float32))
-
-
-# ---- gemm.py (and cuBLAS, version 0) -------------------------------------------------------------
-#: (M, N, K): odd, and the article's GEMMs: a step's (recurrent or input), the wavefront's 5-step
-#: chunk of inputs, and the input GEMM of all steps.
-GEMM_SHAPES = {"odd": [(7, 13, 11)], "article": [(64, 2048, 512), (320, 2048, 512), (6400, 2048, 512)]}
-#: The layouts of B that versions 2 and 3 also run in, on the size's first shape (notebook 06):
-#: (label, stored transposed and read with the 'T' flag, loaded in the naive order); the first is
-#: every version's plain run (no variant).
-B_LAYOUTS = (("B stored (K, N)", False, False), ("B stored (N, K), loaded along k", True, False),
-             ("B stored (N, K), naive loads (strided_b)", True, True))
-#: (steps, batch, inputs) of the weight gradient dW = X^T dZ of one layer over every step.
-WEIGHT_GRADIENT = {"odd": (3, 5, 7), "article": (100, 64, 512)}
-
-
-class _Fetched:
-    """An output that is not a Numba array (cuBLAS's, in torch): ``copy_to_host`` as Case reads it."""
-
-    def __init__(self, fetch):
-        self.copy_to_host = fetch
-
-
-def _cublas_case(size, rng):
-    why = cublas.unavailable() if DEVICE.timed else "cuBLAS needs a real GPU (the simulator and the fake GPU have none)"
-    if why:
-        raise Unavailable(why)
-    cases = []
-    for m, n, k in GEMM_SHAPES[size]:
-        a, b = _f32(rng, m, k), _f32(rng, k, n)
-        launch, fetch = cublas.cublas_matmul(a, b)
-        cases.append(Case(f"{m} x {n} x {k}", launch, {"c": _Fetched(fetch)}, {"c": a.astype(np.float64) @ b},
-                          2.0 * m * n * k, 4.0 * (m * k + k * n + m * n)))
-    return cases
-
-
-def _gemm_kernel(version: int, blocking, transposed: bool = False, strided: bool = False):
-    """(the kernel of ``version`` for ``blocking`` and B's layout, its threads per block)."""
-    if version == 2:
-        return g.blocked_gemm_kernel(blocking, transposed, strided), blocking.threads
-    if version == 3:
-        return g.exact_gemm_kernel(blocking, transposed, False, g.SHARED_PADDING, strided), blocking.threads
-    if version == 4:
-        return g.prefetch_gemm_kernel(blocking, g.SHARED_PADDING), blocking.threads
-    return g.vector_gemm_kernel(blocking, g.SHARED_PADDING), blocking.threads
-
-
-def _gemm_case(version: int):
-    def case(size, rng):
-        cases = []
-        for index, (m, n, k) in enumerate(GEMM_SHAPES[size]):
-            blocking = g.choose_blocking(m, n, k)
-            if version >= 3:  # the exact-tile kernels need a shape their tile divides: the next one up
-                m, n, k = (-(-m // blocking.bm) * blocking.bm, -(-n // blocking.bn) * blocking.bn,
-                           -(-k // blocking.bk) * blocking.bk)
-            if version == 6:  # its own operands and a (splits, M, N) output
-                cases.append(_split_case(m, n, k, rng))
-                continue
-            a, b = _f32(rng, m, k), _f32(rng, k, n)
-            a_d, c_d = cuda.to_device(a), _poisoned(m, n)
-            want = a.astype(np.float64) @ b
-            grid = (-(-n // blocking.bn), -(-m // blocking.bm))
-            layouts = B_LAYOUTS if version in (2, 3) and index == 0 else B_LAYOUTS[:1]
-            for layout, transposed, strided in layouts:
-                b_d = cuda.to_device(np.ascontiguousarray(b.T) if transposed else b)
-                if version == 1:
-                    tile = g.TILE
-                    kernel, grid, block = g.tiled_gemm_kernel(tile), (-(-n // tile), -(-m // tile)), (tile, tile)
-                else:
-                    if version == 5 and not (g.vector_fits(blocking, m, n, k)  # fresh allocations: aligned rows
-                                             and all(vector.aligned(x, g.vector_width(blocking)) for x in (a_d, b_d))):
-                        raise RuntimeError(f"version 5 cannot run {blocking} on {m} x {n} x {k} with these arrays")
-                    kernel, block = _gemm_kernel(version, blocking, transposed, strided)
-
-                def launch(kernel=kernel, grid=grid, block=block, b_d=b_d):
-                    kernel[grid, block](a_d, b_d, c_d, False)
-
-                cases.append(Case(f"{m} x {n} x {k}", launch, {"c": c_d}, {"c": want}, 2.0 * m * n * k,
-                                  4.0 * (m * k + k * n + m * n), variant=layout if transposed else ""))
-        if version == 3:
-            cases += list(weight_gradient_cases(WEIGHT_GRADIENT[size], rng).values())
-        return cases
-    return case
-
-
-def weight_gradient_cases(dims: tuple, rng) -> dict:
-    """The backward pass's weight gradient dW = X^T dZ of one layer over every step (notebook 41):
-    {"per_step": one ``gemm()`` a step, accumulating; "all_steps": one over the (T x B) rows of
-    every step}, at ``dims`` = (steps, batch, inputs) (``WEIGHT_GRADIENT``), checked to the
-    backward tolerance."""
-    steps, batch, inputs = dims
-    xs, dz = _f32(rng, steps * batch, inputs), _f32(rng, steps * batch, 4 * inputs)
-    xs_d, dz_d, dw_d = cuda.to_device(xs), cuda.to_device(dz), _poisoned(inputs, 4 * inputs)
-    want = xs.T.astype(np.float64) @ dz
-
-    def per_step():
-        for t in range(steps):
-            rows = slice(t * batch, (t + 1) * batch)
-            g.gemm(xs_d[rows], dz_d[rows], dw_d, transpose_a=True, accumulate=t > 0)
-
-    def all_steps():
-        g.gemm(xs_d, dz_d, dw_d, transpose_a=True)
-
-    shape = f"{inputs} x {4 * inputs} x {steps * batch}"  # M x N x K of X^T dZ
-    flop, moved = 2.0 * inputs * 4 * inputs * steps * batch, 4.0 * (steps * batch * 5 * inputs + 4 * inputs * inputs)
-    return {"per_step": Case(shape, per_step, {"dw": dw_d}, {"dw": want}, flop, moved, rtol=TOLERANCES["backward"],
-                             variant=f"weight gradient, one launch a step ({steps})"),
-            "all_steps": Case(shape, all_steps, {"dw": dw_d}, {"dw": want}, flop, moved, rtol=TOLERANCES["backward"],
-                              variant="weight gradient, one launch")}
-
-
-def _split_case(m, n, k, rng):
-    """Version 6 as ``gemm_split`` launches it, K in ``split_plan``'s parts for this GPU (4 at 64 x
-    2048 x 512 on an H100; 2 on the simulator); each part checked on its own."""
-    if DEVICE.small:
-        blocking, splits = g.SIMULATOR_BLOCKING, 2
-    else:
-        blocking, splits = g.split_plan(m, n, k, g.multiprocessors())
-    splits = max(splits, 2)  # two parts at least, even where the plan would not split
-    step = blocking.bk * splits
-    m, n, k = (-(-m // blocking.bm) * blocking.bm, -(-n // blocking.bn) * blocking.bn, -(-k // step) * step)
-    a, b = _f32(rng, m, k), _f32(rng, k, n)
-    a_d, b_d, parts = cuda.to_device(a), cuda.to_device(b), _poisoned(splits, m, n)
-    part = k // splits
-    want = np.stack([a[:, s * part:(s + 1) * part].astype(np.float64) @ b[s * part:(s + 1) * part] for s in range(splits)])
-    return Case(f"{m} x {n} x {k}", lambda: g.gemm_split(a_d, b_d, parts, blocking=blocking), {"parts": parts},
-                {"parts": want}, 2.0 * m * n * k, 4.0 * (m * k + k * n + splits * m * n))
-
-
 # ---- pointwise.py, pointwise_backward.py --------------------------------------------------------
 #: (rows, hidden units): the element-wise kernels run on (rows, 4 x units) or (rows, units).
 CELL_SHAPES = {"odd": (3, 7), "article": (64, 512)}
@@ -218,8 +59,8 @@ def _elementwise_case(name: str):
     def case(size, rng):
         rows, units = CELL_SHAPES[size]
         cols = 4 * units
-        a, b, bias = _f32(rng, rows, cols), _f32(rng, rows, cols), _f32(rng, cols)
-        a_d, b_d, bias_d, out = cuda.to_device(a), cuda.to_device(b), cuda.to_device(bias), _poisoned(rows, cols)
+        a, b, bias = f32(rng, rows, cols), f32(rng, rows, cols), f32(rng, cols)
+        a_d, b_d, bias_d, out = cuda.to_device(a), cuda.to_device(b), cuda.to_device(bias), poisoned(rows, cols)
         a64, b64 = a.astype(np.float64), b.astype(np.float64)
         runs = {
             "fill": (lambda: pw.fill(out, 0.5), np.full((rows, cols), 0.5), 1),
@@ -248,14 +89,14 @@ def _cell64(x_gates, h_gates, bias, c):
 def _cell_case(train: bool):
     def case(size, rng):
         rows, units = CELL_SHAPES[size]
-        x_gates, h_gates = _f32(rng, rows, 4 * units, scale=0.5), _f32(rng, rows, 4 * units, scale=0.5)
-        bias, c0 = _f32(rng, 4 * units, scale=0.1), _f32(rng, rows, units, scale=0.5)
+        x_gates, h_gates = f32(rng, rows, 4 * units, scale=0.5), f32(rng, rows, 4 * units, scale=0.5)
+        bias, c0 = f32(rng, 4 * units, scale=0.1), f32(rng, rows, units, scale=0.5)
         c_new, h_new, gates = _cell64(x_gates, h_gates, bias, c0.astype(np.float64))
         xg, hg, b_d, c_d, h_d = (cuda.to_device(x_gates), cuda.to_device(h_gates), cuda.to_device(bias),
-                                 cuda.to_device(c0), _poisoned(rows, units))
+                                 cuda.to_device(c0), poisoned(rows, units))
         outputs, expected = {"c": c_d, "h": h_d}, {"c": c_new, "h": h_new}
         if train:
-            gates_d, saved_d = _poisoned(rows, 4 * units), _poisoned(rows, units)
+            gates_d, saved_d = poisoned(rows, 4 * units), poisoned(rows, units)
             outputs.update(gates=gates_d, c_saved=saved_d)
             expected.update(gates=gates, c_saved=c_new)
 
@@ -273,11 +114,11 @@ def _cell_case(train: bool):
 def _split_cell_case(size, rng):
     """Version 3 of the fused cell: the recurrent product in 4 parts, as gemm_split leaves it."""
     rows, units = CELL_SHAPES[size]
-    x_gates, h_parts = _f32(rng, rows, 4 * units, scale=0.5), _f32(rng, 4, rows, 4 * units, scale=0.25)
-    bias, c0 = _f32(rng, 4 * units, scale=0.1), _f32(rng, rows, units, scale=0.5)
+    x_gates, h_parts = f32(rng, rows, 4 * units, scale=0.5), f32(rng, 4, rows, 4 * units, scale=0.25)
+    bias, c0 = f32(rng, 4 * units, scale=0.1), f32(rng, rows, units, scale=0.5)
     c_new, h_new, _ = _cell64(x_gates, h_parts.astype(np.float64).sum(axis=0), bias, c0.astype(np.float64))
     xg, hp, b_d, c_d, h_d = (cuda.to_device(x_gates), cuda.to_device(h_parts), cuda.to_device(bias),
-                             cuda.to_device(c0), _poisoned(rows, units))
+                             cuda.to_device(c0), poisoned(rows, units))
 
     def launch():
         pw.lstm_cell_split(xg, hp, b_d, c_d, h_d)
@@ -289,10 +130,10 @@ def _split_cell_case(size, rng):
 
 def _cell_backward_case(size, rng):
     rows, units = CELL_SHAPES[size]
-    dh_out, dh_rec, c_prev, dc = (_f32(rng, rows, units) for _ in range(4))
-    gates = np.concatenate([1 / (1 + np.exp(-_f32(rng, rows, units))), 1 / (1 + np.exp(-_f32(rng, rows, units))),
-                            np.tanh(_f32(rng, rows, units)), 1 / (1 + np.exp(-_f32(rng, rows, units)))], axis=1).astype(np.float32)
-    c = _f32(rng, rows, units)
+    dh_out, dh_rec, c_prev, dc = (f32(rng, rows, units) for _ in range(4))
+    gates = np.concatenate([1 / (1 + np.exp(-f32(rng, rows, units))), 1 / (1 + np.exp(-f32(rng, rows, units))),
+                            np.tanh(f32(rng, rows, units)), 1 / (1 + np.exp(-f32(rng, rows, units)))], axis=1).astype(np.float32)
+    c = f32(rng, rows, units)
     i, f, gg, o = (gates[:, q * units:(q + 1) * units].astype(np.float64) for q in range(4))
     dh = dh_out.astype(np.float64) + dh_rec
     tanh_c = np.tanh(c.astype(np.float64))
@@ -300,7 +141,7 @@ def _cell_backward_case(size, rng):
     dz = np.concatenate([dc_t * gg * i * (1 - i), dc_t * c_prev * f * (1 - f), dc_t * i * (1 - gg ** 2),
                          dh * tanh_c * o * (1 - o)], axis=1)
     arrays = [cuda.to_device(a) for a in (dh_out, dh_rec, gates, c, c_prev, dc)]
-    dz_d = _poisoned(rows, 4 * units)
+    dz_d = poisoned(rows, 4 * units)
 
     def launch():
         pwb.lstm_cell_backward(*arrays, dz_d)
@@ -315,8 +156,8 @@ REDUCE_SHAPES = {"odd": (13, 37), "article": (6400, 2048)}  # dZ of every step: 
 
 def _column_sum_case(size, rng):
     rows, cols = REDUCE_SHAPES[size]
-    a = _f32(rng, rows, cols)
-    a_d, out = cuda.to_device(a), _poisoned(cols)
+    a = f32(rng, rows, cols)
+    a_d, out = cuda.to_device(a), poisoned(cols)
     return [Case(f"{rows} x {cols}", lambda: reduce.column_sum(a_d, out), {"out": out},
                  {"out": a.astype(np.float64).sum(axis=0)}, float(rows * cols), 4.0 * (rows * cols + cols))]
 
@@ -339,16 +180,16 @@ def _persistent_case(size, rng):
     want = lstm_layer64(x, layer)[0].transpose(1, 0, 2)  # float64 from x: x_gates' FP32 rounding counts as error
     plan = persistent_plan.plan(hidden, batch)
     arrays = [cuda.to_device(a) for a in (x_gates, recurrent, bias)]
-    hs = _poisoned(steps, batch, hidden)
+    hs = poisoned(steps, batch, hidden)
     flop = steps * batch * hidden * (8.0 * hidden + 40.0)
     moved = 4.0 * (x_gates.size + recurrent.size + bias.size + hs.size + plan.blocks * (steps - 1) * batch * hidden)
     return [Case(f"batch {batch}, {steps} steps, hidden {hidden}: {plan.blocks} blocks x {plan.threads} threads",
                  lambda: persistent.launch(plan, *arrays, hs), {"hs": hs}, {"hs": want}, flop, moved)]
 
 
-#: Each version's case, by (family, number, kernel name): every spec needs one.
+#: Each version's case, by (family, number, kernel name), where the family is one file (the GEMM's
+#: version files hold their own).
 CASES = {
-    **{("gemm", number, "tiled_gemm" if number == 1 else "blocked_gemm"): _gemm_case(number) for number in range(1, 7)},
     **{("pointwise", 1, "_" + name): _elementwise_case(name) for name in ("fill", "add", "add_bias", "mul", "sigmoid", "tanh")},
     ("pointwise", 2, "_lstm_cell"): _cell_case(False),
     ("pointwise", 3, "_lstm_cell_split"): _split_cell_case,
@@ -358,9 +199,8 @@ CASES = {
     ("reduce", 1, "column_sum"): _column_sum_case,
     ("persistent", 1, "persistent_layer"): _persistent_case,
 }
-#: cuBLAS: the GEMM family's version 0 (``cublas.py``), ours 1-6 beside it.
-CUBLAS = Version(Spec("gemm", 0, "cublas", cublas.WHAT, (), None, None), _cublas_case)
-VERSIONS = (CUBLAS,) + tuple(Version(spec, CASES[spec.family, spec.number, spec.name]) for spec in every())
+VERSIONS = tuple(Version(module.SPEC, module.case) for module in gemm.VERSIONS) + tuple(
+    Version(spec, CASES[spec.family, spec.number, spec.name]) for spec in every() if spec.family != "gemm")
 
 
 def select(name: str | None = None, number: int | None = None) -> list[Version]:

@@ -3,9 +3,8 @@
 
 One ``Spec`` per numbered version of a family (``gemm.py``'s list, ``pointwise.py``'s, ...):
 
-- ``family``, ``number``: its place in its file's list; ``name``: the kernel's function, as a
-  recorded launch names it (versions 2-6 of the GEMM share ``blocked_gemm``: ``gemm.version_of``
-  tells them apart); ``variant``: what a table adds to that name ("exact-tile", ...); ``what``: one line.
+- ``family``, ``number``: its place in its family's list; ``name``: the kernel's function, as a
+  recorded launch, a SASS listing and a table name it (every version its own); ``what``: one line.
 - ``steps``: the steps whose pass launches it at the article's size with an H100's launch
   geometry (``tests/test_kernel_specs.py`` holds this to a dry run of every step).
 - ``access``: the positions of the arguments it reads and the ones it writes (the exercises' trace
@@ -77,13 +76,11 @@ class Spec:
     access: tuple | None
     traffic: Callable | None
     builds: Callable[[], tuple] = lambda: ()
-    variant: str = ""
 
     @property
     def label(self) -> str:
-        """'blocked_gemm (exact-tile)', 'lstm_cell': the name without its underscore, with its variant."""
-        name = self.name.lstrip("_")
-        return f"{name} ({self.variant})" if self.variant else name
+        """'exact_gemm', 'lstm_cell': the kernel's name without its underscore."""
+        return self.name.lstrip("_")
 
 
 def function_name(kernel) -> str:

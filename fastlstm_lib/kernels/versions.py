@@ -1,7 +1,8 @@
 """Every kernel version of the library: the family files' ``SPECS`` (``spec.py``), in one tuple.
 
 ``every()`` lists them family by family (gemm, pointwise, pointwise_backward, reduce, persistent);
-``spec_of(kernel)`` finds a launched kernel's; ``gemm_names()`` names the GEMM family's kernels.
+``spec_of(kernel)`` finds a launched kernel's (every kernel has its own name); ``gemm_names()``
+names the GEMM family's kernels.
 """
 
 from __future__ import annotations
@@ -9,7 +10,6 @@ from __future__ import annotations
 import functools
 
 from . import gemm, persistent_plan, pointwise, pointwise_backward, reduce
-from .gemm_slab import version_of
 from .spec import Spec, function_name
 
 
@@ -20,16 +20,13 @@ def every() -> tuple[Spec, ...]:
 
 
 def spec_of(kernel) -> Spec | None:
-    """The spec of a library kernel (by its function's name, and ``gemm.version_of`` where versions
-    share it); None for a kernel of no spec (one a learner wrote)."""
+    """The spec of a library kernel, by its function's name; None for a kernel of no spec (one a
+    learner wrote)."""
     name = function_name(kernel)
-    found = [spec for spec in every() if spec.name == name]
-    if len(found) > 1:
-        found = [spec for spec in found if spec.number == version_of(kernel)]
-    return found[0] if found else None
+    return next((spec for spec in every() if spec.name == name), None)
 
 
 @functools.lru_cache(maxsize=1)
 def gemm_names() -> tuple[str, ...]:
-    """The function names of the GEMM family's kernels (``tiled_gemm``, ``blocked_gemm``)."""
+    """The function names of the GEMM family's kernels (``tiled_gemm``, ``blocked_gemm``, ``exact_gemm``, ...)."""
     return tuple(dict.fromkeys(spec.name for spec in every() if spec.family == "gemm"))

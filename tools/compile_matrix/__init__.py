@@ -45,7 +45,7 @@ COMMAND = "PYTHONPATH=tools python -m compile_matrix --out data/kernel_resources
 #: Files whose content decides the table (besides the compilers): the kernels, the chip data the
 #: persistent kernel is planned with, the instruction classes the loop mix counts by, and the
 #: matrix's own modules.
-SOURCES = ("fastlstm_lib/kernels/*.py", "fastlstm_lib/gpus.py", "data/gpus.csv", "fastlstm_lib/course/sass.py",
+SOURCES = ("fastlstm_lib/kernels/**/*.py", "fastlstm_lib/gpus.py", "data/gpus.csv", "fastlstm_lib/course/sass.py",
            "tools/compile_matrix/*.py")
 
 #: column -> what it holds (the table's header says it too).

@@ -3,7 +3,7 @@
 The learner writes, inside the given ``tiled_gemm(a, b, c, accumulate)`` kernel, the loads of
 one element of A and one of B into the shared tiles (zeros past the edges of the matrices) and
 the two ``cuda.syncthreads()`` around the multiply-adds. The solution is the library's
-``kernels/gemm.tiled_gemm_kernel(TILE)``. Three probes, all at sizes derived from the tile edge
+``kernels/gemm/v1_tiled.tiled_gemm_kernel(TILE)``. Three probes, all at sizes derived from the tile edge
 (4 on the simulator, 16 on a GPU): sizes off the tile edges with a partial last slab along K;
 sizes that are exact multiples of the tile (no edge at all); K within one slab.
 """
@@ -80,7 +80,7 @@ EXERCISE = KernelExercise(
          'for b_tile[ty, tx] from b[k0 + ty, col] (k0 + ty < k_total, col < n); '
          'cuda.syncthreads() after the two loads and again after the k loop.'),
     ),
-    solution=lambda: gemm.tiled_gemm_kernel(TILE), source="fastlstm_lib/kernels/gemm.py (tile is TILE)",
+    solution=lambda: gemm.tiled_gemm_kernel(TILE), source="fastlstm_lib/kernels/gemm/v1_tiled.py (tile is TILE)",
     launch=launch, expected=lambda inputs: {"c": inputs["a"].astype(np.float64) @ inputs["b"].astype(np.float64)},
     outputs={"c": ("row", "column")},
     probes=(Probe(ODD, gemm_inputs(TILE + 1, 2 * TILE - 1, 2 * TILE + 1, seed=3)),

@@ -12,12 +12,13 @@ Each returns its figure.
 from __future__ import annotations
 
 from ...checks import check_int
+from ...kernels.versions import gemm_names
 from .bound import Bound
 
-KERNEL_COLORS = {"blocked_gemm": "tab:blue", "tiled_gemm": "tab:blue", "_lstm_cell": "tab:green",
+KERNEL_COLORS = {**{name: "tab:blue" for name in gemm_names()}, "_lstm_cell": "tab:green",
                  "persistent_layer": "tab:purple", "_fill": "tab:gray"}
 ELEMENTWISE_COLOR = "tab:orange"
-KERNEL_LABELS = {"blocked_gemm": "GEMM", "tiled_gemm": "GEMM", "_lstm_cell": "fused cell",
+KERNEL_LABELS = {**{name: "GEMM" for name in gemm_names()}, "_lstm_cell": "fused cell",
                  "persistent_layer": "persistent layer", "_fill": "fill"}
 
 

@@ -32,7 +32,6 @@ from ...checks import check_str
 from ...config import LSTMConfig
 from ...gpus import chip as chip_limits, find_gpu
 from ..kept import kept
-from ...kernels.gemm import version_of as gemm_version_of
 from ...kernels.versions import gemm_names
 from ...kernels.views import distinct_bytes
 from ...params import LayerParams
@@ -64,7 +63,6 @@ class Launch:
     loads: dict  # element loads per argument name
     stores: dict
     deps: dict  # {earlier launch index: "stream" | "event" | "default-stream"}
-    version: int = 0  # a GEMM's version in kernels/gemm.py's list (gemm.version_of); 0 for other kernels
     transpose_b: bool = False  # a GEMM that reads B with the 'T' flag (its kernel's compile-time layout)
     #: (view number, bytes) of each view it reads before writing (its inputs) and of each it writes,
     #: views numbered in the pass in order of first appearance (the same view, the same number): what
@@ -266,7 +264,6 @@ def _chip_name(limits) -> str:
 
 def _launch_record(index: int, call, deps: dict, numbering: dict | None = None) -> Launch:
     t, named = traffic(call.kernel, call.grid, call.block, call.args)
-    version = gemm_version_of(call.kernel) or 0
     return Launch(
         index=index, kernel=kernel_description(call.kernel)[0], grid=call.grid, block=call.block, stream=call.stream,
         shared_bytes=call.shared_bytes, flop=t.flop,
@@ -274,7 +271,7 @@ def _launch_record(index: int, call, deps: dict, numbering: dict | None = None) 
         footprint_read=distinct_bytes(t.reads), footprint_written=distinct_bytes(t.writes),
         footprint=distinct_bytes(t.reads + t.writes), footprint_in=distinct_bytes(t.inputs),
         array_args=array_count(call.args), loads=dict(t.loads), stores=dict(t.stores), deps=dict(deps),
-        version=version, transpose_b=bool(version and kernel_description(call.kernel)[2].get("transpose_b", False)),
+        transpose_b=bool(kernel_description(call.kernel)[2].get("transpose_b", False)),
         input_views=_numbered(t.inputs, numbering), output_views=_numbered(t.writes, numbering),
     )
 

@@ -60,7 +60,7 @@ def estimate(profile, gpu, host="cpp", gemm="ours") -> Estimate:
 
     def cost(launch):  # all of a launch's blocks alike; launches of one shape and kernel alike
         dram = from_dram[launch.index] + max(0.0, launch.footprint_written - l2)
-        key = (launch.kernel, launch.version, launch.grid, launch.block, launch.shared_bytes, launch.flop,
+        key = (launch.kernel, launch.grid, launch.block, launch.shared_bytes, launch.flop,
                dram, launch.bytes_read > 0, launch.transpose_b)
         if key not in costs:
             costs[key] = block_cost(launch, row, chip, batch, gemm, profile.config, dram)

@@ -43,7 +43,7 @@ import math
 
 from ..sass import read_table
 from ...gpus import Chip, occupancy
-from ...kernels.gemm import GPU_LARGE, GPU_SMALL, GPU_WIDE, exact
+from ...kernels.gemm import GPU_LARGE, GPU_SMALL, GPU_WIDE
 from ...kernels.versions import every, gemm_names
 from . import cublas
 from .constants import constant
@@ -51,9 +51,9 @@ from .constants import constant
 NO_SASS_FALLBACK = {"sm_52": "sm_75", "sm_70": "sm_75"}  # no disassembly: the nearest architecture's loop mix
 #: Architectures of data/gpus.csv the compile matrix does not build (Volta): the nearest one's registers.
 NOT_COMPILED = {"sm_70": "sm_75"}
-#: The kernel_resources.csv row of each blocking ``gpu_blocking`` picks and each version ``gemm()``
-#: launches: the rows the GEMM family's specs mark ``timed`` (kernels/gemm.py).
-GEMM_ROWS = {(build.blocking, spec.number): build.row for spec in every() if spec.family == "gemm"
+#: The kernel_resources.csv row of each GEMM kernel for each blocking ``gpu_blocking`` picks: the
+#: rows its version file marks ``timed`` (kernels/gemm/v<N>_*.py).
+GEMM_ROWS = {(build.blocking, spec.name): build.row for spec in every() if spec.family == "gemm"
              for build in spec.builds() if build.timed}
 
 
@@ -98,21 +98,18 @@ def arch_of(row: dict) -> str:
 
 
 def table_name(launch, batch: int) -> str:
-    """The kernel_resources.csv name of a recorded launch. ``blocked_gemm`` is compiled per
-    blocking and version (``GEMM_ROWS``): a launch's grid says which blocking it ran
-    (``gpu_blocking`` picks the 128 x 128 patch only where it divides the shape), and its recorded
-    version which kernel; a launch recorded without one (0) is 3 where the tile divides the shape,
-    else 2."""
+    """The kernel_resources.csv name of a recorded launch. A blocked GEMM kernel is compiled per
+    blocking (``GEMM_ROWS``): a launch's grid says which blocking it ran (``gpu_blocking`` picks
+    the 128 x 128 patch only where it divides the shape)."""
     name = launch.kernel.lstrip("_")
     if name == "persistent_layer":
         return f"persistent_b{batch}"
-    if name == "blocked_gemm":
-        m, n, k = cublas.gemm_shape(launch)
+    if name in {kernel for _, kernel in GEMM_ROWS}:
         blocking = gemm_blocking(launch)
-        key = (blocking, launch.version or (3 if exact(blocking, m, n, k) else 2))
-        if key not in GEMM_ROWS:
-            raise ValueError(f"launch {launch.index}: no compiled row for a {blocking} GEMM of {m} x {n} x {k}")
-        return GEMM_ROWS[key]
+        if (blocking, name) not in GEMM_ROWS:
+            m, n, k = cublas.gemm_shape(launch)
+            raise ValueError(f"launch {launch.index}: no compiled row for a {blocking} {name} of {m} x {n} x {k}")
+        return GEMM_ROWS[blocking, name]
     return name
 
 

@@ -13,17 +13,20 @@ import numbers
 
 import numpy as np
 
+from ...kernels.versions import gemm_names
 from .result import Estimate
 
 
 BY = ("stream", "sm")
-#: One colour per kernel, the same in every chart (tab10's order); others take the rest in turn.
-KERNELS = ("blocked_gemm", "_lstm_cell", "_fill", "_add", "_add_bias", "_mul", "_sigmoid", "_tanh", "tiled_gemm",
+#: One colour per kernel, the same in every chart (tab10's order; "gemm": every blocked GEMM
+#: version); others take the rest in turn.
+KERNELS = ("gemm", "_lstm_cell", "_fill", "_add", "_add_bias", "_mul", "_sigmoid", "_tanh", "tiled_gemm",
            "persistent_layer")
 
 
 def colour(kernel: str, plt):
     """The kernel's colour (``KERNELS``)."""
+    kernel = "gemm" if kernel in gemm_names() and kernel != "tiled_gemm" else kernel
     index = KERNELS.index(kernel) if kernel in KERNELS else len(KERNELS) + sum(map(ord, kernel))
     return plt.get_cmap("tab10")(index % 10)
 

@@ -1,0 +1,112 @@
+"""The GEMM family's launchers: which version, which blocking, which grid. ``gemm()`` (versions 2,
+3 or 5 by the shape, the layouts and the policy's ``vector``), ``gemm_split()`` (version 6) with
+its plan, and ``tiled_gemm()`` (version 1).
+"""
+
+from __future__ import annotations
+
+import numbers
+
+from ...runtime.device import DEVICE, multiprocessors
+from ..vector import aligned
+from .tiles import SHARED_PADDING, TILE, Blocking, choose_blocking, divides, gemm_shape, split_plan, vector_fits, \
+    vector_width
+from .v1_tiled import tiled_gemm_kernel
+from .v2_blocked import blocked_gemm_kernel
+from .v3_exact import exact_gemm_kernel
+from .v5_vector import vector_gemm_kernel
+from .v6_split import split_gemm_kernel
+
+
+def exact(blocking: Blocking, m: int, n: int, k: int) -> bool:
+    """Whether ``gemm()`` launches an exact-tile version (3, or 5 where its layouts allow) for this shape."""
+    return divides(blocking, m, n, k)
+
+
+def vector_launch(blocking: Blocking, m: int, n: int, k: int, a, b, *, transpose_a: bool = False,
+                  transpose_b: bool = False, strided_b: bool = False) -> bool:
+    """Whether ``gemm()`` launches version 5 (vector loads) rather than 3: the tile divides the
+    shape with an even split of outputs (``vector_fits``), its vectors are wider than one float
+    (the 32 x 32 patch has one element of A and one of B per thread: nothing to vectorize), A and
+    B are stored as read (no 'T' flag) and their rows are contiguous and aligned to the vector."""
+    if transpose_a or transpose_b or strided_b or not vector_fits(blocking, m, n, k):
+        return False
+    width = vector_width(blocking)
+    return width > 1 and aligned(a, width) and aligned(b, width)
+
+
+def gemm(a, b, c, *, accumulate: bool = False, transpose_a: bool = False, transpose_b: bool = False,
+         blocking: Blocking | None = None, strided_b: bool = False, vector: bool = False, stream=0) -> None:
+    """Launch C = op(A) @ op(B) (or C += op(A) @ op(B)) on device arrays.
+
+    A is (M, K), or (K, M) with ``transpose_a``; B is (K, N), or (N, K) with ``transpose_b``; C is
+    (M, N). ``strided_b``: load a transposed B in the naive, uncoalesced order (notebook 06's
+    comparison; never faster). Where ``blocking``'s tile divides the shape, an exact-tile version
+    runs: with ``vector``, 5 where ``vector_launch`` allows (the ladder's "fast" GEMM policy,
+    ``steps/gemm_policy.py``), else 3 (its "2016" policy); the same result to the bit.
+    """
+    DEVICE.announce()
+    m, n, k = gemm_shape(a, b, c, transpose_b, transpose_a)
+    blocking = choose_blocking(m, n, k) if blocking is None else blocking
+    grid = (-(-n // blocking.bn), -(-m // blocking.bm))
+    if vector and vector_launch(blocking, m, n, k, a, b, transpose_a=transpose_a, transpose_b=transpose_b,
+                                strided_b=strided_b):
+        kernel = vector_gemm_kernel(blocking, SHARED_PADDING)
+    elif exact(blocking, m, n, k):
+        kernel = exact_gemm_kernel(blocking, bool(transpose_b), bool(transpose_a), SHARED_PADDING, bool(strided_b))
+    else:
+        kernel = blocked_gemm_kernel(blocking, bool(transpose_b), bool(strided_b), bool(transpose_a))
+    kernel[grid, blocking.threads, stream](a, b, c, accumulate)
+
+
+def choose_splits(m: int, n: int, k: int) -> int:
+    """The parts of K a recurrent GEMM of (m x n) over k runs in here (``gemm_split``): ``split_plan``'s
+    on a GPU, 1 on the simulator (its blocks run one at a time: there is no GPU to fill)."""
+    return 1 if DEVICE.small else split_plan(m, n, k, multiprocessors())[1]
+
+
+def split_fits(blocking: Blocking, m: int, n: int, k: int, splits: int) -> bool:
+    """Whether version 6 can run ``blocking`` on (m x n) over k in ``splits`` equal parts of K."""
+    return k % splits == 0 and vector_fits(blocking, m, n, k // splits)
+
+
+def checked_splits(m: int, n: int, k: int, splits=None) -> int:
+    """``splits`` parts of K for a GEMM of (m x n) over k, checked: a positive int for which the
+    blocking ``gemm_split`` chooses here divides the shape; None: ``choose_splits``'s."""
+    if splits is None:
+        return choose_splits(m, n, k)
+    if isinstance(splits, bool) or not isinstance(splits, numbers.Integral) or splits < 1:
+        raise ValueError(f"splits must be a positive int (parts of K), got {splits!r}")
+    splits = int(splits)
+    if splits > 1 and not split_fits(choose_blocking(m, n, k // splits), m, n, k, splits):
+        raise ValueError(f"splits={splits}: no GEMM tile here divides {m} x {n} and K = {k} in {splits} parts")
+    return splits
+
+
+def gemm_split(a, b, parts, *, blocking: Blocking | None = None, stream=0) -> None:
+    """Launch version 6: parts[z] = A[:, z-th K part] @ B[z-th K part, :] for z < len(parts), so that
+    C = parts.sum(0) (whoever reads C adds them: the fused cell, in one pass). A (M, K), B (K, N)
+    as stored, rows contiguous and aligned (``vector.aligned``); parts (splits, M, N), C-contiguous;
+    the tile must divide M, N and K / splits (``vector_fits``)."""
+    DEVICE.announce()
+    if len(parts.shape) != 3:
+        raise ValueError(f"parts must be (splits, M, N), got shape {tuple(parts.shape)}")
+    splits = parts.shape[0]
+    m, n, k = gemm_shape(a, b, parts[0], False)
+    blocking = choose_blocking(m, n, k // splits) if blocking is None else blocking
+    if splits < 1 or not split_fits(blocking, m, n, k, splits):
+        raise ValueError(f"gemm_split: {blocking} does not divide {m} x {n} x {k} in {splits} parts of K")
+    width = vector_width(blocking)
+    if not (aligned(a, width) and aligned(b, width)):
+        raise ValueError(f"gemm_split: A and B need contiguous rows aligned to {4 * width} bytes")
+    grid = (n // blocking.bn, m // blocking.bm, splits)
+    split_gemm_kernel(blocking, SHARED_PADDING)[grid, blocking.threads, stream](a, b, parts, False)
+
+
+def tiled_gemm(a, b, c, *, accumulate: bool = False, tile: int | None = None, stream=0) -> None:
+    """Launch the textbook tiled kernel: C = A @ B (or C += A @ B)."""
+    DEVICE.announce()
+    tile = TILE if tile is None else tile
+    m, n, _ = gemm_shape(a, b, c, False)
+    grid = (-(-n // tile), -(-m // tile))
+    tiled_gemm_kernel(tile)[grid, (tile, tile), stream](a, b, c, accumulate)
