@@ -70,10 +70,7 @@ def gpu_geometry(chip) -> list[tuple]:
     """(module, name, value) patches giving a dry run the launch geometry of a GPU like ``chip``."""
     from ...kernels import gemm, geometry, reduce
 
-    blocking, splits = (lambda m, n, k: gemm.gpu_blocking(m, n, k, chip.sms)), \
-        (lambda m, n, k: gemm.split_plan(m, n, k, chip.sms)[1])
-    return [(module, name, value) for module in (gemm, gemm.launch)  # the family's names, and the launchers'
-            for name, value in (("choose_blocking", blocking), ("choose_splits", splits))] + [
+    return [(gemm.tiles, "geometry_sms", lambda: chip.sms),  # the GEMMs' blockings and parts of K
             (geometry, "POINTWISE_THREADS", geometry.GPU_POINTWISE_THREADS),
             (reduce, "ROW_THREADS", reduce.GPU_ROW_THREADS)]
 

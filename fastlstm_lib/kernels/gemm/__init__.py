@@ -16,11 +16,11 @@ Arrays may be strided views (one gate's columns of a stacked matrix, one time st
 from __future__ import annotations
 
 from ..family import versions
-from .launch import (checked_splits, choose_splits, exact, gemm, gemm_split, split_fits, tiled_gemm,  # noqa: F401
+from .launch import (checked_splits, exact, gemm, gemm_split, split_fits, tiled_gemm,  # noqa: F401
                      vector_launch)
 from .slab import owned, patch_store, unrolled_slab  # noqa: F401
 from .tiles import (B_LAYOUTS, GPU_LARGE, GPU_SMALL, GPU_WIDE, SHAPES, SHARED_PADDING, SIMULATOR_BLOCKING,  # noqa: F401
-                    SPLIT_MIN_SLABS, SPLIT_WARPS_PER_SM, TILE, Blocking, choose_blocking, divides, gemm_shape,
+                    SPLIT_MIN_SLABS, SPLIT_WARPS_PER_SM, TILE, Blocking, choose_blocking, choose_splits, divides, gemm_shape,
                     gemm_traffic, gpu_blocking, multiprocessors, split_plan, vector_fits, vector_width)
 from .v1_tiled import tiled_gemm_kernel  # noqa: F401
 from .v2_blocked import blocked_gemm_kernel  # noqa: F401

@@ -7,9 +7,9 @@ from __future__ import annotations
 
 import numbers
 
-from ...runtime.device import DEVICE, multiprocessors
+from ...runtime.device import DEVICE
 from ..vector import aligned
-from .tiles import SHARED_PADDING, TILE, Blocking, choose_blocking, divides, gemm_shape, split_plan, vector_fits, \
+from .tiles import SHARED_PADDING, TILE, Blocking, choose_blocking, choose_splits, divides, gemm_shape, vector_fits, \
     vector_width
 from .v1_tiled import tiled_gemm_kernel
 from .v2_blocked import blocked_gemm_kernel
@@ -57,12 +57,6 @@ def gemm(a, b, c, *, accumulate: bool = False, transpose_a: bool = False, transp
     else:
         kernel = blocked_gemm_kernel(blocking, bool(transpose_b), bool(strided_b), bool(transpose_a))
     kernel[grid, blocking.threads, stream](a, b, c, accumulate)
-
-
-def choose_splits(m: int, n: int, k: int) -> int:
-    """The parts of K a recurrent GEMM of (m x n) over k runs in here (``gemm_split``): ``split_plan``'s
-    on a GPU, 1 on the simulator (its blocks run one at a time: there is no GPU to fill)."""
-    return 1 if DEVICE.small else split_plan(m, n, k, multiprocessors())[1]
 
 
 def split_fits(blocking: Blocking, m: int, n: int, k: int, splits: int) -> bool:

@@ -150,10 +150,24 @@ def gpu_blocking(m: int, n: int, k: int, sms: int) -> Blocking:
     return GPU_SMALL if blocks < sms else GPU_LARGE
 
 
+def geometry_sms() -> int | None:
+    """The SMs the GEMMs' blockings and parts of K are chosen for: this GPU's; None on the simulator
+    (small blockings, K never cut: its blocks run one at a time). A dry run (``course.profile``)
+    replaces it to lay the launches out as on a named GPU: one patch serves both choices."""
+    return None if DEVICE.small else multiprocessors()
+
+
 def choose_blocking(m: int, n: int, k: int) -> Blocking:
     """The blocking ``gemm()`` launches here: this GPU's choice, or the simulator's small one."""
-    return SIMULATOR_BLOCKING if DEVICE.small else gpu_blocking(m, n, k, multiprocessors())
+    sms = geometry_sms()
+    return SIMULATOR_BLOCKING if sms is None else gpu_blocking(m, n, k, sms)
 
+
+def choose_splits(m: int, n: int, k: int) -> int:
+    """The parts of K a recurrent GEMM of (m x n) over k runs in here (``gemm_split``): ``split_plan``'s
+    on a GPU, 1 on the simulator (its blocks run one at a time: there is no GPU to fill)."""
+    sms = geometry_sms()
+    return 1 if sms is None else split_plan(m, n, k, sms)[1]
 
 
 #: Version 6 splits K until the grid holds this many warps per SM on average: 28 of the 64 an
