@@ -77,7 +77,7 @@ def test_the_article_cases_are_the_article_shapes():
     assert shapes == [(article.batch, 4 * article.hidden, article.hidden),
                       (5 * article.batch, 4 * article.hidden, article.hidden),
                       (article.seq_len * article.batch, 4 * article.hidden, article.input_size)]
-    assert gemm.v3_exact.WEIGHT_GRADIENT["article"] == (article.seq_len, article.batch, article.hidden)
+    assert gemm.WEIGHT_GRADIENT["article"] == (article.seq_len, article.batch, article.hidden)
     assert catalog.PERSISTENT_SHAPES["article"] == (article.batch, article.seq_len, article.hidden)
     assert np.all(np.array(catalog.PERSISTENT_SHAPES["odd"]) % 4 != 0)
 

@@ -39,7 +39,7 @@ def _check_cfg(cfg) -> LSTMConfig:
 
 def bench_weight_gradients(cfg: LSTMConfig, *, warmup: int = 3, repeats: int = 20, seed: int = 0) -> dict:
     """dW = X^T dZ of layer 1 (in = H) over all steps: one tall GEMM vs T GEMMs of B rows, accumulating:
-    the kernel runner's two weight-gradient cases (``kernels/gemm/v3_exact.weight_gradient_cases``) at
+    the kernel runner's two weight-gradient cases (``kernels/gemm/launch.weight_gradient_cases``) at
     ``cfg``'s steps, batch and hidden, each checked (the backward tolerance), timed and checked again."""
     from ..kernels import catalog, gemm
 

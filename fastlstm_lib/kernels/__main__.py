@@ -49,6 +49,7 @@ def run(versions, out=print, rows: list | None = None) -> int:
     A version this GPU cannot run (the persistent grid without a grid barrier, or too large for it)
     is skipped, saying why. Each measured case's row is appended to ``rows`` when one is given."""
     computed, sizes = DEVICE.computes, SIZES
+    DEVICE.announce()
     if DEVICE.small:
         out("On Numba's CUDA simulator: every version is validated at odd sizes; times need a GPU.")
         sizes = ("odd",)

@@ -8,7 +8,8 @@ tile divides the shape; "article": the article's shapes, for a GPU), its outputs
 NaN, and ``Case`` s (``case.py``) that launch it and know the float64 answer, the work done and
 the tolerance (``reference.TOLERANCES``). The GEMM family's version files hold their own cases
 (``gemm/v<N>_*.py``; version 0 is cuBLAS, the yardstick every GEMM version is set beside in
-``gemm_table``); the one-file families' cases are here.
+``gemm_table``; ``gemm/launch.py``'s are ``gemm()`` as the backward pass calls it); the one-file
+families' cases are here.
 """
 
 from __future__ import annotations
@@ -47,7 +48,7 @@ class Version:
 
     @property
     def label(self) -> str:
-        return f"{self.family} {self.number}: {self.kernel}"
+        return f"{self.family} {self.number}: {self.kernel}" if self.number is not None else f"{self.family}: {self.kernel}()"
 
 
 # ---- pointwise.py, pointwise_backward.py --------------------------------------------------------
@@ -199,7 +200,7 @@ CASES = {
     ("reduce", 1, "column_sum"): _column_sum_case,
     ("persistent", 1, "persistent_layer"): _persistent_case,
 }
-VERSIONS = tuple(Version(module.SPEC, module.case) for module in gemm.VERSIONS) + tuple(
+VERSIONS = tuple(Version(module.SPEC, module.case) for module in (*gemm.VERSIONS, gemm.launch)) + tuple(
     Version(spec, CASES[spec.family, spec.number, spec.name]) for spec in every() if spec.family != "gemm")
 
 
@@ -305,6 +306,6 @@ def gemm_table(rows: list[dict]) -> str:
     text = table([Column("GEMM version, GFLOP/s (share of cuBLAS)", "<", 40)] + [Column(shape, ">", 20) for shape in shapes],
                  [[f"{number} {versions[number]}"] + [found.get((number, shape), "-") for shape in shapes]
                   for number in sorted(versions)])
-    variants = [f"{row['version']} {row['kernel']}, {row['shape']}, {row['variant']}: {cell(row)} GFLOP/s"
+    variants = [f"{row['kernel'] + '()' if row['version'] is None else str(row['version']) + ' ' + row['kernel']}, {row['shape']}, {row['variant']}: {cell(row)} GFLOP/s"
                 for row in timed_rows if row.get("variant")]
     return "\n".join([text, *variants])

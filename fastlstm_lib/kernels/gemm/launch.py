@@ -1,13 +1,20 @@
 """The GEMM family's launchers: which version, which blocking, which grid. ``gemm()`` (versions 2,
 3 or 5 by the shape, the layouts and the policy's ``vector``), ``gemm_split()`` (version 6) with
-its plan, and ``tiled_gemm()`` (version 1).
+its plan, and ``tiled_gemm()`` (version 1). ``SPEC`` and ``case`` put ``gemm()`` itself, as the
+backward pass calls it for the weight gradient, in the kernel runner's list.
 """
 
 from __future__ import annotations
 
 import numbers
 
+import numpy as np
+from numba import cuda
+
+from ...reference import TOLERANCES
 from ...runtime.device import DEVICE
+from ..case import Case, f32, poisoned
+from ..spec import BACKWARD_STEPS, Spec
 from ..vector import aligned
 from .tiles import SHARED_PADDING, TILE, Blocking, choose_blocking, choose_splits, divides, gemm_shape, vector_fits, \
     vector_width
@@ -104,3 +111,41 @@ def tiled_gemm(a, b, c, *, accumulate: bool = False, tile: int | None = None, st
     m, n, _ = gemm_shape(a, b, c, False)
     grid = (-(-n // tile), -(-m // tile))
     tiled_gemm_kernel(tile)[grid, (tile, tile), stream](a, b, c, accumulate)
+
+
+#: (steps, batch, inputs) of the weight gradient dW = X^T dZ of one layer over every step.
+WEIGHT_GRADIENT = {"odd": (3, 5, 7), "article": (100, 64, 512)}
+#: ``gemm()`` in the runner's list: no version of its own (number None), it launches 2 or 3.
+SPEC = Spec("gemm", None, "gemm", "as the backward pass calls it: the weight gradient, one launch a step or one in all",
+            BACKWARD_STEPS, None, None)
+
+
+def case(size: str, rng) -> list:
+    """The runner's cases of ``gemm()``: the weight gradient both ways at ``WEIGHT_GRADIENT[size]``."""
+    return list(weight_gradient_cases(WEIGHT_GRADIENT[size], rng).values())
+
+
+def weight_gradient_cases(dims: tuple, rng) -> dict:
+    """The backward pass's weight gradient dW = X^T dZ of one layer over every step (notebook 41):
+    {"per_step": one ``gemm()`` a step, accumulating; "all_steps": one over the (T x B) rows of
+    every step}, at ``dims`` = (steps, batch, inputs), checked to the backward tolerance. Timed,
+    each includes ``gemm()``'s own host work, as the backward pass pays it."""
+    steps, batch, inputs = dims
+    xs, dz = f32(rng, steps * batch, inputs), f32(rng, steps * batch, 4 * inputs)
+    xs_d, dz_d, dw_d = cuda.to_device(xs), cuda.to_device(dz), poisoned(inputs, 4 * inputs)
+    want = xs.T.astype(np.float64) @ dz
+
+    def per_step():
+        for t in range(steps):
+            rows = slice(t * batch, (t + 1) * batch)
+            gemm(xs_d[rows], dz_d[rows], dw_d, accumulate=t > 0, transpose_a=True)
+
+    def all_steps():
+        gemm(xs_d, dz_d, dw_d, transpose_a=True)
+
+    shape = f"{inputs} x {4 * inputs} x {steps * batch}"  # M x N x K of X^T dZ
+    flop, moved = 2.0 * inputs * 4 * inputs * steps * batch, 4.0 * (steps * batch * 5 * inputs + 4 * inputs * inputs)
+    return {"per_step": Case(shape, per_step, {"dw": dw_d}, {"dw": want}, flop, moved, rtol=TOLERANCES["backward"],
+                             variant=f"weight gradient, one launch a step ({steps})"),
+            "all_steps": Case(shape, all_steps, {"dw": dw_d}, {"dw": want}, flop, moved, rtol=TOLERANCES["backward"],
+                              variant="weight gradient, one launch")}

@@ -32,20 +32,11 @@ from __future__ import annotations
 
 import functools
 
-import numpy as np
 from numba import cuda, float32, uint32
 
-from ...reference import TOLERANCES
-from ..case import Case, f32, poisoned
 from ..spec import BACKWARD_STEPS
 from .slab import patch_store, unrolled_slab
-from .tiles import B_LAYOUTS, CONTIGUOUS, GPU_LARGE, GPU_SMALL, GPU_WIDE, SHARED_PADDING, build, cases, choose_blocking, \
-    divides, spec
-from .v2_blocked import blocked_gemm_kernel
-
-#: (steps, batch, inputs) of the weight gradient dW = X^T dZ of one layer over every step.
-WEIGHT_GRADIENT = {"odd": (3, 5, 7), "article": (100, 64, 512)}
-
+from .tiles import B_LAYOUTS, CONTIGUOUS, GPU_LARGE, GPU_SMALL, GPU_WIDE, SHARED_PADDING, build, cases, spec
 
 @functools.lru_cache(maxsize=None)
 def exact_gemm_kernel(blocking, transpose_b: bool, transpose_a: bool, padding: int, strided_b: bool = False):
@@ -103,47 +94,10 @@ def exact_gemm_kernel(blocking, transpose_b: bool, transpose_a: bool, padding: i
 
 def case(size: str, rng) -> list:
     """The runner's cases: every shape of ``size`` rounded up to the tile, B in each of
-    ``B_LAYOUTS`` on the first, then the backward pass's weight gradient both ways (notebook 41)."""
-    found = cases(size, rng, lambda blocking, m, n, k, a, b, transposed, strided: (
+    ``B_LAYOUTS`` on the first."""
+    return cases(size, rng, lambda blocking, m, n, k, a, b, transposed, strided: (
         exact_gemm_kernel(blocking, transposed, False, SHARED_PADDING, strided),
         (-(-n // blocking.bn), -(-m // blocking.bm)), blocking.threads), exact=True, layouts=B_LAYOUTS)
-    return found + list(weight_gradient_cases(WEIGHT_GRADIENT[size], rng).values())
-
-
-def weight_gradient_cases(dims: tuple, rng) -> dict:
-    """The backward pass's weight gradient dW = X^T dZ of one layer over every step (notebook 41):
-    {"per_step": one launch a step, accumulating; "all_steps": one over the (T x B) rows of every
-    step}, at ``dims`` = (steps, batch, inputs) (``WEIGHT_GRADIENT``), checked to the backward
-    tolerance. Each launch is what ``gemm()`` launches there: this version where the tile divides
-    the shape (the article's), else version 2 (odd sizes)."""
-    steps, batch, inputs = dims
-    xs, dz = f32(rng, steps * batch, inputs), f32(rng, steps * batch, 4 * inputs)
-    xs_d, dz_d, dw_d = cuda.to_device(xs), cuda.to_device(dz), poisoned(inputs, 4 * inputs)
-    want = xs.T.astype(np.float64) @ dz
-
-    def gemm(k: int):  # X^T dZ over k rows, as gemm(..., transpose_a=True) launches it
-        m, n = inputs, 4 * inputs
-        blocking = choose_blocking(m, n, k)
-        kernel = exact_gemm_kernel(blocking, False, True, SHARED_PADDING) if divides(blocking, m, n, k) \
-            else blocked_gemm_kernel(blocking, False, False, True)
-        return kernel[(-(-n // blocking.bn), -(-m // blocking.bm)), blocking.threads]
-
-    step_gemm, all_gemm = gemm(batch), gemm(steps * batch)
-
-    def per_step():
-        for t in range(steps):
-            rows = slice(t * batch, (t + 1) * batch)
-            step_gemm(xs_d[rows], dz_d[rows], dw_d, t > 0)
-
-    def all_steps():
-        all_gemm(xs_d, dz_d, dw_d, False)
-
-    shape = f"{inputs} x {4 * inputs} x {steps * batch}"  # M x N x K of X^T dZ
-    flop, moved = 2.0 * inputs * 4 * inputs * steps * batch, 4.0 * (steps * batch * 5 * inputs + 4 * inputs * inputs)
-    return {"per_step": Case(shape, per_step, {"dw": dw_d}, {"dw": want}, flop, moved, rtol=TOLERANCES["backward"],
-                             variant=f"weight gradient, one launch a step ({steps})"),
-            "all_steps": Case(shape, all_steps, {"dw": dw_d}, {"dw": want}, flop, moved, rtol=TOLERANCES["backward"],
-                              variant="weight gradient, one launch")}
 
 
 def _v3_rows() -> tuple:
