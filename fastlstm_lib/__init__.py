@@ -61,7 +61,7 @@ else:
     _LAZY = {
         "params_from_keras": "keras_bridge",  # a list of keras.layers.LSTM -> params
         "keras_forward": "keras_bridge",  # Keras' own LSTM stack on x with params
-        "persistent_limits": "kernels.persistent_plan",  # which batch sizes fit the persistent step on a chip
+        "persistent_limits": "kernels.persistent",  # which batch sizes fit the persistent step on a chip
         "check": "course.exercises",  # grade a notebook exercise and print the verdict
         "estimate": "course.timeline",  # an ESTIMATED timeline of a recorded pass on a GPU (blocks on SMs)
         "plot_timeline": "course.timeline",  # that timeline drawn as Nsight Systems draws one

@@ -239,7 +239,7 @@ def bench_or_skip(name: str, cfg: LSTMConfig | None = None, *, measure=None, **k
     (PersistentLimitError: the persistent grid does not fit a T4 at the article's size, or the
     GPU has no grid barrier at all). A wrong result still raises WrongResultError, and a wrong
     argument its own error."""
-    from .kernels.persistent_plan import PersistentLimitError  # planning loads on first use
+    from .kernels.persistent import PersistentLimitError  # planning loads on first use
 
     try:
         return (bench if measure is None else measure)(name, cfg, **kwargs)

@@ -10,7 +10,7 @@ import pytest
 
 import fastlstm_lib as fl
 from conftest import MINI, problem
-from fastlstm_lib.kernels import persistent_plan
+from fastlstm_lib.kernels import persistent
 from fastlstm_lib.__main__ import main
 
 
@@ -149,7 +149,7 @@ def test_charts_check_their_arguments():
     (lambda: fl.persistent_limits(13, [1, 0], chip="H100"), ValueError, r"batches\[1\] must be an int >= 1, got 0"),
     (lambda: fl.persistent_limits(13, [1], chip=42), TypeError, "chip must be a non-empty str"),
     (lambda: fl.persistent_limits(13, [1], chip="x"), ValueError, "unknown GPU 'x'"),
-    (lambda: persistent_plan.plan(512, 4, chip=5), TypeError, "chip must be a non-empty str such as 'H100', got int 5"),
+    (lambda: persistent.plan(512, 4, chip=5), TypeError, "chip must be a non-empty str such as 'H100', got int 5"),
     (lambda: fl.steps.get("persistent").runner(*problem(MINI), chip=5), TypeError,
      "chip must be a non-empty str such as 'H100', got int 5"),
 ])

@@ -105,7 +105,7 @@ REFUSALS = REFUSED + textwrap.dedent('''
     import numpy as np
     import fastlstm_lib as fl
     import fakegpu
-    from fastlstm_lib.kernels import persistent as kp, persistent_plan as pp
+    from fastlstm_lib.kernels import persistent as kp, persistent as pp
     from numba import cuda, float32
     import re
 

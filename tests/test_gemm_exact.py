@@ -1,4 +1,4 @@
-"""The exact-tile GEMM (kernels/gemm.py, version 3): launched only where the tile divides the shape,
+"""The exact-tile GEMM (kernels/gemm/v3_exact.py): launched only where the tile divides the shape,
 and then equal to the checked kernel's result, for every blocking and layout, on strided views."""
 
 import numpy as np

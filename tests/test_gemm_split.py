@@ -1,5 +1,5 @@
-"""Version 6 of the GEMM (split-K, kernels/gemm.py) and version 3 of the fused cell that adds its
-parts (kernels/pointwise.py): each part equals its product, the cell the unsplit cell's result;
+"""Version 6 of the GEMM (split-K, kernels/gemm/v6_split.py) and version 3 of the fused cell that adds its
+parts (kernels/pointwise/v3_cell_split.py): each part equals its product, the cell the unsplit cell's result;
 ``split_plan`` fills an H100 at the article's batch; steps 06-08 run them there and equal the
 reference and Keras when made to split here; bad arguments are refused before any launch."""
 

@@ -1,4 +1,4 @@
-"""Version 5 of the GEMM (kernels/gemm.py) and its vector loads (kernels/vector.py): the same sums
+"""Version 5 of the GEMM (kernels/gemm/v5_vector.py) and its vector loads (kernels/vector.py): the same sums
 as version 3 to the bit, for each vector width and output split; launched only on aligned rows."""
 
 import numpy as np

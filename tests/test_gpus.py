@@ -12,7 +12,7 @@ import pytest
 import fastlstm_lib as fl
 from conftest import needs_numba_cuda
 from fastlstm_lib import gpus
-from fastlstm_lib.kernels import persistent_plan
+from fastlstm_lib.kernels import persistent
 
 PACKAGE = Path(__file__).resolve().parents[1] / "fastlstm_lib"
 
@@ -97,7 +97,7 @@ def on_gpu(monkeypatch):
     def use(device):
         from fastlstm_lib.runtime import device as device_module
 
-        for module in (device_module, persistent_plan):  # what chip() and plan() ask
+        for module in (device_module, persistent.grid):  # what chip() and plan() ask
             monkeypatch.setattr(module, "DEVICE", device_module.Device("gpu"))
         monkeypatch.setattr(cuda, "get_current_device", lambda: device)
 
@@ -114,8 +114,8 @@ def test_the_current_gpus_limits_are_read_from_its_driver(on_gpu, short, device_
 def test_an_m40_driving_this_process_gets_no_persistent_plan(on_gpu):
     on_gpu(fake_device_like(gpus.gpu("M40"), "Tesla M40 24GB"))
     assert gpus.chip().cooperative_launch is False
-    with pytest.raises(persistent_plan.PersistentLimitError, match=r"Tesla M40 24GB.*compute capability 5\.2"):
-        persistent_plan.plan(512, 64)
+    with pytest.raises(persistent.PersistentLimitError, match=r"Tesla M40 24GB.*compute capability 5\.2"):
+        persistent.plan(512, 64)
 
 
 # ---- the table -------------------------------------------------------------------------------------
@@ -144,7 +144,7 @@ def test_the_l4():
     assert limits.cooperative_launch and limits.reserved_shared_bytes_per_block == 1024
     assert gpus.find_gpu("NVIDIA L4")["name"] == "L4"
     assert gpus.find_gpu("NVIDIA L40S") is None  # another GPU: not the L4's figures
-    assert persistent_plan.plan(512, 4, chip="L4").chip == "L4"
+    assert persistent.plan(512, 4, chip="L4").chip == "L4"
 
 
 def test_names_match_whole_words_only():

@@ -227,7 +227,7 @@ T4_REFUSES = ("persistent LSTM: hidden 5, batch 1 does not fit Tesla T4 as one c
 @pytest.fixture
 def persistent_refused(monkeypatch):
     """The persistent step on a GPU that cannot hold it (a T4 at the article's size): its setup refuses."""
-    from fastlstm_lib.kernels.persistent_plan import PersistentLimitError
+    from fastlstm_lib.kernels.persistent import PersistentLimitError
 
     def refuse(params, cfg, **options):
         raise PersistentLimitError(T4_REFUSES)

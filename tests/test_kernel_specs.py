@@ -107,7 +107,8 @@ def test_the_readers_take_the_specs():
     for spec in every():  # every GEMM version a step launches has a timed row for each blocking it runs
         if spec.family == "gemm" and spec.steps:
             assert any(name == spec.name for _, name in GEMM_ROWS), spec.label
-    assert [version.spec for version in catalog.VERSIONS] == [gemm.v0_cublas.SPEC, *gemm.SPECS, gemm.launch.SPEC] + [  # cuBLAS: version 0; gemm() last
-        spec for spec in every() if spec.family != "gemm"]
-    assert set(catalog.CASES) == {(spec.family, spec.number, spec.name) for spec in every() if spec.family != "gemm"}
+    # one runner entry per version file, cuBLAS (version 0) first and gemm() after the GEMM versions
+    assert [spec for version in catalog.VERSIONS for spec in version.specs] == [
+        gemm.v0_cublas.SPEC, *gemm.SPECS, gemm.launch.SPEC] + [spec for spec in every() if spec.family != "gemm"]
+    assert all(len({spec.number for spec in version.specs}) == 1 for version in catalog.VERSIONS)
     assert [module.SPEC.number for module in gemm.VERSIONS] == list(range(len(gemm.VERSIONS)))  # its files, in order

@@ -8,7 +8,7 @@ import numpy as np
 import pytest
 
 import fastlstm_lib as fl
-from fastlstm_lib.kernels import __main__ as cli, catalog, gemm
+from fastlstm_lib.kernels import __main__ as cli, catalog, gemm, persistent
 
 KERNELS = Path(fl.__file__).parent / "kernels"
 
@@ -21,7 +21,7 @@ def test_every_kernel_of_the_family_files_has_a_version():
             if isinstance(node, ast.FunctionDef) and any(
                     ast.unparse(d).startswith("cuda.jit") and "device=True" not in ast.unparse(d) for d in node.decorator_list):
                 names.add(node.name.lstrip("_"))
-    listed = {version.kernel.split(" ")[0] for version in catalog.VERSIONS} | {"persistent_layer"}
+    listed = {spec.name.lstrip("_") for version in catalog.VERSIONS for spec in version.specs}
     assert names and names <= listed, names - listed
 
 
@@ -51,7 +51,7 @@ def test_a_wrong_kernel_is_reported_not_passed(monkeypatch, capsys):
             case.launch = lambda: None
         return cases
 
-    broken = catalog.Version(version.spec, idle)
+    broken = catalog.Version(version.specs, idle)
     assert cli.run([broken]) == 1
     out = capsys.readouterr().out
     assert "FAILED: 13 x 37: relative error inf > 1e-05" in out and "0 of 1 versions correct" in out
@@ -78,8 +78,8 @@ def test_the_article_cases_are_the_article_shapes():
                       (5 * article.batch, 4 * article.hidden, article.hidden),
                       (article.seq_len * article.batch, 4 * article.hidden, article.input_size)]
     assert gemm.WEIGHT_GRADIENT["article"] == (article.seq_len, article.batch, article.hidden)
-    assert catalog.PERSISTENT_SHAPES["article"] == (article.batch, article.seq_len, article.hidden)
-    assert np.all(np.array(catalog.PERSISTENT_SHAPES["odd"]) % 4 != 0)
+    assert persistent.SHAPES["article"] == (article.batch, article.seq_len, article.hidden)
+    assert np.all(np.array(persistent.SHAPES["odd"]) % 4 != 0)
 
 
 def test_the_cublas_launcher_refuses_bad_operands_before_any_work():
@@ -92,12 +92,12 @@ def test_the_cublas_launcher_refuses_bad_operands_before_any_work():
 
 
 def test_a_version_this_gpu_cannot_run_is_skipped_saying_why(capsys):
-    from fastlstm_lib.kernels.persistent_plan import PersistentLimitError
+    from fastlstm_lib.kernels.persistent import PersistentLimitError
 
     def unplannable(size, rng):
         raise PersistentLimitError("persistent LSTM: does not fit", reason="8 units need 68096 bytes > 65536")
 
-    version = catalog.Version(catalog.select("persistent")[0].spec, unplannable)
+    version = catalog.Version(catalog.select("persistent")[0].specs, unplannable)
     assert cli.run([version]) == 0
     out = capsys.readouterr().out
     assert "skipped: this GPU cannot run it (8 units need 68096 bytes > 65536)" in out

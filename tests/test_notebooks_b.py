@@ -26,7 +26,7 @@ def test_the_weight_gradient_is_checked_to_the_backward_tolerance():
 
 def test_cublas_is_the_gemm_familys_version_0_and_says_why_it_cannot_run():
     (version,) = catalog.select("gemm", 0)
-    assert version.kernel == "cublas" and version.spec is gemm.v0_cublas.SPEC
+    assert version.kernel == "cublas" and version.specs == (gemm.v0_cublas.SPEC,)
     if fl.is_simulator():
         import pytest
 

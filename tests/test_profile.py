@@ -9,8 +9,8 @@ import pytest
 from numba import cuda
 
 import fastlstm_lib as fl
-from fastlstm_lib.kernels import gemm as gemm_module, persistent_plan, pointwise as pw
-from fastlstm_lib.kernels.pointwise import CELL_FLOP
+from fastlstm_lib.kernels import gemm as gemm_module, persistent, pointwise as pw
+from fastlstm_lib.kernels.pointwise.base import CELL_FLOP
 from fastlstm_lib.course.profile.dryrun import dry_run
 from fastlstm_lib.course.profile.graph import dependencies
 from conftest import problem
@@ -101,7 +101,7 @@ def test_gemm_flops_are_the_articles(article_profiles):
             assert p.totals["gemm_flop"] == fl.flops(cfg), name
     # The persistent kernel does the recurrent products itself, and skips step 0's (h_{-1} = 0).
     per_layer_step = 8 * cfg.batch * cfg.hidden * cfg.hidden
-    plan = persistent_plan.plan(cfg.hidden, cfg.batch, chip="H100")
+    plan = persistent.plan(cfg.hidden, cfg.batch, chip="H100")
     shares = 4 * plan.splits if plan.splits > 1 else 0  # the leader sums each gate's split shares
     layers = article_profiles["persistent"].launches[1::2]
     assert [launch.kernel for launch in layers] == ["persistent_layer"] * cfg.layers

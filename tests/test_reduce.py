@@ -1,4 +1,4 @@
-"""The column sum (kernels/reduce.py, notebook 41's db): equal to NumPy's float64 sum at odd sizes,
+"""The column sum (kernels/reduce/, notebook 41's db): equal to NumPy's float64 sum at odd sizes,
 on strided views, with and without accumulate, the output poisoned first; bad arguments named
 before any launch."""
 

@@ -3,7 +3,7 @@
 The 14 element-wise kernels of step 1 each do a few FLOPs per element and a round trip through
 memory. One thread per (batch row, hidden unit) can do all of it in registers: read dh (from the
 layer above and from the recurrence), the 4 saved gates and c_t, c_{t-1}; write the unit's 4
-columns of dz; carry dc back to step t-1 in place (``kernels/pointwise_backward.py``). The same
+columns of dz; carry dc back to step t-1 in place (``kernels/pointwise_backward/v3_cell_backward.py``). The same
 idea as the forward's fused cell (notebook 05), in reverse: 13 launches fewer per layer-step.
 
 What changes: ``cell_backward`` only.

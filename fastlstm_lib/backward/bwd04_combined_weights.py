@@ -7,7 +7,7 @@ and after the layer's last step, one launch per product does what 4 x T small on
 
     dW = X^T dZ           (in, T*B) x (T*B, 4H): X = all T steps' inputs, as rows
     dU = H_{0..T-2}^T dZ_{1..T-1}   (h_{-1} = 0: step 0 adds nothing)
-    db = 1^T dZ           the sum of dZ's T*B rows: a column sum, kernels/reduce.py
+    db = 1^T dZ           the sum of dZ's T*B rows: a column sum, kernels/reduce/
     dx = dZ W^T           all T steps at once, like the forward's combined inputs (notebook 07)
 
 T*B rows make tall GEMMs (6400 at the article's size) that fill the GPU, where a step's B = 64

@@ -44,7 +44,7 @@ ODD = LSTMConfig(batch=3, seq_len=5, input_size=5, hidden=7, layers=2)
 CHIP = ARTICLE_GPU
 #: The GPUs and hosts the bounds are shown for: the article's GPU and a current one.
 BOUND_GPUS = (ARTICLE_GPU, "H100")
-#: The GEMM family's kernels (kernels/gemm.py), as recorded launches name them.
+#: The GEMM family's kernels (kernels/gemm/), as recorded launches name them.
 GEMM_KERNELS = gemm_names()
 
 

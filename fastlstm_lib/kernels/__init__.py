@@ -1,17 +1,13 @@
-"""Numba CUDA kernels shared by the steps, by family, each listing its numbered versions and the
-steps that launch each (the README's table: every step's kernels and launches).
+"""Numba CUDA kernels shared by the steps: a folder per family, a file per numbered version
+(``v<N>_<name>.py``: its kernel, its launcher, its ``SPEC``, its runner ``case``), as llm.c's
+``dev/cuda`` and SGEMM_CUDA lay theirs out.
 
-``gemm/``: the matrix products, one file per version (``v0_cublas`` the yardstick, ``v1_tiled``,
-``v2_blocked``, ``v3_exact``, ``v4_prefetch``, ``v5_vector``, ``v6_split``; ``family`` lists a
-family's version files); ``vector``: the 64- and 128-bit global loads of version 5.
-``pointwise``: the element-wise kernels and the fused LSTM cell; ``pointwise_backward``: their
-training counterparts (notebooks 40-42); ``reduce``: the column sum (the bias gradient, notebook
-41). ``persistent``: the persistent LSTM layer and its shared-memory layout (notebook 09);
-``persistent_plan``: how its grid is cut for a chip (host code). ``geometry``: block and grid
-sizes of the element-wise kernels, which differ on the simulator (every simulated thread costs
-~0.15 ms per launch). ``catalog``: every version runnable on its own against float64 NumPy (``case``: one run), which
-``python -m fastlstm_lib.kernels`` validates (and, on a GPU, times). ``spec``: a version's facts,
-which each family file writes at its end (``SPECS``: the steps that launch it, what it reads and
-writes, its FLOP and byte formula, its compiled forms; the persistent kernel's in
-``persistent_plan``); ``versions``: every spec in one tuple; ``views``: where an array's bytes are.
+Families: ``gemm/`` (the matrix products; ``v0_cublas`` the yardstick), ``pointwise/`` (the
+element-wise kernels and the fused LSTM cell), ``pointwise_backward/`` (their training
+counterparts, notebooks 40-42), ``reduce/`` (the column sum, notebook 41), ``persistent/`` (the
+persistent LSTM layer, notebook 09). ``family`` lists a family's version files; ``catalog`` and
+``__main__`` are the one validate-then-time runner (``python -m fastlstm_lib.kernels``);
+``case``: one run of a version; ``spec``: a version's facts; ``versions``: every spec in one
+tuple. Shared below them: ``geometry`` (the element-wise kernels' blocks, smaller on the
+simulator), ``vector`` (64- and 128-bit global loads), ``views`` (where an array's bytes are).
 """

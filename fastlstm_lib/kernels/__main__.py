@@ -14,9 +14,9 @@ back, after a warm-up, 30 repeats, the median per launch with the min and max, a
 GB/s for the element-wise kernels) beside the chip's FP32 peak and memory bandwidth
 (data/gpus.csv); the GEMMs end with one table, each version's GFLOP/s beside cuBLAS's, the
 family's version 0 (torch.matmul, TF32 off, where torch is installed). On the simulator it
-validates only, and says so: its times mean nothing. The versions are listed, and made, in
-``catalog.py``; each family file's docstring says what they add. To keep the rows as a results
-file, ``python -m fastlstm_lib gemm --out FILE`` runs the GEMM family through ``run`` and saves them.
+validates only, and says so: its times mean nothing. The versions are their files
+(``gemm/v<N>_*.py``, ``pointwise/v<N>_*.py``, ...), listed in ``catalog.py``; each says what it
+adds. To keep the rows as a results file, ``python -m fastlstm_lib gemm --out FILE`` runs the GEMM family through ``run`` and saves them.
 """
 
 from __future__ import annotations
@@ -27,7 +27,7 @@ import sys
 from ..runtime.device import DEVICE
 from ..runtime.device import device_info
 from .catalog import INNER, REPEATS, SIZES, WARMUP, Unavailable, gemm_table, measure, select
-from .persistent_plan import PersistentLimitError
+from .persistent import PersistentLimitError
 
 
 def describe(row: dict) -> str:
@@ -96,7 +96,7 @@ def main(argv: list[str] | None = None) -> int:
         parser.error(str(error))
     if args.list:
         for version in versions:
-            print(f"{version.label:<44} {version.what}")
+            print(f"{version.label:<56} {version.what}")
         return 0
     return 1 if run(versions) else 0
 

@@ -1,7 +1,7 @@
-"""A kernel version's facts, written once beside its kernel: each family file ends with its ``SPECS``
+"""A kernel version's facts, written once beside its kernel: each version file ends with its ``SPEC``
 (``versions.py`` collects them).
 
-One ``Spec`` per numbered version of a family (``gemm.py``'s list, ``pointwise.py``'s, ...):
+One ``Spec`` per kernel of a numbered version (``SPECS`` where a version is several kernels):
 
 - ``family``, ``number``: its place in its family's list; ``name``: the kernel's function, as a
   recorded launch, a SASS listing and a table name it (every version its own); ``what``: one line.

@@ -9,14 +9,14 @@ from __future__ import annotations
 
 import functools
 
-from . import gemm, persistent_plan, pointwise, pointwise_backward, reduce
+from . import gemm, persistent, pointwise, pointwise_backward, reduce
 from .spec import Spec, function_name
 
 
 @functools.lru_cache(maxsize=1)
 def every() -> tuple[Spec, ...]:
     """Every kernel version of the library, family by family."""
-    return gemm.SPECS + pointwise.SPECS + pointwise_backward.SPECS + reduce.SPECS + persistent_plan.SPECS
+    return gemm.SPECS + pointwise.SPECS + pointwise_backward.SPECS + reduce.SPECS + persistent.SPECS
 
 
 def spec_of(kernel) -> Spec | None:

@@ -14,7 +14,7 @@ Under the ladder's GEMM policy (``gemm_policy.py``, "2016") nothing else changes
 kernels, grids and blocks as step 05, now reading B as stored, so with our GEMM the step gains
 nothing; cuBLAS's kernels read the layouts at different speeds (DeepBench's N,N and T,N rows,
 notebook 06). Only the "fast" policy uses what the layout allows: 128-bit loads of B as stored
-(``kernels/gemm.py``, version 5) and, for the recurrent GEMM, whose C is only batch rows tall, K
+(``kernels/gemm/v5_vector.py``) and, for the recurrent GEMM, whose C is only batch rows tall, K
 cut into parts, one grid layer each (version 6), added up by the fused cell as it reads them
 (``pointwise.lstm_cell_split``), still 3 kernels per layer-step; ``gemm.choose_splits`` picks the
 parts from the GPU's SM count (4 at batch 64 on an H100; 1 on the simulator, and wherever the

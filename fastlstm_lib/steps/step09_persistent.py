@@ -8,7 +8,7 @@ around: ONE launch per layer runs every step, each block holds its slice of U in
 for the whole sequence, and a grid-wide barrier separates the steps.
 
 Per layer: one GEMM for every step's input product (step 07), then one cooperative launch of
-``kernels/persistent.py``. It builds on combined_inputs, with layers one after the other (each
+``kernels/persistent/``. It builds on combined_inputs, with layers one after the other (each
 layer's persistent grid already occupies the whole GPU).
 
 What changes: ``setup`` (plan the grid, or say plainly why the layer does not fit) and
@@ -21,7 +21,7 @@ State added: ``plan``, the persistent grid (blocks, threads, units per block, sh
 
 from __future__ import annotations
 
-from ..kernels import persistent, persistent_plan
+from ..kernels import persistent
 from .resources import rows
 from .step07_combined_inputs import CombinedInputs
 
@@ -37,7 +37,7 @@ class Persistent(CombinedInputs):
         # for a GPU named in data/gpus.csv instead of this device; what fl.profile's dry run needs
         # on the simulator, which plans a single block (a real simulated run of a multi-block plan
         # gives wrong results there: its blocks run one after another).
-        grid = persistent_plan.plan(cfg.hidden, cfg.batch, chip=chip)
+        grid = persistent.plan(cfg.hidden, cfg.batch, chip=chip)
         state = super().setup(params, cfg, **options)
         state.plan = grid
         return state

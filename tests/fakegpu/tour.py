@@ -20,7 +20,7 @@ import traceback
 
 def _item(results: dict, name: str, call) -> None:
     from fastlstm_lib.kernels.catalog import Unavailable
-    from fastlstm_lib.kernels.persistent_plan import PersistentLimitError
+    from fastlstm_lib.kernels.persistent import PersistentLimitError
     from . import state
 
     before = len(state().launches())

@@ -54,7 +54,7 @@ def main(argv=None) -> int:
         chosen = [s for s in STAGES if s.name in args.stages or str(s.number) in args.stages]
     if args.fail and args.fail not in {s.name for s in STAGES}:
         parser.error(f"--fail: unknown stage {args.fail!r}")
-    from fastlstm_lib.kernels.persistent_plan import PersistentLimitError
+    from fastlstm_lib.kernels.persistent import PersistentLimitError
 
     ctx = Context(args.out, args.budget, args.quick, fail=args.fail, call=earlier["call"] + 1, done=earlier["done"])
     ctx.unable = (PersistentLimitError,)  # the persistent grid on a GPU it cannot fit: skipped, with why

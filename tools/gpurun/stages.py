@@ -235,7 +235,7 @@ def smoke(ctx) -> dict:
     ctx.item("empty launch from Python", empty_launch)
 
     def grid_barriers():
-        from fastlstm_lib.kernels.persistent_plan import plan
+        from fastlstm_lib.kernels.persistent import plan
 
         size = sizes(ctx.quick)
         cfg = size["persistent"][-1] if size["persistent"] else size["odd"]
@@ -400,7 +400,7 @@ def correctness(ctx) -> dict:
 
 
 def persistent_shared_bytes(plan_dict: dict) -> int | None:
-    from fastlstm_lib.kernels.persistent_plan import Plan
+    from fastlstm_lib.kernels.persistent import Plan
 
     return Plan(**plan_dict).shared_bytes
 

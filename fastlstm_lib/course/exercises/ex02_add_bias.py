@@ -49,7 +49,7 @@ EXERCISE = KernelExercise(
         ('i = cuda.grid(1); if i < out.size: r, c = i // out.shape[1], i % out.shape[1]; out[r, '
          'c] = a[r, c] + bias[c]'),
     ),
-    solution=lambda: pointwise._add_bias, source="fastlstm_lib/kernels/pointwise.py",
+    solution=lambda: pointwise._add_bias, source="fastlstm_lib/kernels/pointwise/v1_elementwise.py",
     launch=pointwise_launch("out", "a", "bias", "out"), expected=expected, outputs={"out": ("row", "column")},
     probes=(Probe(ODD, odd_inputs),),
     catalog=(

@@ -88,7 +88,7 @@ EXERCISE = KernelExercise(
          '= 0..3; c[r, j] = sigmoidf(z_f) * c[r, j] + sigmoidf(z_i) * math.tanh(z_c); h[r, j] = '
          'sigmoidf(z_o) * math.tanh(c[r, j])  (sigmoidf: fastlstm_lib.kernels.pointwise)'),
     ),
-    solution=lambda: pointwise._lstm_cell, source="fastlstm_lib/kernels/pointwise.py",
+    solution=lambda: pointwise._lstm_cell, source="fastlstm_lib/kernels/pointwise/v2_cell.py",
     launch=pointwise_launch("c", "x_gates", "h_gates", "bias", "c", "h"), expected=expected,
     outputs={"c": ("batch row", "unit"), "h": ("batch row", "unit")},
     probes=(Probe(ODD, cell_inputs(zero_bias=False)), Probe(ZERO_BIAS, cell_inputs(zero_bias=True), "again")),

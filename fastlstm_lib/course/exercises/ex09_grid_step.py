@@ -5,7 +5,7 @@ The learner writes the body of the time loop of a persistent LSTM layer kernel,
 products h_{t-1} . U[:, gate column] (none at t = 0), plus the input products and the bias, the
 gates, c (kept in a register across steps) and h_t; then the grid barrier, so that no block
 starts step t+1 before every block has written h_t. The stub gives the rest (U's columns loaded
-into shared memory once). The solution is the library's kernel (``kernels/persistent.py``) for
+into shared memory once). The solution is the library's kernel (``kernels/persistent/v1_layer.py``) for
 the same grid, with one thread per (row, unit). On the simulator the grid is one block (its
 blocks run one after the other, so a barrier across blocks cannot work there); on a GPU, three.
 """
@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from ...kernels import persistent, persistent_plan
+from ...kernels import persistent
 from ...runtime.device import DEVICE
 from . import locate, mutants, symptoms
 from .base import Mistake, planted_kernel
@@ -26,7 +26,7 @@ BATCH, HIDDEN, STEPS, INPUTS = 3, 13, 3, 5
 UNITS = HIDDEN if DEVICE.small else 5
 #: h_{t-1} staged 4 units at a time (a shorter last chunk): then, in a single block, the threads that
 #: stage an element are not the ones that wrote it, and a missing grid barrier shows.
-PLAN = persistent_plan.Plan(HIDDEN, BATCH, units=UNITS, blocks=-(-HIDDEN // UNITS), splits=1, k_chunk=4)
+PLAN = persistent.Plan(HIDDEN, BATCH, units=UNITS, blocks=-(-HIDDEN // UNITS), splits=1, k_chunk=4)
 ODD = f"batch {BATCH}, hidden {HIDDEN}, {STEPS} steps, {PLAN.blocks} block(s) of {PLAN.threads} threads"
 BIAS_LINES = ("+ bias_i\n", "+ bias_f\n", "+ bias_c\n", "+ bias_o\n")
 AXES = ("step", "batch row", "unit")
@@ -68,7 +68,7 @@ def nan_from_step(first: int):
 
 
 def _plant(*edits):
-    return lambda: planted_kernel(PLAN.kernel(), *edits)
+    return lambda: planted_kernel(persistent.persistent_layer_kernel(*PLAN.kernel_key), *edits)
 
 
 def launch(kernel, arrays: dict) -> None:
@@ -95,8 +95,8 @@ EXERCISE = KernelExercise(
          '* c + sigmoidf(z_i) * math.tanh(z_c); if j < HIDDEN: hs[t, b, j] = sigmoidf(z_o) * '
          'math.tanh(c); then grid.sync(), reached by every thread'),
     ),
-    solution=PLAN.kernel, listing=persistent.persistent_layer_kernel,
-    source=("fastlstm_lib/kernels/persistent.py, for this grid (splits = 1: one thread per pair;\n"
+    solution=lambda: persistent.persistent_layer_kernel(*PLAN.kernel_key), listing=persistent.persistent_layer_kernel,
+    source=("fastlstm_lib/kernels/persistent/v1_layer.py, for this grid (splits = 1: one thread per pair;\n"
             "# it also stages h_{t-1} in shared memory, 4 units at a time, which the exercise does not ask for)"),
     launch=launch, expected=lambda inputs: {"hs": layer_outputs(inputs, mutants.Variant())},
     outputs={"hs": AXES}, probes=(Probe(ODD, layer_inputs),),

@@ -5,7 +5,7 @@ The learner writes ``gate_dots(h, u, z)``: for one block of UNITS hidden units, 
 jj] = the sum over k of h[b, k] * u[k, g * UNITS + jj], for the 4 gates g (i, f, c, o), every
 batch row b and unit jj. Each thread owns one unit jj and ROWS batch rows (group * ROWS + r,
 r < ROWS): at each k it loads the unit's 4 weights once, and each feeds ROWS FMAs, one per row,
-into 4 x ROWS sums kept in registers (``kernels/persistent.py`` does the same from shared
+into 4 x ROWS sums kept in registers (``kernels/persistent/v1_layer.py`` does the same from shared
 memory). The check launches exactly ceil(B / ROWS) * UNITS threads, one block, so a kernel doing
 one row per thread leaves rows unwritten. The solution is written plainly (global memory only).
 
@@ -209,7 +209,7 @@ EXERCISE = KernelExercise(
          "h.shape[0]: z[b, g * UNITS + jj] = acc[g, r] for g = 0..3"),
     ),
     solution=lambda: gate_dots,
-    source=("fastlstm_lib/course/exercises/ex09_rows_per_thread.py (kernels/persistent.py's dot_quad\n"
+    source=("fastlstm_lib/course/exercises/ex09_rows_per_thread.py (kernels/persistent/v1_layer.py's dot_quad\n"
             "# does the same from shared memory, 4 neighbouring k at a time)"),
     launch=lambda kernel, arrays: kernel[1, blocks_for(arrays["h"].shape[0], ROWS) * UNITS](
         arrays["h"], arrays["u"], arrays["z"]),

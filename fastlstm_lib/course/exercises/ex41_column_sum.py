@@ -1,7 +1,7 @@
 """Exercise (notebook 41): the column sum behind the bias gradient, db = 1^T dZ.
 
 The learner writes ``column_sum(a, out, accumulate)``: out[j] = the sum of column j of ``a`` (or
-out[j] += it), launched like the library's (``kernels/reduce.py``): one block of (COLUMNS,
+out[j] += it), launched like the library's (``kernels/reduce/v1_column_sum.py``): one block of (COLUMNS,
 ROW_THREADS) threads per 32 columns; each thread adds up every ROW_THREADS-th row of its column,
 the block adds its partial sums in a shared-memory tree, and one thread per column writes. The
 solution is the library's kernel. Four probes, none a multiple of 32 or of ROW_THREADS: odd sizes
@@ -171,7 +171,7 @@ EXERCISE = KernelExercise(
          'partial[0, tx]'),
     ),
     solution=lambda: reduce.column_sum_kernel(R),
-    source=f"fastlstm_lib/kernels/reduce.py (row_threads is ROW_THREADS, {R} here)",
+    source=f"fastlstm_lib/kernels/reduce/v1_column_sum.py (row_threads is ROW_THREADS, {R} here)",
     launch=launch, expected=expected, outputs={"out": ("column",)},
     probes=(Probe(ODD, sum_inputs(ODD_ROWS, COLS, seed=11)),
             Probe(SQUARE, sum_inputs(COLS, COLS, seed=12)),

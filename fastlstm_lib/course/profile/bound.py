@@ -133,7 +133,7 @@ def lower_bound(profile: Profile, gpu: str, host="cpp") -> Bound:
     row = gpu_row(check_str("gpu", gpu, example="H100"))
     host_label = checked_host(host)
     if "persistent_layer" in profile.kernels():
-        from ...kernels.persistent_plan import require_grid_barrier  # planning loads on first use
+        from ...kernels.persistent import require_grid_barrier  # planning loads on first use
 
         require_grid_barrier(Chip.from_row(row))  # PersistentLimitError: no grid barrier on this GPU (M40)
     if "persistent_layer" in profile.kernels() and profile.chip != row["name"]:  # its grid is planned per chip

@@ -72,7 +72,7 @@ def gpu_geometry(chip) -> list[tuple]:
 
     return [(gemm.tiles, "geometry_sms", lambda: chip.sms),  # the GEMMs' blockings and parts of K
             (geometry, "POINTWISE_THREADS", geometry.GPU_POINTWISE_THREADS),
-            (reduce, "ROW_THREADS", reduce.GPU_ROW_THREADS)]
+            (reduce.v1_column_sum, "ROW_THREADS", reduce.GPU_ROW_THREADS)]
 
 
 @contextlib.contextmanager
@@ -91,7 +91,7 @@ def dry_run(chip=None):
         patches = [(cuda, "stream", lambda: DryStream(rec)),
                    (cuda, "event", lambda *args, **kwargs: DryEvent(rec)),
                    (cuda, "to_device", allocate_like),
-                   (persistent, "prepared", lambda *args, **kwargs: None)]
+                   (persistent.v1_layer, "prepared", lambda *args, **kwargs: None)]
         if chip is not None:
             patches += gpu_geometry(chip)
         with patched(patches):

@@ -14,7 +14,7 @@ from ..article import ARTICLE_GPU, article_numbers
 from ...checks import check_str, check_str_list
 from ...config import LSTMConfig, flops
 from ...gpus import gpu as gpu_row
-from ...kernels.persistent_plan import PersistentLimitError
+from ...kernels.persistent import PersistentLimitError
 from ...steps import names as ladder_names
 from ...tables import Column, table
 from .bound import checked_host, lower_bound

@@ -49,7 +49,7 @@ def estimate(profile, gpu, host="cpp", gemm="ours") -> Estimate:
         raise ValueError(f"gemm must be one of {GEMMS}, got {gemm!r}")
     chip = Chip.from_row(row)
     if "persistent_layer" in profile.kernels():
-        from ...kernels.persistent_plan import require_grid_barrier
+        from ...kernels.persistent import require_grid_barrier
 
         require_grid_barrier(chip)
         if profile.chip != row["name"]:

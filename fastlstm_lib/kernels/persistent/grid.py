@@ -1,5 +1,5 @@
 """Planning the persistent kernel's grid (notebook 09): how many units per block, how many blocks.
-Host code beside the kernel (``persistent.py``), which step 09 calls before it launches anything.
+Host code beside the kernel (``v1_layer``, whose ``plan`` step 09 calls before it launches anything).
 
 A grid barrier needs every block resident at once, so the plan must fit the chip: row groups x
 units (x splits) threads per block (each thread does ``rows`` batch rows, up to ``MAX_ROWS``), the
@@ -15,15 +15,12 @@ below 6.0: the M40) has no grid barrier, and so no plan at any size: the error s
 from __future__ import annotations
 
 import dataclasses
+from typing import Callable
 
-from numba import float32
-
-from ..runtime.device import DEVICE
-from ..checks import check_int, check_int_list, check_str
-from ..gpus import Chip, chip as chip_limits, occupancy
-from .persistent import MAX_REGISTERS, MAX_ROWS, STATIC_SHARED_BYTES, VECTOR, SharedLayout, check_layout, \
-    launch_signature, persistent_layer_kernel, persistent_traffic, prepared
-from .spec import Build, Spec
+from ...checks import check_str
+from ...gpus import Chip, chip as chip_limits, occupancy
+from ...runtime.device import DEVICE
+from .layout import MAX_REGISTERS, MAX_ROWS, STATIC_SHARED_BYTES, VECTOR, SharedLayout, check_layout
 
 MAX_THREADS = 1024
 #: Threads per block worth aiming for when splitting the dot products on a GPU, and on the
@@ -67,9 +64,6 @@ class Plan:
     def kernel_key(self) -> tuple:
         """The compile-time constants of this plan's kernel."""
         return self.hidden, self.units, self.batch, self.k_chunk, self.splits, self.rows
-
-    def kernel(self):
-        return persistent_layer_kernel(*self.kernel_key)
 
 
 class PersistentLimitError(ValueError):
@@ -134,7 +128,7 @@ def largest_k_chunk(hidden: int, units: int, batch: int, splits: int, limit_byte
 
 
 def plan(hidden: int, batch: int, *, chip: Chip | str | None = None, single_block: bool | None = None,
-         target_threads: int | None = None) -> Plan:
+         target_threads: int | None = None, compiled: Callable | None = None) -> Plan:
     """The plan with the most blocks (fewest units each) whose grid can be resident at once.
 
     ``chip``: a ``Chip``, a GPU's name from data/gpus.csv ("H100": plan for it from its data
@@ -145,6 +139,8 @@ def plan(hidden: int, batch: int, *, chip: Chip | str | None = None, single_bloc
     GPU's, when planning for a named chip or on a GPU, so that a plan for an H100 is the same
     whichever machine makes it. Raises PersistentLimitError, naming the limit, when nothing fits,
     or naming the chip and its compute capability when it cannot launch a cooperative grid at all.
+    ``compiled(plan)``: the kernel compiled for a plan, whose occupancy the driver reports on the
+    current GPU (the kernel file's ``plan`` passes it); without it the data sheet decides.
     """
     if chip is not None and not isinstance(chip, Chip):
         check_str("chip", chip, example="H100")  # named as the caller wrote it (the step's option too)
@@ -180,10 +176,11 @@ def plan(hidden: int, batch: int, *, chip: Chip | str | None = None, single_bloc
         if limits is None:  # the simulator's single block
             return candidate
         per_sm, binding = occupancy(limits, candidate.threads, candidate.shared_bytes, MAX_REGISTERS)
-        if per_sm and blocks <= per_sm * limits.sms and chip is None:
+        if per_sm and blocks <= per_sm * limits.sms and chip is None and compiled is not None:
             # The current GPU: the driver's occupancy calculator, which knows the compiled
             # kernel, has the last word on what the data-sheet model accepted.
-            per_sm, binding = driver_blocks_per_sm(candidate, limits), "the driver's occupancy calculator"
+            per_sm, binding = driver_blocks_per_sm(compiled(candidate), candidate, limits), \
+                "the driver's occupancy calculator"
         if per_sm and blocks <= per_sm * limits.sms:
             return dataclasses.replace(candidate, blocks_per_sm=per_sm, chip=limits.name)
         reasons.append(f"{units} units per block: {blocks} blocks > {per_sm} per SM (limited by {binding}) x "
@@ -197,55 +194,6 @@ def plan(hidden: int, batch: int, *, chip: Chip | str | None = None, single_bloc
     )
 
 
-def driver_blocks_per_sm(candidate: Plan, limits: Chip) -> int:
-    """Blocks of this plan resident per SM, by the driver's occupancy calculator."""
-    compiled_kernel = prepared(candidate, launch_signature())
+def driver_blocks_per_sm(compiled_kernel, candidate: Plan, limits: Chip) -> int:
+    """Blocks of this plan resident per SM, by the driver's occupancy calculator of its compiled kernel."""
     return int(compiled_kernel.max_cooperative_grid_blocks(candidate.threads, candidate.shared_bytes)) // limits.sms
-
-
-def persistent_limits(hidden: int = 512, batches=(1, 4, 16, 64, 128, 256, 512), chip: str | None = None) -> dict:
-    """For ``hidden``: which batch sizes fit as one persistent grid on a chip (the current GPU by
-    default; on the simulator name one, e.g. "H100"), and why not. A chip that cannot launch a
-    cooperative grid (the M40) has no answer per batch size: PersistentLimitError says why."""
-    hidden = check_int("hidden", hidden)
-    batches = check_int_list("batches", batches)
-    if chip is not None:
-        check_str("chip", chip, example="H100")
-    require_grid_barrier(chip_limits(chip))
-    fits = {}
-    for batch in batches:
-        try:
-            p = plan(hidden, batch, chip=chip, single_block=False)
-            fits[batch] = (f"fits: {p.blocks} blocks x {p.threads} threads ({p.units} units x {p.splits} threads "
-                           f"per {p.rows} batch row{'s' * (p.rows > 1)}), {p.shared_bytes} B shared, "
-                           f"{p.blocks_per_sm} blocks per SM")
-        except PersistentLimitError as error:
-            fits[batch] = f"does not fit: {error}"
-    return fits
-
-
-# ---- the persistent kernel's spec (kernels/spec.py): here, since its compiled forms are plans -------
-
-#: The plans the compile matrix builds, as on the chip they were planned for: (hidden, batches, chip).
-COMPILED_PLANS = (512, (1, 4, 64), "H100")
-
-
-def _builds() -> tuple:
-    """One row per compiled plan: ``persistent_b{batch}``, relocatable (a grid barrier), registers capped."""
-    hidden, batches, chip = COMPILED_PLANS
-    signature = (float32[:, :, ::1], float32[:, ::1], float32[::1], float32[:, :, ::1])
-    found = []
-    for batch in batches:
-        pl = plan(hidden, batch, chip=chip, single_block=False, target_threads=GPU_TARGET_THREADS)
-        what = (f"hidden {hidden}, {pl.units} units x {pl.rows} rows per thread x {pl.splits} splits, "
-                f"k_chunk {pl.k_chunk} ({chip} plan)")
-        found.append(Build(f"persistent_b{batch}", lambda pl=pl: (pl.kernel(), signature), what,
-                           max_registers=MAX_REGISTERS, relocatable=True))
-    return tuple(found)
-
-
-SPECS = (
-    Spec("persistent", 1, "persistent_layer", "a layer's whole sequence in one launch, U in shared memory (notebook 09)",
-         ("persistent",), ((0, 1, 2), (3,)),  # it reads the h it writes itself, inside the launch
-         persistent_traffic, _builds),
-)

@@ -1,8 +1,8 @@
-"""The column sum: out[j] = sum over the rows r of a[r, j] (or out[j] += that sum), one reduction.
+"""Column-sum version 1, ``column_sum``: out[j] = sum over the rows r of a[r, j] (or out[j] += that
+sum), one reduction, a shared-memory tree per block.
 
-One version, ``column_sum`` (``column_sum_kernel``): the bias gradient of bwd04-05
-(combined_weights, wavefront), one launch per layer and pass. bwd01-03 compute the same sum as a
-GEMM with a row of ones (``gemm.py``).
+The bias gradient of bwd04-05 (combined_weights, wavefront) launches it (``column_sum_kernel``),
+once per layer and pass. bwd01-03 compute the same sum as a GEMM with a row of ones.
 
 The backward pass's bias gradient is such a sum, db = 1^T dZ over every row of dZ (notebook 41).
 Written as a GEMM with a row of ones, it is an M = 1 product: each block of the GEMM computes a
@@ -38,13 +38,15 @@ from __future__ import annotations
 
 import functools
 
+import numpy as np
 from numba import boolean, cuda, float32
 
-from ..runtime.device import DEVICE
-from ..checks import check_bool
-from .geometry import blocks_for
-from .spec import Build, Spec, Traffic
-from .views import view_of
+from ...runtime.device import DEVICE
+from ...checks import check_bool
+from ..case import Case, f32, poisoned
+from ..geometry import blocks_for
+from ..spec import Build, Spec, Traffic
+from ..views import view_of
 
 #: Columns per block: one warp across them.
 COLUMNS = 32
@@ -116,6 +118,19 @@ def column_sum(a, out, accumulate: bool = False, stream=0) -> None:
     accumulate = check_bool("accumulate", accumulate)
     DEVICE.announce()
     column_sum_kernel(ROW_THREADS)[blocks_for(cols, COLUMNS), (COLUMNS, ROW_THREADS), stream](a, out, accumulate)
+
+
+#: (rows, cols) of the runner's cases: at the article's size, dZ of every step, (T x B, 4H).
+SHAPES = {"odd": (13, 37), "article": (6400, 2048)}
+
+
+def case(size: str, rng) -> list:
+    """The runner's case: the sum of every column of a fresh (rows, cols) at ``SHAPES[size]``."""
+    rows, cols = SHAPES[size]
+    a = f32(rng, rows, cols)
+    a_d, out = cuda.to_device(a), poisoned(cols)
+    return [Case(f"{rows} x {cols}", lambda: column_sum(a_d, out), {"out": out}, {"out": a.astype(np.float64).sum(axis=0)},
+                 float(rows * cols), 4.0 * (rows * cols + cols))]
 
 
 # ---- the version's facts (kernels/spec.py) ----------------------------------------------------------

@@ -1,11 +1,11 @@
 """The persistent LSTM kernel (notebook 09): one launch runs every time step of a layer.
 
-The persistent family: one kernel, ``persistent_layer`` (``persistent_layer_kernel``), compiled
-per plan (every size a compile-time constant); step 09 (``steps/step09_persistent.py``) launches
-it once per layer, after one input GEMM per layer (``gemm.py``). Here: the kernel, where it keeps
-things in shared memory (``SharedLayout``) and its launch. How its grid is cut for a chip (units
-per block, blocks, ``rows`` and ``splits``) is host code: ``persistent_plan.py``. Its ``splits =
-1, rows = 1`` plan is exercise ex09_grid_step's kernel; ``rows`` is ex09_rows_per_thread's idea.
+Persistent version 1, ``persistent_layer`` (``persistent_layer_kernel``), compiled per plan
+(every size a compile-time constant); step 09 (``steps/step09_persistent.py``) launches it once
+per layer, after one input GEMM per layer. Here: the kernel, its launch, its plan (``plan``: the
+family's ``grid`` with this kernel's occupancy), its runner case and its spec. Where it keeps
+things in shared memory is ``layout``. Its ``splits = 1, rows = 1`` plan is exercise
+ex09_grid_step's kernel; ``rows`` is ex09_rows_per_thread's idea.
 
 The grid splits the hidden units among its blocks: block q owns ``units`` of them, so it needs
 only its 4 * units columns of U (one per gate and unit), H x 4 x units floats. It loads them into
@@ -51,178 +51,25 @@ one after another, so there the grid must be a single block.
 
 from __future__ import annotations
 
-import dataclasses
 import functools
 import math
 
+import numpy as np
 from numba import cuda, float32, uint64
 
-from ..runtime.device import DEVICE
-from .pointwise import CELL_FLOP, sigmoidf
-from .spec import Traffic
-from .views import view_of
-
-
-# --------------------------------------------------------------------------------------------
-# Where the kernel keeps things in its block's dynamic shared memory. One buffer per block, at
-# offsets fixed by the plan: this block's columns of U (transposed, one row of k per gate and
-# unit), h_{t-1} staged (one row of k per batch row), and, when several threads share a (row
-# group, unit)'s dot products, their partial sums (in staged h's place, once the step is done with
-# it, where they fit). The kernel is built from these numbers; ``persistent_plan`` sizes plans
-# with them.
-
-#: k per shared-memory load in the dot products: 4 floats, one 128-bit load (LDS.128) on a GPU.
-VECTOR = 4
-#: Batch rows per thread, at most: each weight loaded from shared memory feeds this many FMAs.
-MAX_ROWS = 4
-#: Elements of h_{t-1} each thread loads from global memory (L2) before it stores the first of them
-#: to shared memory: that many loads in flight at once, where one load then its store would wait
-#: out one L2 round trip per element.
-STAGE_LOADS = 8
-
-
-@dataclasses.dataclass(frozen=True)
-class SharedLayout:
-    """Where each part lives in the block's dynamic shared buffer (offsets and strides in floats).
-
-    Every dot product runs over whole groups of ``VECTOR`` k, so both U's rows and h's rows are
-    padded with zeros: U's k up to ``hidden_p`` (a whole number of chunks), h's rows up to
-    ``rows_p`` (a whole number of row groups). Strides are the row's length plus 1 to 8 x
-    ``VECTOR``: every group starts on a 16-byte boundary (one 128-bit load), and the padding is
-    the least that lets a quarter-warp's 128-bit loads in ``dot_quad`` read their rows without a
-    bank conflict (``lds128_conflicts``; one ``VECTOR`` where no padding does).
-    """
-
-    hidden: int
-    units: int
-    batch: int
-    k_chunk: int
-    splits: int
-    rows: int = 1
-
-    @property
-    def groups(self) -> int:  # row groups: each thread does `rows` batch rows
-        return -(-self.batch // self.rows)
-
-    @property
-    def rows_p(self) -> int:  # batch rows staged, the last group padded with zero rows
-        return self.groups * self.rows
-
-    @property
-    def threads(self) -> int:
-        return self.groups * self.units * self.splits
-
-    @property
-    def hidden_p(self) -> int:  # k of U in shared memory, padded to whole chunks
-        return -(-self.hidden // self.k_chunk) * self.k_chunk
-
-    @property
-    def u_stride(self) -> int:
-        """U's row stride: the first of hidden_p + VECTOR, + 2 VECTOR, ... whose rows a quarter-warp's
-        128-bit loads in ``dot_quad`` read without a bank conflict (``lds128_conflicts``)."""
-        return _padded_stride("u_stride", self.hidden_p, self.units, self.splits, self.rows, self.threads)
-
-    @property
-    def h_stride(self) -> int:
-        """Staged h's row stride, chosen the same way for the h loads."""
-        return _padded_stride("h_stride", self.k_chunk, self.units, self.splits, self.rows, self.threads)
-
-    @property
-    def h_offset(self) -> int:
-        return 4 * self.units * self.u_stride
-
-    @property
-    def h_floats(self) -> int:
-        return self.rows_p * self.h_stride
-
-    @property
-    def share_stride(self) -> int:  # +1: the threads adding up neighbouring values read different banks
-        return self.splits + 1
-
-    @property
-    def share_floats(self) -> int:  # with splits > 1, each (group, unit) keeps 4 x rows values x splits partials
-        return self.groups * self.units * 4 * self.rows * self.share_stride if self.splits > 1 else 0
-
-    @property
-    def shares_offset(self) -> int:
-        """The partial sums are written once a step's dot products are done with the staged h, and
-        read before the next step stages it: they take h's place where they fit, else follow it."""
-        return self.h_offset if self.share_floats <= self.h_floats else self.h_offset + self.h_floats
-
-    @property
-    def floats(self) -> int:
-        return max(self.h_offset + self.h_floats, self.shares_offset + self.share_floats)
-
-    @property
-    def bytes(self) -> int:
-        return 4 * self.floats
-
-
-#: Threads per phase of a warp's 128-bit shared-memory load: a quarter warp, whose 8 x 16 bytes
-#: span the 32 four-byte banks once (CUDA C++ Programming Guide, shared memory: a 128-bit access
-#: is served in four phases). Two threads of a phase that read different 16-byte words in the same
-#: four banks wait for each other; threads reading the same word share it (a broadcast).
-LDS128_PHASE = 8
-
-
-def lds128_conflicts(units: int, splits: int, rows: int, threads: int, u_stride: int, h_stride: int) -> dict[str, int]:
-    """The worst bank conflict of ``dot_quad``'s 128-bit loads, of U and of staged h: the most
-    distinct 16-byte words that one quarter-warp reads from the same four banks (1: none). Each
-    thread's word, up to an offset all threads share: U at unit jj's row plus its ``share`` group of
-    k, h at its row group's first row plus the same group of k (thread -> share, unit, group as in
-    the kernel)."""
-    worst = {"u": 1, "h": 1}
-    for first in range(0, threads, LDS128_PHASE):
-        words = {"u": set(), "h": set()}
-        for tid in range(first, min(first + LDS128_PHASE, threads)):
-            share, pair = tid % splits, tid // splits
-            group, jj = pair // units, pair % units
-            words["u"].add((jj * u_stride + share * VECTOR) // VECTOR)
-            words["h"].add((group * rows * h_stride + share * VECTOR) // VECTOR)
-        for name, found in words.items():
-            per_banks: dict[int, int] = {}
-            for word in found:
-                per_banks[word % (32 // VECTOR)] = per_banks.get(word % (32 // VECTOR), 0) + 1
-            worst[name] = max(worst[name], max(per_banks.values()))
-    return worst
-
-
-@functools.lru_cache(maxsize=4096)
-def _padded_stride(which: str, length: int, units: int, splits: int, rows: int, threads: int) -> int:
-    """``length`` + VECTOR x d for the least d in 1..8 that leaves ``which``'s loads ("u_stride" or
-    "h_stride") conflict-free (d = 1 where none does: then as before)."""
-    for d in range(1, 32 // VECTOR + 1):
-        stride = length + VECTOR * d
-        # U's words depend on u_stride alone, h's on h_stride alone: the other stride is immaterial here
-        found = lds128_conflicts(units, splits, rows, threads, u_stride=stride, h_stride=stride)
-        if found["u" if which == "u_stride" else "h"] == 1:
-            return stride
-    return length + VECTOR
-
-
-def check_layout(layout: SharedLayout) -> None:
-    """ValueError unless a kernel can be built for ``layout``: the chunk a whole number of the
-    threads' strides through k (``VECTOR`` x ``splits``), every count positive."""
-    for name in ("hidden", "units", "batch", "k_chunk", "splits", "rows"):
-        value = getattr(layout, name)
-        if not isinstance(value, int) or isinstance(value, bool) or value < 1:
-            raise ValueError(f"{name} must be a positive int, got {value!r}")
-    if layout.k_chunk % (VECTOR * layout.splits):
-        raise ValueError(f"k_chunk must be a multiple of {VECTOR} x splits = {VECTOR * layout.splits} (each of a "
-                         f"pair's {layout.splits} threads reads {VECTOR} k at a time), got {layout.k_chunk}")
-
-
-# --------------------------------------------------------------------------------------------
-# The kernel and its launch.
-
-#: Static shared memory per block that every CUDA GPU allows; dynamic memory beyond it needs an opt-in.
-STATIC_SHARED_BYTES = 48 * 1024
-#: Registers per thread the kernel is compiled to fit (``max_registers``), so that the residency
-#: of a plan can be predicted for any chip: two 256-thread blocks share an SM's 65536 registers.
-#: Under this cap ptxas uses 64 to 106 registers for the H100 plans at hidden 512 (4 rows per thread
-#: keep 16 sums and 4 cell states), from sm_52 to sm_90, and spills nothing (data/kernel_resources.csv,
-#: checked by tests/test_compile_matrix.py).
-MAX_REGISTERS = 128
+from ...checks import check_int, check_int_list, check_str
+from ...config import LSTMConfig
+from ...gpus import Chip, chip as chip_limits
+from ...params import init_params, random_input
+from ...reference import lstm_layer64
+from ...runtime.device import DEVICE
+from ..case import Case, poisoned
+from ..pointwise.base import CELL_FLOP, sigmoidf
+from ..spec import Build, Spec, Traffic
+from ..views import view_of
+from . import grid
+from .grid import GPU_TARGET_THREADS, PersistentLimitError, Plan, require_grid_barrier
+from .layout import MAX_REGISTERS, STAGE_LOADS, STATIC_SHARED_BYTES, VECTOR, SharedLayout, check_layout
 
 
 if not DEVICE.compiled:
@@ -465,7 +312,34 @@ def launch(plan_, x_gates, recurrent, bias, hs, stream=0) -> None:
     persistent_layer_kernel(*plan_.kernel_key)[plan_.blocks, plan_.threads, stream, plan_.shared_bytes](x_gates, recurrent, bias, hs)
 
 
-# ---- the version's traffic (its spec, with its compiled plans, is in persistent_plan.py) --------------
+
+def plan(hidden: int, batch: int, *, chip: Chip | str | None = None, single_block: bool | None = None,
+         target_threads: int | None = None) -> Plan:
+    """This kernel's plan: ``grid.plan``, where on the current GPU the driver's occupancy of the
+    compiled kernel has the last word (see there for the arguments and the errors)."""
+    return grid.plan(hidden, batch, chip=chip, single_block=single_block, target_threads=target_threads,
+                     compiled=lambda candidate: prepared(candidate, launch_signature()))
+
+
+def persistent_limits(hidden: int = 512, batches=(1, 4, 16, 64, 128, 256, 512), chip: str | None = None) -> dict:
+    """For ``hidden``: which batch sizes fit as one persistent grid on a chip (the current GPU by
+    default; on the simulator name one, e.g. "H100"), and why not. A chip that cannot launch a
+    cooperative grid (the M40) has no answer per batch size: PersistentLimitError says why."""
+    hidden = check_int("hidden", hidden)
+    batches = check_int_list("batches", batches)
+    if chip is not None:
+        check_str("chip", chip, example="H100")
+    require_grid_barrier(chip_limits(chip))
+    fits = {}
+    for batch in batches:
+        try:
+            p = plan(hidden, batch, chip=chip, single_block=False)
+            fits[batch] = (f"fits: {p.blocks} blocks x {p.threads} threads ({p.units} units x {p.splits} threads "
+                           f"per {p.rows} batch row{'s' * (p.rows > 1)}), {p.shared_bytes} B shared, "
+                           f"{p.blocks_per_sm} blocks per SM")
+        except PersistentLimitError as error:
+            fits[batch] = f"does not fit: {error}"
+    return fits
 
 
 def persistent_traffic(args, grid, block, constants) -> Traffic:
@@ -491,3 +365,49 @@ def persistent_traffic(args, grid, block, constants) -> Traffic:
               view_of(args["bias"]).head(4 * hidden))
     reads = inputs + ((view_of(hs).head(steps - 1),) if steps > 1 else ())
     return Traffic(flop, loads, {"hs": steps * batch * hidden}, reads, (view_of(hs),), inputs)
+
+#: (batch, steps, hidden) of the runner's cases: one layer's whole sequence.
+SHAPES = {"odd": (3, 5, 7), "article": (64, 100, 512)}
+
+
+def case(size: str, rng) -> list:
+    """The runner's case: one layer's sequence at ``SHAPES[size]`` from step 09's input GEMM's
+    x_gates, against float64 from x (x_gates' own float32 rounding counts as error)."""
+    batch, steps, hidden = SHAPES[size]
+    cfg = LSTMConfig(batch=batch, seq_len=steps, input_size=hidden, hidden=hidden, layers=1)
+    (layer,), x = init_params(cfg, seed=0), random_input(cfg, seed=1)  # unsaturated gates
+    kernel, recurrent, bias = layer
+    x_gates = np.ascontiguousarray((x @ kernel).transpose(1, 0, 2))  # (T, B, 4H)
+    want = lstm_layer64(x, layer)[0].transpose(1, 0, 2)
+    grid_ = plan(hidden, batch)
+    arrays = [cuda.to_device(a) for a in (x_gates, recurrent, bias)]
+    hs = poisoned(steps, batch, hidden)
+    flop = steps * batch * hidden * (8.0 * hidden + 40.0)
+    moved = 4.0 * (x_gates.size + recurrent.size + bias.size + hs.size + grid_.blocks * (steps - 1) * batch * hidden)
+    return [Case(f"batch {batch}, {steps} steps, hidden {hidden}: {grid_.blocks} blocks x {grid_.threads} threads",
+                 lambda: launch(grid_, *arrays, hs), {"hs": hs}, {"hs": want}, flop, moved)]
+
+
+#: The plans the compile matrix builds, as on the chip they were planned for: (hidden, batches, chip).
+COMPILED_PLANS = (512, (1, 4, 64), "H100")
+
+
+def _builds() -> tuple:
+    """One row per compiled plan: ``persistent_b{batch}``, relocatable (a grid barrier), registers capped."""
+    hidden, batches, chip = COMPILED_PLANS
+    signature = (float32[:, :, ::1], float32[:, ::1], float32[::1], float32[:, :, ::1])
+    found = []
+    for batch in batches:
+        pl = plan(hidden, batch, chip=chip, single_block=False, target_threads=GPU_TARGET_THREADS)
+        what = (f"hidden {hidden}, {pl.units} units x {pl.rows} rows per thread x {pl.splits} splits, "
+                f"k_chunk {pl.k_chunk} ({chip} plan)")
+        found.append(Build(f"persistent_b{batch}", lambda pl=pl: (persistent_layer_kernel(*pl.kernel_key), signature), what,
+                           max_registers=MAX_REGISTERS, relocatable=True))
+    return tuple(found)
+
+
+SPECS = (
+    Spec("persistent", 1, "persistent_layer", "a layer's whole sequence in one launch, U in shared memory (notebook 09)",
+         ("persistent",), ((0, 1, 2), (3,)),  # it reads the h it writes itself, inside the launch
+         persistent_traffic, _builds),
+)

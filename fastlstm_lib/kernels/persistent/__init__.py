@@ -1,0 +1,21 @@
+"""The persistent LSTM layer (notebook 09): one launch runs every time step of a layer.
+
+Its versions are its files (``VERSIONS``; ``python -m fastlstm_lib.kernels persistent`` checks
+and, on a GPU, times them): ``v1_layer`` (U in shared memory for the whole sequence, one grid
+barrier a step). What they share: ``layout`` (where a block keeps things in shared memory) and
+``grid`` (how a layer is cut into a cooperative grid for a chip).
+"""
+
+from __future__ import annotations
+
+from ..family import specs, versions
+from .grid import (GPU_TARGET_THREADS, MAX_SPLITS, MAX_THREADS, SIMULATOR_TARGET_THREADS, TARGET_THREADS,  # noqa: F401
+                   PersistentLimitError, Plan, choose_rows, choose_splits, largest_k_chunk, require_grid_barrier)
+from .layout import (MAX_REGISTERS, MAX_ROWS, STAGE_LOADS, STATIC_SHARED_BYTES, VECTOR, SharedLayout,  # noqa: F401
+                     check_layout, lds128_conflicts)
+from .v1_layer import (COMPILED_PLANS, SHAPES, launch, launch_signature, persistent_layer_kernel,  # noqa: F401
+                       persistent_limits, persistent_traffic, plan, prepared)
+
+#: The family's version modules, in order.
+VERSIONS = versions(__name__)
+SPECS = specs(VERSIONS)
