@@ -22,22 +22,22 @@ CELLS = runpy.run_path(str(ROOT / "tools" / "colab_cells.py"))
 @pytest.mark.parametrize("path", NOTEBOOKS, ids=lambda p: p.name)
 def test_every_notebook_starts_with_the_current_colab_cells(path):
     text = path.read_text(encoding="utf-8")
-    assert CELLS["dumps"](CELLS["updated"](path, COLAB["REPOSITORY"], COLAB["BRANCH"])) == text, (
+    assert CELLS["dumps"](CELLS["updated"](path, CELLS["REPOSITORY"], CELLS["BRANCH"])) == text, (
         f"{path.name}: run `python tools/colab_cells.py`")
     badge, setup = json.loads(text)["cells"][:2]
-    url = f"https://colab.research.google.com/github/fastlstm/fastlstm/blob/{COLAB['BRANCH']}/notebooks/{path.name}"
-    assert COLAB["REPOSITORY"] == "https://github.com/fastlstm/fastlstm"
-    assert f"]({url})" in "".join(badge["source"]) and COLAB["BADGE"] in "".join(badge["source"])
-    assert "".join(setup["source"]) == COLAB["setup_cell"]()
+    url = f"https://colab.research.google.com/github/fastlstm/fastlstm/blob/{CELLS['BRANCH']}/notebooks/{path.name}"
+    assert CELLS["REPOSITORY"] == "https://github.com/fastlstm/fastlstm"
+    assert f"]({url})" in "".join(badge["source"]) and CELLS["BADGE"] in "".join(badge["source"])
+    assert "".join(setup["source"]) == CELLS["setup_cell"]()
     assert setup["outputs"] == [] and setup["execution_count"] is not None  # nbval: it prints nothing off Colab
 
 
 def test_links_follow_the_repository():
-    assert COLAB["colab_url"]("01_x.ipynb", "https://github.com/someone/fork.git", "dev") == (
+    assert CELLS["colab_url"]("01_x.ipynb", "https://github.com/someone/fork.git", "dev") == (
         "https://colab.research.google.com/github/someone/fork/blob/dev/notebooks/01_x.ipynb")
     with pytest.raises(ValueError):
-        COLAB["colab_url"]("01_x.ipynb", "https://gitlab.com/a/b")
-    assert 'os.environ.get("FASTLSTM_REPO", "https://github.com/a/b")' in COLAB["setup_cell"]("https://github.com/a/b")
+        CELLS["colab_url"]("01_x.ipynb", "https://gitlab.com/a/b")
+    assert 'os.environ.get("FASTLSTM_REPO", "https://github.com/a/b")' in CELLS["setup_cell"]("https://github.com/a/b")
 
 
 def test_the_setup_cell_does_nothing_off_colab():
@@ -45,7 +45,7 @@ def test_the_setup_cell_does_nothing_off_colab():
     namespace, before = {}, (os.getcwd(), list(sys.path), set(sys.modules), dict(os.environ))
     printed = io.StringIO()
     with contextlib.redirect_stdout(printed), contextlib.redirect_stderr(printed):
-        exec(COLAB["setup_cell"](), namespace)
+        exec(CELLS["setup_cell"](), namespace)
     assert printed.getvalue() == ""
     assert (os.getcwd(), list(sys.path), set(sys.modules), dict(os.environ)) == before
     assert set(namespace) == {"__builtins__", "sys"}
@@ -60,7 +60,7 @@ def test_on_colab_the_cell_runs_setup_from_the_clone(tmp_path, monkeypatch):
     record = types.SimpleNamespace(calls=[])
     monkeypatch.setitem(sys.modules, "_colab_test", record)
     monkeypatch.setitem(sys.modules, "google.colab", types.ModuleType("google.colab"))
-    source = COLAB["setup_cell"]().replace(COLAB["HOME"], str(home))
+    source = CELLS["setup_cell"]().replace(COLAB["HOME"], str(home))
     exec(source, {})
     assert record.calls == [str(home)]
     assert "fastlstm_lib" not in sys.modules or sys.modules["fastlstm_lib"].__file__.startswith(str(ROOT))

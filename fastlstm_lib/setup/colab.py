@@ -1,11 +1,9 @@
-"""Google Colab: where the course lives, the cells at the top of every notebook, and the set-up they run.
+"""Google Colab: the set-up that the cell at the top of every notebook runs there (``tools/colab_cells.py``
+writes those cells, with the course's address).
 
 Standard library only: on Colab this file is run from a fresh clone (``runpy.run_path``) before the
 course is installed, so it must not import ``fastlstm_lib`` (whose ``__init__`` imports Numba).
 
-- ``REPOSITORY`` and ``BRANCH``: the course's public home, the one place the Colab links and the set-up
-  cell take it from (``python tools/colab_cells.py`` rewrites every notebook's first two cells from
-  them; ``tests/test_colab.py`` checks that every notebook carries the current ones).
 - ``setup``: what the set-up cell runs on Colab. It removes the preinstalled packages that our
   install would break (``REMOVE``: computed by ``python tools/colab_check.py`` against Colab's
   published package list, ``data/colab/pip-freeze.gpu.txt``), installs the one package Colab has too
@@ -22,9 +20,6 @@ import os
 import subprocess
 import sys
 
-#: The course's public repository and branch: the clone, and every "Open in Colab" link.
-REPOSITORY = "https://github.com/fastlstm/fastlstm"
-BRANCH = "main"
 #: Where the set-up cell clones the course on Colab (``FASTLSTM_REPO`` overrides the repository).
 HOME = "/content/fastlstm"
 #: What Colab lacks or has too old: numba-cuda (Colab's 0.22.2; the course is checked with 0.30.4;
@@ -45,38 +40,6 @@ REMOVE = {
     "dask-cudf-cu12": "cudf-cu12",
     "raft-dask-cu12": "dask-cuda",
 }
-
-_NOTEBOOKS_URL = "{repository}/blob/{branch}/notebooks/{notebook}"
-BADGE = "https://colab.research.google.com/assets/colab-badge.svg"
-
-
-def colab_url(notebook: str, repository: str = REPOSITORY, branch: str = BRANCH) -> str:
-    """The address that opens ``notebooks/<notebook>`` of the repository on Colab."""
-    prefix = "https://github.com/"
-    if not repository.startswith(prefix):
-        raise ValueError(f"Colab opens notebooks from GitHub: {repository!r} does not start with {prefix}")
-    path = repository[len(prefix):].rstrip("/").removesuffix(".git")
-    return f"https://colab.research.google.com/github/{path}/blob/{branch}/notebooks/{notebook}"
-
-
-def badge_markdown(notebook: str, repository: str = REPOSITORY, branch: str = BRANCH) -> str:
-    """The first cell of every notebook: the "Open in Colab" badge, and what the next cell does."""
-    return (f"[![Open In Colab]({BADGE})]({colab_url(notebook, repository, branch)})\n"
-            "On Colab, the next cell fetches and installs the course (once per runtime); "
-            "elsewhere it does nothing.")
-
-
-def setup_cell(repository: str = REPOSITORY, branch: str = BRANCH) -> str:
-    """The second cell of every notebook: on Colab, clone the course and run ``setup`` from the clone."""
-    return f'''import sys
-
-if "google.colab" in sys.modules:  # on Colab only: fetch the course, install what Colab lacks (fastlstm_lib/setup/colab.py)
-    import os, runpy, subprocess
-    home, repository = "{HOME}", os.environ.get("FASTLSTM_REPO", "{repository}")
-    if not os.path.isdir(home):
-        subprocess.run(["git", "clone", "-q", "--depth", "1", "--branch", "{branch}", repository, home], check=True)
-    runpy.run_path(f"{{home}}/fastlstm_lib/setup/colab.py")["setup"](home)'''
-
 
 def version(name: str) -> str | None:
     """The installed version of distribution ``name``, None if it is not installed."""
