@@ -237,7 +237,7 @@ def test_the_probe_asks_for_cooperative_launch(monkeypatch):
 
 # ---- any Python 3, this platform's pins, the exact fix, each cause once (issue 20) ------------------
 
-from fastlstm_lib.setup.doctor import fixes, markers, pyproject  # noqa: E402
+from fastlstm_lib.setup.doctor import fixes, markers  # noqa: E402
 
 ROOT = str(probes.ROOT)
 #: Runs `python -m fastlstm_lib doctor` (or another module) in an isolated Python without site-packages
@@ -319,11 +319,6 @@ def test_markers(marker, environment, holds):
 def test_markers_outside_the_grammar_are_refused_loudly(marker):
     with pytest.raises(ValueError, match="unsupported environment marker"):
         markers.evaluate(marker)
-
-
-def test_pins_without_tomllib_are_the_same():
-    text = (probes.ROOT / "pyproject.toml").read_text()
-    assert pyproject.read_without_tomllib(text) == pyproject.read_pyproject(text)
 
 
 MAC_ARM = markers.this_machine(sys_platform="darwin", platform_system="Darwin", platform_machine="arm64")

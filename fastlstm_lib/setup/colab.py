@@ -49,7 +49,7 @@ def version(name: str) -> str | None:
         return None
 
 
-def to_do(home: str = HOME, version=version) -> dict:
+def to_do(version=version) -> dict:
     """What ``setup`` still has to do: {"remove": [installed names of REMOVE], "install": [...], "course": bool}."""
     install = [spec for spec in INSTALL if version(spec.split("==")[0]) != spec.split("==")[1]]
     return {"remove": [name for name in REMOVE if version(name) is not None], "install": install,
@@ -71,7 +71,7 @@ def setup(home: str = HOME, run=subprocess.run, version=version, out=print) -> d
     Prints one line when it changed something, nothing when the runtime was already set up.
     Returns what it did (``to_do``'s answer before it started).
     """
-    todo = to_do(home, version)
+    todo = to_do(version)
     pip = [sys.executable, "-m", "pip"]
     quiet = ["-q", "--disable-pip-version-check", "--root-user-action=ignore"]
     if todo["remove"]:
