@@ -28,12 +28,9 @@ LADDER = Ladder(__name__, "bwd", what="backward step")
 names = LADDER.names
 #: The backward step called ``name``.
 get = LADDER.get
-all_steps = LADDER.all_steps
 previous = LADDER.previous
 #: The methods a backward step's class defines itself (the backward twin of ``fl.steps.changes``).
 changes = LADDER.changes
-ladder_modules = LADDER.modules
 
 __all__ = ["BACKWARD_RTOL", "TrainingResult", "gradient_errors", "numerical_gradients", "output_gradient",
-           "reference_backward", "reference_training", "LADDER", "names", "get", "all_steps", "previous", "changes",
-           "ladder_modules"]
+           "reference_backward", "reference_training", "LADDER", "names", "get", "previous", "changes"]

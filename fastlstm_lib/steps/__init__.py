@@ -31,13 +31,8 @@ names = LADDER.names
 keras_names = LADDER.extra_names
 #: The step called ``name`` (a ladder step or a Keras one).
 get = LADDER.get
-all_steps = LADDER.all_steps
-#: The number of the notebook that teaches ladder step ``name`` ("03" for combined_gemms).
-notebook = LADDER.number
 previous = LADDER.previous
 #: The methods a step's class defines itself: its difference from the step before.
 changes = LADDER.changes
-ladder_modules = LADDER.modules
 
-__all__ = ["LSTMStep", "Runner", "LADDER", "names", "keras_names", "get", "all_steps", "notebook", "previous",
-           "changes", "ladder_modules"]
+__all__ = ["LSTMStep", "Runner", "LADDER", "names", "keras_names", "get", "previous", "changes"]

@@ -60,18 +60,6 @@ class Ladder:
             raise ValueError(f"unknown {self.what} {name!r}; known {self.what}s: {', '.join(known)}")
         return known[name]
 
-    def all_steps(self) -> list:
-        """The ladder's step objects, in order."""
-        return list(self._steps.values())
-
-    def number(self, name: str) -> str:
-        """The NN of the module that defines ladder step ``name``."""
-        module = type(self.get(name)).__module__.rsplit(".", 1)[-1]
-        match = self.module_pattern.fullmatch(module)
-        if not match:
-            raise ValueError(f"{self.what} {name!r} is not a rung of the ladder")
-        return match.group(1)
-
     def previous(self, name: str):
         """The step before ``name`` in the ladder (None for the first)."""
         order = self.names()
