@@ -264,7 +264,7 @@ def numba_cuda_pin_here() -> str:
     return fixes.numba_cuda_requirement(machine) or fixes.pinned(machine, "numba-cuda")
 
 
-@pytest.mark.parametrize("module, args", [("fastlstm_lib", ["doctor", "--quick"]), ("fastlstm_lib.setup.doctor", ["--full"])])
+@pytest.mark.parametrize("module, args", [("fastlstm_lib", ["doctor", "--quick"]), ("fastlstm_lib", ["doctor", "--full"])])
 def test_the_doctor_runs_in_a_python_without_numpy_or_numba(module, args):
     done = bare_python(sys.executable, module, args)
     assert "Traceback" not in done.stderr, done.stderr

@@ -43,7 +43,7 @@ def run(full: bool | None = None, out=print) -> int:
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
-    """``--full`` / ``--quick``, for ``python -m fastlstm_lib doctor`` and ``python -m fastlstm_lib.setup.doctor``."""
+    """``--full`` / ``--quick``, for ``python -m fastlstm_lib doctor``."""
     how = parser.add_mutually_exclusive_group()
     how.add_argument("--full", action="store_true", help="also import the Keras backend and ask which GPU it sees "
                                                          "(done by default only when there is a GPU; takes seconds)")
