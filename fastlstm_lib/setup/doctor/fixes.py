@@ -15,7 +15,6 @@ runs CUDA 12's libraries), and a driver older than CUDA 12 must be updated first
 from __future__ import annotations
 
 import dataclasses
-import re
 import shlex
 
 #: CUDA 13's NVVM compiles for compute capability 7.5 and newer only (CUDA 12's from 5.0).
@@ -146,9 +145,3 @@ def cuda_wheel(facts) -> str:
     if extra is None:
         return DRIVER_UPDATE
     return pip(facts, pinned(facts, "numba-cuda", extra))
-
-
-def needed_python(facts) -> tuple[int, int]:
-    """The oldest Python the pins allow, from requires-python (">=3.11" -> (3, 11))."""
-    match = re.search(r">=\s*(\d+)\.(\d+)", facts.requires_python or "")
-    return (int(match.group(1)), int(match.group(2))) if match else (3, 11)

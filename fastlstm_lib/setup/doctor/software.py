@@ -11,7 +11,7 @@ notebook's setup cell.
 
 from __future__ import annotations
 
-from ..requirements import python_problem
+from ..requirements import LOWEST_PYTHON, python_problem
 from . import fixes, markers
 from .fixes import Finding
 
@@ -22,12 +22,12 @@ OPTIONAL = {"tqdm": "no progress bars", "nvtx": "no NVTX ranges for Nsight Syste
 
 
 def python_too_old(facts) -> bool:
-    return tuple(facts.python[:2]) < fixes.needed_python(facts)
+    return tuple(facts.python[:2]) < LOWEST_PYTHON
 
 
 def python_finding(facts) -> Finding:
     version = ".".join(str(v) for v in facts.python)
-    needed = "{}.{}".format(*fixes.needed_python(facts))
+    needed = "{}.{}".format(*LOWEST_PYTHON)
     if python_too_old(facts):
         return Finding("fail", f"Python {version}: Python {needed} or newer needed (the course's pins: "
                                f"{facts.requires_python or '>=' + needed})", fixes.new_python(facts, needed))
@@ -134,7 +134,7 @@ def unchecked(facts) -> list[str]:
 def needs(facts, missing: list[str]) -> str:
     """Why something is not checked: "needs numba and numba-cuda, above"."""
     if python_too_old(facts):
-        return "needs Python {}.{} or newer, above".format(*fixes.needed_python(facts))
+        return "needs Python {}.{} or newer, above".format(*LOWEST_PYTHON)
     names = ", ".join(missing[:-1]) + " and " + missing[-1] if len(missing) > 1 else "".join(missing)
     return f"needs {names}, above"
 
