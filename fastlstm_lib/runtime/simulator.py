@@ -76,24 +76,16 @@ def _forced() -> str | None:
     return None
 
 
-def choose_backend() -> tuple[bool, str | None]:
-    """Decide once per process. Returns (simulator?, reason or None)."""
-    if _forced():
-        return True, _forced()
-    if _driver_sees_a_gpu():
-        return False, None
-    return True, "no CUDA driver or GPU found"
-
-
 _reason: str | None = None
 _announced = False
 
 
 def switch_to_simulator_if_needed() -> bool:
-    """Turn the simulator on when there is no usable GPU. Returns simulator?"""
+    """Turn the simulator on when the environment asks for it or there is no usable GPU (decided
+    once per process). Returns simulator?"""
     global _reason
-    simulator, why = choose_backend()
-    if not simulator:
+    why = _forced() or (None if _driver_sees_a_gpu() else "no CUDA driver or GPU found")
+    if why is None:
         return False
     if "numba.cuda" in sys.modules and os.environ.get("NUMBA_ENABLE_CUDASIM", "0") in ("", "0"):
         # Too late: numba.cuda was imported first and chose the real driver.
