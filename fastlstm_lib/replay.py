@@ -144,14 +144,6 @@ class Recording:
         self.issued.append(("host", event, None, None))
 
 
-def _event_class():
-    return type(cuda.event())  # the driver's Event, or the simulator's
-
-
-def _array_class():
-    return type(cuda.device_array(1, dtype="float32"))
-
-
 @contextlib.contextmanager
 def recording(perform: bool = True, listener=None):
     """``with recording() as pass_:`` every launch and event operation in the block, recorded; with
@@ -178,7 +170,8 @@ def recording(perform: bool = True, listener=None):
 
     patches = []
     if perform:
-        events, arrays = _event_class(), _array_class()
+        # the driver's Event and device array classes, or the simulator's
+        events, arrays = type(cuda.event()), type(cuda.device_array(1, dtype="float32"))
         event_record, event_wait, event_synchronize = events.record, events.wait, events.synchronize
         synchronize = cuda.synchronize
 

@@ -70,21 +70,14 @@ def fingerprint() -> str:
     return digest.hexdigest()[:20]
 
 
-def _folder() -> Path:
-    return cache_root() / "kept" / fingerprint()
-
-
-def _file(key: tuple) -> Path:
-    return _folder() / (hashlib.sha256(repr(key).encode()).hexdigest()[:32] + ".pickle.zlib")
-
-
 def kept(key: tuple, make, kind: type):
     """The value kept for ``key`` (a tuple whose ``repr`` names the value whole: what it is and
     every argument), or ``make()``'s, kept for the next process. ``kind``: what a kept file must
     hold (anything else is made again)."""
     if not enabled():
         return make()
-    path = _file(key)
+    name = hashlib.sha256(repr(key).encode()).hexdigest()[:32] + ".pickle.zlib"
+    path = cache_root() / "kept" / fingerprint() / name
     try:
         found = pickle.loads(zlib.decompress(path.read_bytes()))
         if isinstance(found, kind):

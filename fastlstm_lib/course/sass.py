@@ -53,6 +53,9 @@ def read_table(path: Path = TABLE) -> list[dict]:
 PURPOSES = ("FFMA (the work)", "shared-memory loads", "global loads", "shared-memory stores",
             "index and address arithmetic", "compares and branches", "barriers", "other")
 _COMPARES = frozenset({"ISETP", "ISET", "ICMP", "FSETP", "PLOP3", "SEL", "FSEL", "BRA", "JMP", "BSSY", "BSYNC", "EXIT"})
+#: The opcodes of each purpose, tried in this order (compares before integer arithmetic: SEL is both).
+_BY_PURPOSE = ((PURPOSES[0], {"FFMA", "FFMA32I"}), (PURPOSES[1], SHARED_LOADS), (PURPOSES[2], GLOBAL_LOADS),
+               (PURPOSES[3], {"STS"}), (PURPOSES[5], _COMPARES), (PURPOSES[4], INTEGER), (PURPOSES[6], {"BAR"}))
 
 
 def purpose(instruction: str) -> str:
@@ -65,21 +68,7 @@ def purpose(instruction: str) -> str:
     if not words:
         raise ValueError(f"instruction {instruction!r} has no opcode")
     name = base(words[0])
-    if name in ("FFMA", "FFMA32I"):
-        return PURPOSES[0]
-    if name in SHARED_LOADS:
-        return PURPOSES[1]
-    if name in GLOBAL_LOADS:
-        return PURPOSES[2]
-    if name == "STS":
-        return PURPOSES[3]
-    if name in _COMPARES:
-        return PURPOSES[5]
-    if name in INTEGER:
-        return PURPOSES[4]
-    if name == "BAR":
-        return PURPOSES[6]
-    return PURPOSES[7]
+    return next((found for found, names in _BY_PURPOSE if name in names), PURPOSES[7])
 
 
 def available() -> list[tuple[str, str]]:
