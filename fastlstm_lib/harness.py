@@ -25,7 +25,7 @@ from .reference import RTOL, reference_forward, where_nonfinite
 from .steps.simulator_budget import SIMULATOR_PASSES, refuse_slow_simulation, simulated_passes
 from .runtime.device import DEVICE
 from . import steps as steps_registry
-from .timing import issue_and_run_times, summarize
+from .timing import summarize
 
 
 class WrongResultError(RuntimeError):

@@ -27,8 +27,9 @@ import numpy as np
 
 from ..runtime.device import DEVICE
 from .. import steps
-from .article import ARTICLE_GPU
+from .article import ARTICLE_GPU, article_ms
 from ..config import LSTMConfig
+from ..gpus import find_gpu
 from ..harness import bench_steps, problem
 from .kept import kept
 from ..kernels.versions import gemm_names
@@ -36,6 +37,7 @@ from ..launches import count_launches
 from ..runtime.nvtx import DOMAIN as DOMAIN_NAME
 from .profile.record import shared_profile as profile  # read-only here: no copy needed
 from ..reference import RTOL, relative_error
+from .results import check_results, committed_results, format_table
 from ..tables import Column, table
 
 #: The course's odd sizes: no multiple of any tile (4, 8, 16, 32, 64) or block size.
@@ -164,9 +166,6 @@ def ladder_times(step: str, measured=()) -> list[dict]:
     committed under data/results/ (device and file named), and ``measured`` (``fl.bench`` results
     of this run). Estimated (``fl.estimate``): ``ESTIMATES``, and each measured GPU that
     data/gpus.csv knows, issued from Python as our runs are. Simulator results carry no time."""
-    from ..gpus import find_gpu
-    from .results import check_results, committed_results
-
     names = steps_so_far(step)
     article = LSTMConfig.article()
     ran = [dict(r, file="this run") for r in check_results("measured", list(measured)) if "skipped" not in r]
@@ -177,8 +176,6 @@ def ladder_times(step: str, measured=()) -> list[dict]:
         gpu = find_gpu(r["device"]["name"])
         if gpu is not None and (gpu["name"], "python") not in estimated:
             estimated.append((gpu["name"], "python"))
-    from .article import article_ms
-
     published = article_ms()
     rows = []
     for name in names:
@@ -199,8 +196,6 @@ def ladder_times(step: str, measured=()) -> list[dict]:
 def label_gpu(label: str) -> str:
     """The GPU a ``ladder_times`` label is about: the article's M40, an estimate's GPU, or the
     measured device's short name (data/gpus.csv), else the device name itself."""
-    from ..gpus import find_gpu
-
     if label.startswith(ARTICLE_LABEL):
         return ARTICLE_GPU
     if label.endswith("(estimate)"):
@@ -302,8 +297,6 @@ def measure(step: str, *, chart: bool = True) -> list[dict]:
               "under data/results/, and the timeline model's estimates. On a GPU this cell times every step "
               "so far at the article's size and adds them.")
     else:
-        from .results import format_table
-
         results = bench_steps(steps_so_far(step), LSTMConfig.article())
         print(format_table(results))
     if chart:

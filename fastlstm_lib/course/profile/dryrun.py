@@ -59,9 +59,6 @@ class DryEvent:
     def synchronize(self) -> None:
         pass
 
-    def query(self) -> bool:
-        return True
-
     def __repr__(self) -> str:
         return f"<dry-run event {self.number}>"
 

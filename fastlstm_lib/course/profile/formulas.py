@@ -76,7 +76,3 @@ def byte_counts(counts: dict, named: dict) -> int:
 def array_count(args: tuple) -> int:
     """How many of a launch's arguments are arrays (what a Python launch pays for, per argument)."""
     return sum(1 for value in args if is_array(value))
-
-
-__all__ = ["Traffic", "traffic", "kernel_description", "FORMULAS", "kernel_constants", "argument_names",
-           "byte_counts", "array_count"]

@@ -11,8 +11,6 @@ from __future__ import annotations
 
 import numbers
 
-import numpy as np
-
 from ...kernels.versions import gemm_names
 from .result import Estimate
 
