@@ -20,10 +20,9 @@ import datetime
 import numpy as np
 from numba import cuda
 
-from ..runtime.device import DEVICE
-from ..checks import check_bool, check_int
+from ..checks import check_bool, check_int, check_str_list
 from ..config import LSTMConfig
-from ..runtime.device import device_info
+from ..runtime.device import DEVICE, device_info
 from ..harness import bench
 from . import get, names
 
@@ -72,11 +71,7 @@ def bench_backward(cfg: LSTMConfig | None = None, *, steps=None, keras: bool = T
     if cfg is not None:
         _check_cfg(cfg)
     if steps is not None:
-        if isinstance(steps, str) or not isinstance(steps, (list, tuple)) or not steps:
-            raise TypeError(f"steps must be a non-empty list of backward step names, got {steps!r}")
-        for index, name in enumerate(steps):
-            if name not in names():
-                raise ValueError(f"steps[{index}] must be one of {tuple(names())}, got {name!r}")
+        check_str_list("steps", steps, choices=names())
     check_bool("keras", keras)
     warmup = None if warmup is None else check_int("warmup", warmup, minimum=0)
     repeats = None if repeats is None else check_int("repeats", repeats)
