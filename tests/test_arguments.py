@@ -106,10 +106,6 @@ def test_charts_check_their_arguments():
         plots.ladder_chart([{}])
     with pytest.raises(ValueError, match="lacks 'device.name', 'gflops'"):
         plots.ladder_chart([{"step": "baseline", "times_meaningful": True}])
-    with pytest.raises(TypeError, match="published must be True, False or a list"):
-        plots.ladder_chart([], published=42)
-    with pytest.raises(ValueError, match="published must name known steps"):
-        plots.ladder_chart([], published=["warp_speed"])
     with pytest.raises(ValueError, match="counts must hold at least one step"):
         plots.launch_chart({}, 1)
     with pytest.raises(ValueError, match="layer_steps must be an int >= 1, got 0"):

@@ -51,7 +51,7 @@ def test_count_launches_sees_a_trace_and_a_recorded_pass():
 
 @pytest.mark.skipif(not fl.is_simulator(), reason="instrumented arrays need the simulator")
 def test_instrumented_inside_a_trace_and_a_count():
-    from fastlstm_lib.course.profile.instrument import instrumented
+    from instrumented import instrumented
 
     a = cuda.device_array((2, 3), dtype=np.float32)
     with fl.count_launches() as counted, Trace() as trace, instrumented() as measured:

@@ -33,7 +33,7 @@ ARTICLE_LAUNCHES = {"baseline": 10004, "combined_gemms": 7604, "streams": 7604, 
 def real_runs():
     """Per case: what count_launches counted, and every launch measured element by element, in a
     real simulated forward pass; and the dry run's profile of the same pass."""
-    from fastlstm_lib.course.profile.instrument import instrumented
+    from instrumented import instrumented
 
     if not fl.is_simulator():
         pytest.skip("instrumented arrays need the simulator")

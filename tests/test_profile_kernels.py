@@ -21,7 +21,7 @@ FIELDS = ("loads", "stores", "footprint_read", "footprint_written", "footprint",
 
 def formula_and_measurement(launch, fields=FIELDS):
     """What the formula says of the single launch ``launch()`` makes, and what it really touched."""
-    from fastlstm_lib.course.profile.instrument import instrumented
+    from instrumented import instrumented
 
     with dry_run() as recording:
         launch()

@@ -12,7 +12,7 @@ from fastlstm_lib.course.article import article_numbers
 from fastlstm_lib.course.sass import read_table
 from fastlstm_lib.config import flops
 from fastlstm_lib.kernels.gemm import GPU_LARGE, GPU_SMALL, GPU_WIDE, divides, gpu_blocking
-from fastlstm_lib.course.timeline import against_results, cublas, estimate, plot_step_change, step_change, step_change_text
+from fastlstm_lib.course.timeline import against_results, cublas, estimate, plot_step_change, step_change
 from fastlstm_lib.course.timeline.blocks import table_name
 from fastlstm_lib.course.timeline.constants import constant, model_constants
 from fastlstm_lib.gpus import gpu as gpu_row
@@ -304,9 +304,8 @@ def test_step_change_parts_add_up_and_bad_steps_are_named():
     assert row["before"] == "fused_pointwise" and row["after"] == "pretransposed"
     assert sum(row["saved"].values()) == pytest.approx(row["before_ms"] - row["after_ms"], abs=1e-9)
     assert all(0.0 <= share <= 1.0 for share in row["busy"])
-    assert "pretransposed against fused_pointwise" in step_change_text(rows)
     (cannot,) = step_change("persistent", gpus=("T4",), hosts=("cpp",))
-    assert "does not fit" in cannot["cannot"] and "cannot run" in step_change_text([cannot])
+    assert "does not fit" in cannot["cannot"]
     with pytest.raises(ValueError, match="first of the ladder"):
         step_change("baseline")
     with pytest.raises(ValueError, match="nope"):

@@ -32,6 +32,7 @@ from ..checks import check_bool, check_int, check_seconds, check_str
 from ..config import LSTMConfig
 from .cpu_cells import fused_cell_libm, fused_cell_rational, numpy_cell
 from ..harness import WrongResultError
+from .plots import figure_axes
 from ..progress import progress_bar
 from ..reference import RTOL, relative_error, sigmoid64
 from ..tables import Column, table
@@ -297,13 +298,8 @@ def chart(result: dict, *, ax=None, title: str | None = None):
     result = _check_result(result)
     if title is not None:
         check_str("title", title)
-    import matplotlib.pyplot as plt
-
     rows = result["variants"][::-1]  # the first variant on top
-    if ax is None:
-        fig, ax = plt.subplots(figsize=(8, 0.6 + 0.5 * len(rows)))
-    else:
-        fig = ax.figure
+    fig, ax = figure_axes(ax, (8, 0.6 + 0.5 * len(rows)))
     medians = [row["median"] for row in rows]
     spread = [[row["median"] - row["min"] for row in rows], [row["max"] - row["median"] for row in rows]]
     ax.barh([row["name"] for row in rows], medians, xerr=spread, capsize=3,

@@ -30,43 +30,29 @@ def check_image_path(name: str, path):
     return path
 
 
-def _check_published(published):
-    """True, False, or a list of step names (the article's; others, such as ``persistent``, show no bar)."""
-    if isinstance(published, bool):
-        return published
-    from ..steps import keras_names, names
+def figure_axes(ax, figsize: tuple, nrows: int = 1, ncols: int = 1):
+    """(figure, axes) to draw on: ``ax`` and its figure when a caller gives one, else a new figure
+    of ``figsize`` inches holding ``nrows`` x ``ncols`` axes (``plt.subplots``). The charts here,
+    in ``profile/charts.py`` and ``cpu_speed.chart`` draw through it."""
+    import matplotlib.pyplot as plt
 
-    known = list(dict.fromkeys([row["step"] for row in article_numbers()] + names() + keras_names()))
-    if isinstance(published, (str, bytes)) or not isinstance(published, (list, tuple, set)):
-        raise TypeError(f"published must be True, False or a list of step names ({', '.join(known)}), "
-                        f"got {type(published).__name__} {published!r}")
-    for step in published:
-        if step not in known:
-            raise ValueError(f"published must name known steps ({', '.join(known)}), got {step!r}")
-    return published
+    if ax is None:
+        return plt.subplots(nrows, ncols, figsize=figsize)
+    return ax.figure, ax
 
 
-def ladder_chart(results: list[dict], *, published=True, title: str | None = None, ax=None):
+def ladder_chart(results: list[dict]):
     """Horizontal bars: GFLOP/s of each measured step, beside the blog's M40 numbers.
 
     ``results`` are ``fl.bench`` dicts (any mix of devices: each bar is labelled with its
-    device). Simulator results are left out: their times mean nothing. ``published`` is True
-    (all published rows), False, or a list of step names to show. Returns the figure.
+    device). Simulator results are left out: their times mean nothing. Returns the figure.
     """
     results = check_results("results", results, keys=CHART_KEYS)
-    published = _check_published(published)
-    if title is not None:
-        check_str("title", title)
     import matplotlib.pyplot as plt
 
     measured = [r for r in results if r.get("times_meaningful")]
-    rows = article_numbers() if published is True else [] if not published else [
-        row for row in article_numbers() if row["step"] in published
-    ]
-    if ax is None:
-        fig, ax = plt.subplots(figsize=(9, 1.2 + 0.3 * (len(measured) + len(rows))))
-    else:
-        fig = ax.figure
+    rows = article_numbers()
+    fig, ax = plt.subplots(figsize=(9, 1.2 + 0.3 * (len(measured) + len(rows))))
     labels, values, colors = [], [], []
     for row in rows:
         labels.append(f"{row['step']} · Tesla M40 (published)")
@@ -81,7 +67,7 @@ def ladder_chart(results: list[dict], *, published=True, title: str | None = Non
         colors.append(palette[devices.index(r["device"]["name"]) % len(palette)])
     ax.barh(labels[::-1], values[::-1], color=colors[::-1])
     ax.set_xlabel("GFLOP/s (GEMM FLOPs / median time; higher is faster)")
-    ax.set_title(title or "LSTM forward pass, hidden 512, batch 64, 100 steps, 4 layers")
+    ax.set_title("LSTM forward pass, hidden 512, batch 64, 100 steps, 4 layers")
     fig.tight_layout()
     return fig
 
@@ -106,12 +92,7 @@ def launch_chart(counts: dict, layer_steps: int, *, ax=None):
             raise TypeError(f"counts[{step!r}] must be a Counter of launches by kernel name (fl.count_launches()), "
                             f"got {type(counter).__name__} {counter!r:.80}")
     layer_steps = check_int("layer_steps", layer_steps)
-    import matplotlib.pyplot as plt
-
-    if ax is None:
-        fig, ax = plt.subplots(figsize=(8, 0.9 + 0.45 * len(counts)))
-    else:
-        fig = ax.figure
+    fig, ax = figure_axes(ax, (8, 0.9 + 0.45 * len(counts)))
     names = list(counts)[::-1]
     gemms = [sum(n for k, n in counts[s].items() if k in gemm_names()) / layer_steps for s in names]
     others = [sum(n for k, n in counts[s].items() if k not in gemm_names()) / layer_steps for s in names]
@@ -133,12 +114,7 @@ def stream_timeline(lanes: list, *, title: str, ax=None):
     """
     _check_lanes(lanes)
     check_str("title", title)
-    import matplotlib.pyplot as plt
-
-    if ax is None:
-        fig, ax = plt.subplots(figsize=(11, 0.8 + 0.7 * len(lanes)))
-    else:
-        fig = ax.figure
+    fig, ax = figure_axes(ax, (11, 0.8 + 0.7 * len(lanes)))
     for y, (_, boxes) in enumerate(lanes[::-1]):
         for start, length, text, color in boxes:
             ax.broken_barh([(start, length)], (y - 0.35, 0.7), color=color, edgecolor="white")
@@ -171,13 +147,9 @@ def warp_loads(*, rows: int = 8, cols: int = 32, ax=None):
     or down a column (B stored (N, K) and read transposed)."""
     rows = check_int("rows", rows, minimum=3)  # the picture marks row 2 and column 5
     cols = check_int("cols", cols, minimum=6)
-    import matplotlib.pyplot as plt
     import numpy as np
 
-    if ax is None:
-        fig, axes = plt.subplots(1, 2, figsize=(11, 3.2))
-    else:
-        fig, axes = ax.figure, ax
+    fig, axes = figure_axes(ax, (11, 3.2), 1, 2)
     touched_row = np.zeros((rows, cols))
     touched_row[2, :] = 1
     touched_col = np.zeros((32, cols))
@@ -199,13 +171,9 @@ def wavefront_grid(layers: int, chunks: int, *, ax=None):
     at the same time."""
     layers = check_int("layers", layers)
     chunks = check_int("chunks", chunks)
-    import matplotlib.pyplot as plt
     import numpy as np
 
-    if ax is None:
-        fig, ax = plt.subplots(figsize=(min(12, 1.5 + 0.7 * chunks), 0.8 + 0.6 * layers))
-    else:
-        fig = ax.figure
+    fig, ax = figure_axes(ax, (min(12, 1.5 + 0.7 * chunks), 0.8 + 0.6 * layers))
     diagonal = np.add.outer(np.arange(layers), np.arange(chunks))
     ax.imshow(diagonal, cmap="viridis", origin="lower", aspect="auto")
     for layer in range(layers):

@@ -13,6 +13,7 @@ from __future__ import annotations
 
 from ...checks import check_int
 from ...kernels.versions import gemm_names
+from ..plots import figure_axes
 from .bound import Bound
 
 KERNEL_COLORS = {**{name: "tab:blue" for name in gemm_names()}, "_lstm_cell": "tab:green",
@@ -20,14 +21,6 @@ KERNEL_COLORS = {**{name: "tab:blue" for name in gemm_names()}, "_lstm_cell": "t
 ELEMENTWISE_COLOR = "tab:orange"
 KERNEL_LABELS = {**{name: "GEMM" for name in gemm_names()}, "_lstm_cell": "fused cell",
                  "persistent_layer": "persistent layer", "_fill": "fill"}
-
-
-def _axes(ax, size):
-    import matplotlib.pyplot as plt
-
-    if ax is None:
-        return plt.subplots(figsize=size)
-    return ax.figure, ax
 
 
 def _window(bound: Bound, first: int, count: int) -> tuple[float, float]:
@@ -53,7 +46,7 @@ def timeline_chart(bound: Bound, first: int | None = None, count: int = 30, *, a
     start, end = _window(bound, first, count)
     shown = [e for e in bound.timeline if e["end_ms"] > start and e["start_ms"] < end]
     streams = sorted({e["stream"] for e in shown})
-    fig, ax = _axes(ax, (10, 1.4 + 0.55 * (len(streams) + 1)))
+    fig, ax = figure_axes(ax, (10, 1.4 + 0.55 * (len(streams) + 1)))
     row = {stream: i for i, stream in enumerate(streams)}
     for e in shown:
         color = KERNEL_COLORS.get(e["kernel"], ELEMENTWISE_COLOR)
@@ -81,7 +74,7 @@ def timeline_chart(bound: Bound, first: int | None = None, count: int = 30, *, a
 def sectors_chart(rows: list[dict], *, ax=None):
     """Bars: 32-byte sectors per warp-wide load (``sectors.measure()``), against the 4 that 32
     neighbouring floats need."""
-    fig, ax = _axes(ax, (9, 0.9 + 0.5 * len(rows)))
+    fig, ax = figure_axes(ax, (9, 0.9 + 0.5 * len(rows)))
     labels = [f"{r['load']}\n{r['layout']}" for r in rows]
     values = [r["sectors_per_warp_load"] for r in rows]
     colors = ["tab:red" if v > 4 else "tab:green" for v in values]
@@ -98,7 +91,7 @@ def ladder_bounds_chart(rows: list[dict], gpus=("M40", "H100"), hosts=("cpp", "p
     measured M40 time, in milliseconds per pass on a log scale."""
     import numpy as np
 
-    fig, ax = _axes(ax, (10, 1.5 + 0.25 * len(rows) * (len(gpus) * len(hosts) + 1)))
+    fig, ax = figure_axes(ax, (10, 1.5 + 0.25 * len(rows) * (len(gpus) * len(hosts) + 1)))
     series = [(f"{gpu} {host} ms", f"bound on {gpu}, {'C++' if host == 'cpp' else 'Python'} host") for gpu in gpus
               for host in hosts] + [("article_ms", "the article's implementation, measured on a Tesla M40")]
     height = 0.8 / len(series)
@@ -127,7 +120,7 @@ def ladder_bounds_chart(rows: list[dict], gpus=("M40", "H100"), hosts=("cpp", "p
 def article_ratio_chart(checked: list[dict], *, ax=None):
     """Bars: the article's M40 time / our C++-host M40 bound per step (``ladder.article_check``).
     At 1 the article's implementation would be at the limit; below 1 the bound would be wrong."""
-    fig, ax = _axes(ax, (8, 1.0 + 0.4 * len(checked)))
+    fig, ax = figure_axes(ax, (8, 1.0 + 0.4 * len(checked)))
     labels = [f"{r['step']} (bound by {r['binding_cpp']})" for r in checked]
     ratios = [r["measured_over_bound"] for r in checked]
     ax.barh(labels[::-1], ratios[::-1], color=["tab:blue" if r >= 1 else "tab:red" for r in ratios[::-1]])

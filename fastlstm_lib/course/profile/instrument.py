@@ -6,23 +6,21 @@ array and logs every element access, (write?, byte address, argument, (block, th
 passing it on: the kernel computes exactly what it would, and the log holds every global load
 and store it issued, in the order the threads issued them.
 
-``instrumented()`` does that for every launch in its block (a real simulated run, e.g. a step's
-``forward``) and summarizes each launch like ``fl.profile`` does: loads and stores per argument,
-distinct bytes read, written, touched, and read before being written. The tests put the two
-side by side, launch by launch. ``sectors.py`` reads the same logs for coalescing.
+``run_instrumented`` does that for one launch and summarizes it like ``fl.profile`` does: loads
+and stores per argument, distinct bytes read, written, touched, and read before being written.
+The tests run it for every launch of a real simulated run (e.g. a step's ``forward``, through
+``launches.intercept``: ``tests/instrumented.py``) and put the two side by side, launch by
+launch. ``sectors.py`` reads the same logs for coalescing.
 """
 
 from __future__ import annotations
 
-import contextlib
 import dataclasses
 import threading
 from collections import Counter
 
 import numpy as np
 
-from ...runtime.device import DEVICE
-from ...launches import intercept
 from ...replay import normalized_configuration
 from .formulas import kernel_description
 from ...kernels.views import host_array, is_array
@@ -115,8 +113,8 @@ def measured_launch(kernel, grid, block, stream, arrays: dict, log: list, keep_l
 
 def run_instrumented(kernel, configuration, args, keep_log: bool = False, configure=None) -> Measured:
     """Launch ``kernel[configuration](*args)`` on the simulator with every array argument instrumented.
-    ``configure(kernel, configuration)``: how the launch is configured, inside ``instrumented``
-    the rest of the interception chain (``launches.intercept``); by default the kernel class's
+    ``configure(kernel, configuration)``: how the launch is configured, inside a
+    ``launches.intercept`` block the rest of its chain; by default the kernel class's
     ``__getitem__``."""
     grid, block, stream, _ = normalized_configuration(configuration)
     _, names, _ = kernel_description(kernel)
@@ -127,21 +125,3 @@ def run_instrumented(kernel, configuration, args, keep_log: bool = False, config
     configure = configure or type(kernel).__getitem__
     configure(kernel, configuration)(*wrapped)
     return measured_launch(kernel, grid, block, stream, arrays, log, keep_log)
-
-
-@contextlib.contextmanager
-def instrumented(keep_log: bool = False):
-    """``with instrumented() as launches: step.forward(x, params)``: every launch in the block runs,
-    on the simulator, with instrumented arrays; ``launches`` gets one ``Measured`` per launch."""
-    if not DEVICE.small:
-        raise RuntimeError("instrumented arrays need Numba's CUDA simulator, where kernels run as Python")
-    measured: list[Measured] = []
-
-    def instrumenting(kernel, configuration, configure):
-        def launch(*args):
-            measured.append(run_instrumented(kernel, configuration, args, keep_log, configure=configure))
-
-        return launch
-
-    with intercept(instrumenting):
-        yield measured

@@ -28,7 +28,7 @@ from .api import GEMMS, estimate
 from .chart import plot_timeline
 from .compare import against_results, article_table, ladder_estimates
 from .result import Estimate
-from .story import plot_step_change, step_change, step_change_text
+from .story import plot_step_change, step_change
 
 __all__ = ["estimate", "Estimate", "GEMMS", "plot_timeline", "article_table", "against_results", "ladder_estimates", "step_change",
-           "step_change_text", "plot_step_change"]
+           "plot_step_change"]

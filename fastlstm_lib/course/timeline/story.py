@@ -20,7 +20,6 @@ from ...config import LSTMConfig
 from ...gpus import gpu as gpu_row
 from ..profile.bound import checked_host, lower_bound
 from ..profile.ladder import HOSTS as LADDER_HOSTS, checked_ladder_arguments
-from ...tables import Column, Span, table
 from .api import estimate
 
 GPUS = ("T4", "H100")
@@ -90,47 +89,6 @@ def step_change(step: str, gpus=GPUS, hosts=HOSTS, against: str | None = None) -
                        launches=(len(p0.launches), len(p1.launches)))
             rows.append(row)
     return rows
-
-
-def cause(row: dict) -> str:
-    """The gain's two largest parts in words: "latency -12.1 ms, arithmetic -3.0 ms"."""
-    if "cannot" in row:
-        return "cannot run here"
-    parts = sorted(row["saved"].items(), key=lambda item: -abs(item[1]))[:2]
-    return ", ".join(f"{PARTS[part]} {-ms:+.1f} ms" for part, ms in parts if abs(ms) >= 0.05) or "no change"
-
-
-def host_label(host) -> str:
-    """A host as the tables name it: "cpp", "python", "none" (0 us per launch), or "12.5 us"."""
-    if isinstance(host, str):
-        return host
-    return "none" if host == 0 else f"{host:g} us"
-
-
-# The before -> after cells run one character past their headers (18 and 20 wide under 17 and 19):
-# the table as the notebooks store it.
-CHANGE_COLUMNS = (Column("GPU", "<", 6), Column("host", "<", 8), Column("bound, ms", ">", 17),
-                  Column("estimate, ms", ">", 19), Column("gain", ">", 7), Column("SMs busy", "<", 14),
-                  Column("the chain's time, after - before"))
-
-
-def step_change_text(rows: list[dict]) -> str:
-    """``step_change``'s rows as a table: bound and estimate before -> after, gain, where it came from."""
-    first = rows[0]
-    lines = [f"{first['after']} against {first['before']}, at the article's size: ESTIMATED (fl.estimate), "
-             f"lower bound beside" + ("; host none: no host time, as with a CUDA Graph"
-                                      if any(row["host"] == 0 for row in rows) else "")]
-    cells = []
-    for row in rows:
-        if "cannot" in row:
-            cells.append([row["gpu"], host_label(row["host"]), Span(f"cannot run: {row['cannot'][:90]}")])
-            continue
-        busy = f"{row['busy'][0]:.0%} -> {row['busy'][1]:.0%}"
-        bound = f"{row['bound_before_ms']:>7.1f} -> {row['bound_after_ms']:<7.1f}"
-        estimate = f"{row['before_ms']:>9.1f} -> {row['after_ms']:<7.1f}"
-        cells.append([row["gpu"], host_label(row["host"]), bound, estimate, f"{row['gain']:.2f}x", busy, cause(row)])
-    lines.append(table(CHANGE_COLUMNS, cells, sep=("", "", "", "", "  ", "")))
-    return "\n".join(lines)
 
 
 def plot_step_change(step: str, gpu: str = "T4", host="cpp", against: str | None = None, by: str = "stream",
