@@ -13,7 +13,7 @@ right, and if not, where and which usual mistake it looks like.
 One module per exercise, ``exNN_<name>.py`` (NN = its notebook), holding its record,
 ``EXERCISE``: a ``StepExercise`` (a method of a step subclass, run by ``step_runs``) or a
 ``KernelExercise`` (a kernel, run by ``kernel_runs``), with the detectors its catalog needs. The evidence comes from ``trace`` (every launch, event and buffer of a run; its
-ordering model in ``streams``, its buffers in ``memory``), ``schedule`` (thread orders on the
+buffers in ``memory``, its stream ordering in ``profile/graph.Order``), ``schedule`` (thread orders on the
 simulator), ``mutants`` (the reference with a planted mistake) and ``locate`` (where, in words);
 ``symptoms`` holds the detectors the catalogs share, ``base`` the grading loop. Importing this
 package loads NumPy and Numba only.

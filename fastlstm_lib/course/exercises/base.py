@@ -225,3 +225,14 @@ def planted_kernel(kernel, *edits):
     from numba import cuda
 
     return cuda.jit(replaced(kernel, *edits))
+
+
+def planter(target, *args):
+    """An exercise's ``_plant``: ``_plant(*edits)`` is a ``Mistake.plant``, which plants the snippets
+    each time it is called. ``planter(Step, "method")``: a subclass of the step with that method edited
+    (``planted_step``); ``planter(kernel)``: the kernel edited; ``planter(kernel_factory, *constants)``:
+    the kernel the factory builds, edited, and built only when the mistake is planted (``planted_kernel``).
+    """
+    if isinstance(target, type):
+        return lambda *edits: lambda: planted_step(target, *args, *edits)
+    return lambda *edits: lambda: planted_kernel(target(*args) if args else target, *edits)

@@ -12,7 +12,7 @@ import numpy as np
 
 from ...kernels import pointwise
 from ...kernels.geometry import POINTWISE_THREADS
-from .base import Mistake, planted_kernel
+from .base import Mistake, planter
 from .kernel_runs import KernelExercise, Probe, pointwise_launch
 from . import symptoms
 
@@ -20,6 +20,7 @@ ROWS = 3
 #: Columns: odd, and enough that ROWS x COLS needs a second, partly used block of threads.
 COLS = POINTWISE_THREADS // ROWS + (3 if (POINTWISE_THREADS // ROWS) % 2 == 0 else 4)
 ODD = f"{ROWS} x {COLS}: a block of {POINTWISE_THREADS} threads and part of a second"
+_plant = planter(pointwise._add_bias)
 
 
 def odd_inputs() -> dict:
@@ -27,10 +28,6 @@ def odd_inputs() -> dict:
     return {"a": rng.standard_normal((ROWS, COLS)).astype(np.float32),
             "bias": rng.standard_normal(COLS).astype(np.float32),
             "out": np.full((ROWS, COLS), np.nan, dtype=np.float32)}
-
-
-def _plant(*edits):
-    return lambda: planted_kernel(pointwise._add_bias, *edits)
 
 
 def expected(inputs: dict) -> dict:

@@ -11,16 +11,13 @@ from __future__ import annotations
 
 from ...config import LSTMConfig
 from ...steps.step04_streams import Streams
-from .base import Mistake, planted_step
+from .base import Mistake, planter
 from .step_runs import StepExercise
 from . import symptoms
 
 RECORD = "state.input_done[t].record(state.side)"
 WAIT = "state.input_done[t].wait(state.stream)"
-
-
-def _plant(*edits):
-    return lambda: planted_step(Streams, "run_layer", *edits)
+_plant = planter(Streams, "run_layer")
 
 
 EXERCISE = StepExercise(

@@ -15,7 +15,7 @@ import numpy as np
 from ...kernels import pointwise
 from ...kernels.geometry import POINTWISE_THREADS
 from . import mutants, symptoms
-from .base import Mistake, planted_kernel
+from .base import Mistake, planter
 from .kernel_runs import KernelExercise, Probe, pointwise_launch
 
 BATCH = 3
@@ -26,6 +26,7 @@ ZERO_BIAS = "the same with a zero bias"
 BIAS_LINES = ("+ bias[j]", "+ bias[hidden + j]", "+ bias[2 * hidden + j]", "+ bias[3 * hidden + j]")
 H_GATES = ("+ h_gates[r, j] ", "+ h_gates[r, hidden + j] ", "+ h_gates[r, 2 * hidden + j] ",
            "+ h_gates[r, 3 * hidden + j] ")
+_plant = planter(pointwise._lstm_cell)
 
 
 def cell_inputs(zero_bias: bool):
@@ -48,10 +49,6 @@ def cell_outputs(inputs: dict, variant: mutants.Variant) -> np.ndarray:
         z = z + inputs["h_gates"]
     c, h = mutants.cell(z, inputs["c"].astype(np.float64), variant)
     return np.concatenate([c.ravel(), h.ravel()])
-
-
-def _plant(*edits):
-    return lambda: planted_kernel(pointwise._lstm_cell, *edits)
 
 
 def _variant(name):

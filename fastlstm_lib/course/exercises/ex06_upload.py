@@ -16,11 +16,12 @@ from ...copies import fresh
 from ...steps.step02_baseline import Baseline
 from ...steps.step06_pretransposed import Pretransposed
 from .memory import device_layout
-from .base import Mistake, first_line, planted_step
+from .base import Mistake, first_line, planter
 from .step_runs import StepExercise
 
 FIELDS = ("kernel", "recurrent", "bias", "transposed")
 UPLOAD_KERNEL = "kernel=cuda.to_device(layer.kernel)"
+_plant = planter(Pretransposed, "upload_weights")
 
 
 def uploaded(evidence):
@@ -71,10 +72,6 @@ def layout_problem(kind: str):
         return layout(evidence).get(kind)
 
     return detect
-
-
-def _plant(*edits):
-    return lambda: planted_step(Pretransposed, "upload_weights", *edits)
 
 
 EXERCISE = StepExercise(

@@ -11,17 +11,14 @@ from __future__ import annotations
 from ...config import LSTMConfig
 from ...steps.step07_combined_inputs import CombinedInputs, chunk_bounds
 from . import locate, symptoms
-from .base import Mistake, planted_step
+from .base import Mistake, planter
 from .step_runs import StepExercise
 
 CHUNK_GEMM = "self.input_gemm(weights, rows(xs[t0:t1]), rows(state.x_seq[t0:t1]), state.side)"
 WAIT = "        done.wait(state.stream)\n"  # indented as in the dedented method
 #: 3 steps in chunks of 2: the last chunk is shorter than the others.
 CFG, CHUNK = LSTMConfig(batch=3, seq_len=3, input_size=5, hidden=7, layers=2), 2
-
-
-def _plant(*edits):
-    return lambda: planted_step(CombinedInputs, "run_layer", *edits)
+_plant = planter(CombinedInputs, "run_layer")
 
 
 def restarts_at_chunk(evidence):

@@ -12,16 +12,13 @@ from __future__ import annotations
 from ...config import LSTMConfig
 from ...steps.step08_wavefront import Wavefront
 from . import locate, symptoms
-from .base import Mistake, planted_step
+from .base import Mistake, planter
 from .step_runs import StepExercise
 
 DIAGONALS = ("    for diagonal in range(layers + chunks - 1):\n"
              "        for layer in range(max(0, diagonal - chunks + 1), min(layers, diagonal + 1)):\n"
              "            self.run_chunk(state, layer, diagonal - layer, inputs[layer], outputs[layer])")
-
-
-def _plant(*edits):
-    return lambda: planted_step(Wavefront, "run", *edits)
+_plant = planter(Wavefront, "run")
 
 
 def layer_major(order: str) -> str:

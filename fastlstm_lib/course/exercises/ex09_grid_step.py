@@ -17,7 +17,7 @@ import numpy as np
 from ...kernels import persistent
 from ...runtime.device import DEVICE
 from . import locate, mutants, symptoms
-from .base import Mistake, planted_kernel
+from .base import Mistake, planter
 from .kernel_runs import KernelExercise, Probe
 
 BATCH, HIDDEN, STEPS, INPUTS = 3, 13, 3, 5
@@ -30,6 +30,7 @@ PLAN = persistent.Plan(HIDDEN, BATCH, units=UNITS, blocks=-(-HIDDEN // UNITS), s
 ODD = f"batch {BATCH}, hidden {HIDDEN}, {STEPS} steps, {PLAN.blocks} block(s) of {PLAN.threads} threads"
 BIAS_LINES = ("+ bias_i\n", "+ bias_f\n", "+ bias_c\n", "+ bias_o\n")
 AXES = ("step", "batch row", "unit")
+_plant = planter(persistent.persistent_layer_kernel, *PLAN.kernel_key)
 
 
 def layer_inputs() -> dict:
@@ -65,10 +66,6 @@ def nan_from_step(first: int):
         return None
 
     return detect
-
-
-def _plant(*edits):
-    return lambda: planted_kernel(persistent.persistent_layer_kernel(*PLAN.kernel_key), *edits)
 
 
 def launch(kernel, arrays: dict) -> None:

@@ -23,7 +23,7 @@ from numba import cuda, float32
 from ...kernels.geometry import blocks_for
 from ...kernels.persistent import MAX_ROWS
 from . import locate, symptoms
-from .base import Mistake, planted_kernel
+from .base import Mistake, planter
 from .kernel_runs import KernelExercise, Probe
 
 #: Batch rows per thread (the library's kernel does up to as many), units per block, the length
@@ -85,8 +85,7 @@ def dots(inputs: dict, ks=slice(None)) -> np.ndarray:
     return inputs["h"][:, ks].astype(np.float64) @ inputs["u"][ks].astype(np.float64)
 
 
-def _plant(*edits):
-    return lambda: planted_kernel(gate_dots, *edits)
+_plant = planter(gate_dots)
 
 
 def written_part(evidence):

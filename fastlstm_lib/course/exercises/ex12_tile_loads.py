@@ -13,7 +13,7 @@ from __future__ import annotations
 import numpy as np
 
 from ...kernels import gemm
-from .base import Mistake, planted_kernel
+from .base import Mistake, planter
 from .kernel_runs import KernelExercise, Probe
 from . import symptoms
 
@@ -26,6 +26,7 @@ LOAD_A = "a_tile[ty, tx] = a[row, a_col] if (row < m and a_col < k_total) else f
 LOAD_B = "b_tile[ty, tx] = b[b_row, col] if (b_row < k_total and col < n) else float32(0.0)"
 SYNC_AFTER_LOADS = "        cuda.syncthreads()\n        for kk in range(tile):"
 SYNC_AFTER_USE = "        cuda.syncthreads()  # nobody overwrites"
+_plant = planter(gemm.tiled_gemm_kernel, TILE)
 
 
 def gemm_inputs(m: int, n: int, k: int, seed: int):
@@ -36,10 +37,6 @@ def gemm_inputs(m: int, n: int, k: int, seed: int):
                 "c": np.full((m, n), np.nan, dtype=np.float32)}
 
     return make
-
-
-def _plant(*edits):
-    return lambda: planted_kernel(gemm.tiled_gemm_kernel(TILE), *edits)
 
 
 def right_on_tiles_only(evidence):

@@ -20,7 +20,7 @@ import numpy as np
 from ...kernels import reduce
 from ...kernels.geometry import blocks_for
 from . import locate, symptoms
-from .base import Mistake, planted_kernel
+from .base import Mistake, planter
 from .kernel_runs import KernelExercise, Probe
 
 R, C = reduce.ROW_THREADS, reduce.COLUMNS
@@ -38,6 +38,7 @@ WRITE = """        if accumulate:
             out[col] += partial[0, tx]
         else:
             out[col] = partial[0, tx]"""  # the source as ``replaced`` reads it: dedented by the factory's 4
+_plant = planter(reduce.column_sum_kernel, R)
 
 
 def sum_inputs(rows: int, cols: int, seed: int, accumulate: bool = False):
@@ -48,10 +49,6 @@ def sum_inputs(rows: int, cols: int, seed: int, accumulate: bool = False):
         return {"a": a, "out": out}
 
     return make
-
-
-def _plant(*edits):
-    return lambda: planted_kernel(reduce.column_sum_kernel(R), *edits)
 
 
 def row_weights(a: np.ndarray, out: np.ndarray | None) -> np.ndarray | None:

@@ -38,7 +38,29 @@ from ...launches import patched  # the one place that patches Numba
 from ...replay import recording
 from .memory import ACCESS, UNNAMED, Buffer, Memory, device_layout, element_offsets
 from ..profile.graph import Order
-from .streams import DEFAULT_STREAM, Launch, is_default_stream
+
+DEFAULT_STREAM = "the default stream"
+
+
+@dataclasses.dataclass
+class Launch:
+    """One recorded kernel launch: its number (in ``Order``), its kernel and its stream's name."""
+
+    index: int
+    kernel: str
+    stream: str
+
+
+def is_default_stream(stream) -> bool:
+    """0, None, or a handle of the default stream (0, legacy 1, per-thread 2): the default stream."""
+    if stream is None or isinstance(stream, int):
+        return True
+    handle = getattr(stream, "handle", None)  # the simulator's streams have none
+    try:
+        return handle is not None and int(getattr(handle, "value", handle) or 0) in (0, 1, 2)
+    except (TypeError, ValueError):
+        return False
+
 
 @dataclasses.dataclass
 class Finding:
@@ -85,10 +107,8 @@ class Trace:
         kind, target, how, args = operation
         if kind == "launch":  # kernel[grid, block, stream, ...]
             self._launch(function_name(target), how[2] if isinstance(how, tuple) and len(how) > 2 else 0, args)
-        elif kind == "record":
-            self.event_recorded(target, how)
-        elif kind == "wait":
-            self.event_waited(target, how)
+        elif kind in ("record", "wait"):
+            self.event_used(kind, target, how)
         elif kind == "host":
             self.host_waited(target)
 
@@ -155,17 +175,12 @@ class Trace:
     def _event_name(self, event) -> str:
         return self._event_names.setdefault(id(event), f"event #{len(self._event_names) + 1}")
 
-    def event_recorded(self, event, stream) -> None:
+    def event_used(self, kind: str, event, stream) -> None:
+        """``event.record(stream)`` (``kind`` "record") or ``event.wait(stream)`` ("wait")."""
         name = self.stream_name(stream)
         self._events.append(event)
-        self.order.record(id(event), name)
-        self.log.append(("record", self._event_name(event), name))
-
-    def event_waited(self, event, stream) -> None:
-        name = self.stream_name(stream)
-        self._events.append(event)
-        self.order.wait(id(event), name)
-        self.log.append(("wait", self._event_name(event), name))
+        getattr(self.order, kind)(id(event), name)
+        self.log.append((kind, self._event_name(event), name))
 
     def host_waited(self, event) -> None:
         """The host waited for ``event`` (None: for all work): everything queued later is ordered after it."""
