@@ -126,15 +126,18 @@ def main(argv=None) -> int:
                "clocks": clocks_command, "profile": profile_command}[args.command]
     try:
         check_outputs(args)
-        return command(fl, args)
+        status, rows = command(fl, args)
+        if rows is not None and args.out:  # every command that measures keeps its rows in --out
+            print(f"wrote {fl.save_results(rows, args.out)}")
+        return status
     except (ValueError, TypeError, fl.WrongResultError) as error:
         print(f"error: {error}", file=sys.stderr)
         return 2
 
 
-def info_command(fl, args) -> int:
+def info_command(fl, args) -> tuple:
     print(json.dumps(fl.device_info(), indent=2))
-    return 0
+    return 0, None
 
 
 def set_tf32_for(fl, args) -> None:
@@ -145,7 +148,7 @@ def set_tf32_for(fl, args) -> None:
         set_tf32(args.tf32 == "on")
 
 
-def gemm_command(fl, args) -> int:
+def gemm_command(fl, args) -> tuple:
     """The kernel runner's GEMM family (``python -m fastlstm_lib.kernels gemm``: every version beside
     cuBLAS, version 0, checked, timed and checked again at the article's shapes), its rows kept in
     ``--out`` as ``measurement: kernel_version``, the device named; a GPU only."""
@@ -154,21 +157,18 @@ def gemm_command(fl, args) -> int:
     if fl.is_simulator():
         print("error: the GEMM benchmark needs a GPU: on the CUDA simulator there is no cuBLAS and times mean "
               "nothing (python -m fastlstm_lib.kernels gemm validates every version there)", file=sys.stderr)
-        return 2
+        return 2, None
     rows: list[dict] = []
     failed = runner.run(catalog.select("gemm"), rows=rows)
-    if args.out:
-        device, checked = fl.device_info(), fl.DEVICE.computes
-        kept = [dict(row, measurement="kernel_version", checked=checked, device=device) for row in rows]
-        print(f"wrote {fl.save_results(kept, args.out)}")
-    return 1 if failed else 0
+    device, checked = fl.device_info(), fl.DEVICE.computes
+    return 1 if failed else 0, [dict(row, measurement="kernel_version", checked=checked, device=device) for row in rows]
 
 
-def clocks_command(fl, args) -> int:
+def clocks_command(fl, args) -> tuple:
     if fl.is_simulator():
         print("error: on the CUDA simulator launches run synchronously and there are no events: "
               "issue and device times mean nothing there", file=sys.stderr)
-        return 2
+        return 2, None
     cfg = getattr(fl.LSTMConfig, args.config)()
     results = [fl.harness.bench_or_skip(name, cfg, measure=fl.host_and_device_times)
                for name in (args.steps or fl.steps.names())]
@@ -179,12 +179,10 @@ def clocks_command(fl, args) -> int:
              f"wall {r['wall_ms']['median']:9.3f} ms"] for r in results]
     print(table((Column("step", "<", 18), Column("issue"), Column("GPU"), Column("wall")), rows,
                 sep=(" ", "  ", "  "), header=False))
-    if args.out:
-        print(f"wrote {fl.save_results(results, args.out)}")
-    return 0
+    return 0, results
 
 
-def sweep_command(fl, args) -> int:
+def sweep_command(fl, args) -> tuple:
     set_tf32_for(fl, args)
     results = fl.bench_batch_sweep(args.steps, args.batches, getattr(fl.LSTMConfig, args.config)())
     from fastlstm_lib.tables import Column, Span, table
@@ -193,18 +191,14 @@ def sweep_command(fl, args) -> int:
             + ([Span(f"skipped: {r['skipped']}")] if "skipped" in r else
                [f"{r['time_ms']['median']:10.3f} ms", f"{r['gflops']:9.1f} GFLOP/s"]) for r in results]
     print(table((Column("batch"), Column("step", "<", 16), Column("median"), Column("GFLOP/s")), rows, header=False))
-    if args.out:
-        print(f"wrote {fl.save_results(results, args.out)}")
-    return 0
+    return 0, results
 
 
-def bench_command(fl, args) -> int:
+def bench_command(fl, args) -> tuple:
     set_tf32_for(fl, args)
     cfg = getattr(fl.LSTMConfig, args.config)()
     results = fl.bench_steps(args.steps, cfg, warmup=args.warmup, repeats=args.repeats)
     print(fl.format_table(results))
-    if args.out:
-        print(f"wrote {fl.save_results(results, args.out)}")
     if args.plot:
         import matplotlib
 
@@ -213,10 +207,10 @@ def bench_command(fl, args) -> int:
 
         ladder_chart(results).savefig(args.plot, dpi=120)
         print(f"wrote {args.plot}" + (" (simulator: no measured bars, times mean nothing)" if fl.is_simulator() else ""))
-    return 0
+    return 0, results
 
 
-def profile_command(fl, args) -> int:
+def profile_command(fl, args) -> tuple:
     """``profile``: the ladder's bounds per GPU and host, the article beside them, and how long it took."""
     import time
 
@@ -236,9 +230,7 @@ def profile_command(fl, args) -> int:
         print(table((Column("step", "<", 16), Column("article")), checked, header=False))
     print(f"profiled {len(rows)} steps and bounded them on {len(args.gpus)} GPUs x {len(args.hosts)} hosts "
           f"in {seconds:.1f} s")
-    if args.out:
-        print(f"wrote {fl.save_results(rows, args.out)}")
-    return 0
+    return 0, rows
 
 
 if __name__ == "__main__":

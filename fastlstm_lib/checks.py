@@ -31,9 +31,7 @@ def check_number(name: str, value, *, minimum: float | None = None, maximum: flo
     value = float(value)
     low = "" if minimum is None else f" >= {minimum:g}"
     high = "" if maximum is None else f" <= {maximum:g}"
-    if not math.isfinite(value):
-        raise ValueError(f"{name} must be a finite number{low}{high}, got {value}")
-    if (minimum is not None and value < minimum) or (maximum is not None and value > maximum):
+    if not math.isfinite(value) or (minimum is not None and value < minimum) or (maximum is not None and value > maximum):
         raise ValueError(f"{name} must be a finite number{low}{high}, got {value}")
     return value
 
