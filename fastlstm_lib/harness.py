@@ -22,7 +22,7 @@ from .runtime.graphs import checked_graph
 from .params import init_params, random_input
 from .progress import progress_bar
 from .reference import RTOL, reference_forward, where_nonfinite
-from .steps.simulator_budget import SIMULATOR_PASSES, refuse_slow_simulation, simulated_passes
+from .steps.simulator_budget import refuse_slow_simulation, simulated_passes
 from .runtime.device import DEVICE
 from . import steps as steps_registry
 from .timing import summarize
@@ -123,11 +123,11 @@ def resolve(step, cfg: LSTMConfig | None, seed: int, rtol: float | None):
     return step, cfg, seed, step.rtol if rtol is None else rtol
 
 
-def checked_run(step, cfg: LSTMConfig | None, seed: int, rtol: float | None, options: dict,
-                passes: int = SIMULATOR_PASSES) -> CheckedRun:
+def checked_run(step, cfg: LSTMConfig | None, seed: int, rtol: float | None, options: dict, passes: int) -> CheckedRun:
     """Resolve the step and config, set the step up on its own copy of ``problem(cfg, seed)`` and
     check it once against its reference (``step.reference``, within ``step.rtol`` unless ``rtol``
-    is given). On the simulator a size that would take more than a few minutes is refused first."""
+    is given). On the simulator a size that would take more than a few minutes for ``passes``
+    passes is refused first."""
     step, cfg, seed, rtol = resolve(step, cfg, seed, rtol)
     checked_graph(options.get("graph", False))  # before any work: graphs need a GPU
     refuse_slow_simulation(step, cfg, passes)

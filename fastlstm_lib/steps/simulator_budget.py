@@ -20,8 +20,6 @@ from .base import SIMULATOR_REPEATS
 SIMULATOR_FLOP_PER_S = 0.1e6
 #: Longer than this (estimated) and the harness refuses to start on the simulator.
 LIMIT_SECONDS = 300.0
-#: Passes of a bench with the simulator's default counts: warm-up, repeats, and the two checks.
-SIMULATOR_PASSES = sum(SIMULATOR_REPEATS) + 2
 
 
 def simulated_passes(warmup: int | None, repeats: int | None) -> int:

@@ -6,10 +6,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from ...reference import RTOL
-
-#: Axis names of a step's output, (batch, seq_len, hidden) like Keras.
-STEP_AXES = ("batch row", "step", "unit")
+from ...reference import OUTPUT_AXES as STEP_AXES, RTOL  # a step's output axes, (batch, seq_len, hidden)
 
 
 def wrong_mask(y: np.ndarray, ref: np.ndarray, rtol: float = RTOL) -> np.ndarray:

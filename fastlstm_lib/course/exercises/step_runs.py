@@ -25,7 +25,7 @@ import numpy as np
 from ...config import LSTMConfig
 from ...copies import fresh, frozen
 from ...launches import count_launches
-from ...params import init_params, random_input
+from ...harness import problem
 from ...reference import reference_forward
 from ...steps.base import LSTMStep
 from . import locate, mutants
@@ -180,9 +180,8 @@ class StepExercise(Exercise):
         """(x, params, the reference output, the reference output of layer 0), read-only: every run
         gets its own copies of x and params (``traced_run``), so no candidate changes what the next
         is checked against."""
-        params = init_params(self.cfg, seed=0)
-        x = random_input(self.cfg, seed=1)
-        return frozen((x, params, reference_forward(x, params), reference_forward(x, params[:1])))
+        x, params, ref = problem(self.cfg, seed=0)  # the harness's: params from seed 0, x from seed 1
+        return frozen((x, params, ref, reference_forward(x, params[:1])))
 
     @functools.lru_cache(maxsize=None)  # one entry per exercise: they are module-level singletons
     def matcher(self):

@@ -9,9 +9,11 @@ from __future__ import annotations
 from ..article import article_ms, article_numbers
 from ...config import LSTMConfig
 from ...gpus import find_gpu
+from ...steps import names as ladder_names
 from ..profile.bound import lower_bound
 from ..results import check_results
 from ..profile.ladder import GPUS as LADDER_GPUS, HOSTS
+from ..profile.record import shared_profile as profile  # read-only here: no copy needed
 from .api import estimate
 
 
@@ -20,7 +22,6 @@ def article_table(gemms=("ours", "cublas")) -> list[dict]:
     each step's GEMMs under the ladder's "2016" policy (one whole call per GEMM, as the article's
     program made them), priced by our kernels' machine code (``"ours"``) or by cuBLAS's published
     times (``"cublas"``)."""
-    from ..profile.record import shared_profile as profile  # read-only here: no copy needed
 
     cfg = LSTMConfig.article()
     rows = []
@@ -42,9 +43,6 @@ def against_results(results, host="python") -> list[dict]:
     ``fl.committed_results()`` reads) on the GPU it ran on, issued by ``host``: one row each
     (step, gpu, measured_ms, estimate_ms, residual, bound_ms). Skipped steps, unknown GPUs and
     steps the profiler does not know (Keras) are left out, and listed under "left_out"."""
-    from ..profile.record import shared_profile as profile  # read-only here: no copy needed
-    from ...steps import names as ladder_names
-
     rows, left_out = [], []
     for result in check_results("results", results):
         if "skipped" in result:
@@ -69,7 +67,6 @@ def ladder_estimates(gpus=LADDER_GPUS, hosts=HOSTS, chip: str = "M40") -> list[d
     step, keys ``"{gpu} {host} ms"`` and, per GPU and host, the arithmetic floor
     ``"{gpu} {host} arithmetic floor ms"`` (the pass's arithmetic SM-time spread over all the
     GPU's SMs: no schedule beats it)."""
-    from ..profile.record import shared_profile as profile  # read-only here: no copy needed
 
     cfg = LSTMConfig.article()
     rows = []
