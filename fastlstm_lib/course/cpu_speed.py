@@ -82,33 +82,26 @@ def _run(experiment, sizes, unit, per, variants, checks, *, repeats, max_seconds
     from threadpoolctl import threadpool_info, threadpool_limits
 
     with threadpool_limits(limits=threads):
-        result = _timed(experiment, sizes, unit, per, variants, checks, repeats=repeats, max_seconds=max_seconds,
-                        progress=progress, started=started, flop=flop)
-    pools = sorted({f"{pool['internal_api']}" for pool in threadpool_info()})
-    return {**result, "threads": threads, "thread_pools": pools}
-
-
-def _timed(experiment, sizes, unit, per, variants, checks, *, repeats, max_seconds, progress, started, flop) -> dict:
-    errors = _check(experiment, checks, "before")  # the first calls: a njit loop compiles here
-    labels = list(variants)
-    snapshot = cpu_snapshot()
-    for label in labels:  # one warm-up round
-        variants[label]()
-    times, timing_started = {label: [] for label in labels}, time.perf_counter()
-    for number in progress_bar(range(repeats), experiment, "round", enabled=progress):
-        if number >= 3 and time.perf_counter() - timing_started > max_seconds:
-            continue  # out of time: the rounds left are skipped (not broken off: the bar would turn red)
-        for label in labels if number % 2 == 0 else labels[::-1]:
-            times[label] += [t / per for t in wall_times(variants[label], warmup=0, repeats=1)]
-    rounds = len(times[labels[0]])
-    busy = cpu_busy_elsewhere(since=snapshot) if snapshot else None
-    errors_after = _check(experiment, checks, "after")
+        errors = _check(experiment, checks, "before")  # the first calls: a njit loop compiles here
+        labels = list(variants)
+        snapshot = cpu_snapshot()
+        for label in labels:  # one warm-up round
+            variants[label]()
+        times, timing_started = {label: [] for label in labels}, time.perf_counter()
+        for number in progress_bar(range(repeats), experiment, "round", enabled=progress):
+            if number >= 3 and time.perf_counter() - timing_started > max_seconds:
+                continue  # out of time: the rounds left are skipped (not broken off: the bar would turn red)
+            for label in labels if number % 2 == 0 else labels[::-1]:
+                times[label] += [t / per for t in wall_times(variants[label], warmup=0, repeats=1)]
+        busy = cpu_busy_elsewhere(since=snapshot) if snapshot else None
+        errors_after = _check(experiment, checks, "after")
     rows = [{"name": label, **summarize(times[label]), "times_ms": times[label],
              "relative_error": max(errors[label], errors_after[label])} for label in labels]
     return {"experiment": experiment, "unit": unit, "sizes": sizes, "flop": flop, "variants": rows,
-            "ratio": rows[0]["median"] / rows[-1]["median"], "rounds": rounds, "repeats": repeats,
+            "ratio": rows[0]["median"] / rows[-1]["median"], "rounds": len(times[labels[0]]), "repeats": repeats,
             "seconds": time.perf_counter() - started, "busy_elsewhere": busy, "machine": machine(),
-            "hardware_dependent": True}
+            "hardware_dependent": True, "threads": threads,
+            "thread_pools": sorted({f"{pool['internal_api']}" for pool in threadpool_info()})}
 
 
 def _validate(sizes: dict, repeats, max_seconds, seed, progress, threads) -> tuple:

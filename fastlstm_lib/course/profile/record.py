@@ -172,11 +172,8 @@ def profile(step, cfg: LSTMConfig | None = None, *, chip: str | None = None, **o
     ``chip``, it is also kept on disk for the next process (``fastlstm_lib/course/kept.py``: every ladder notebook
     shows the ladder so far). Each call returns its own copy: changing one profile changes no other.
     """
-    if chip is not None:
-        check_str("chip", chip, example="H100")
-    if _cacheable(step, cfg, chip, options):
-        return copy.deepcopy(_recorded(step, cfg, chip, tuple(sorted(options.items()))))
-    return _record(step, cfg, chip, options)
+    found = shared_profile(step, cfg, chip=chip, **options)
+    return copy.deepcopy(found) if _cacheable(step, cfg, chip, options) else found
 
 
 def shared_profile(step, cfg: LSTMConfig | None = None, *, chip: str | None = None, **options) -> Profile:
