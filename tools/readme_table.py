@@ -95,7 +95,7 @@ def table() -> str:
               ""] + header
     lines += [row(name, fl.backward.get(name), pass_launches(fl.backward.get(name), timed="backward"), "backward")
               for name in fl.backward.names()]
-    lines += ["", "Each kernel file's docstring lists its numbered versions and the steps that launch them."]
+    lines += ["", "Each kernel links to its version's file, which opens with what the version adds and the steps that launch it."]
     return "\n".join(lines) + "\n"
 
 

@@ -69,6 +69,7 @@ COLUMNS = {
     "staged_loads": "global loads in flight per copy to shared memory: the longest run of loads ended by a shared store (compile_matrix.sass.staged_loads)",
     "slab_instructions": "a blocked GEMM's instructions per slab of K, inner loops times their trips (compile_matrix.sass.slab_mix)",
     "slab_ffma": "of which FFMA",
+    "slab_ffma_after_load": "of which FFMA issued after the next slab's first global load, before the barrier (compile_matrix.sass.ffma_after_load): the FFMAs that overlap its loads",
     "loop_ffma_chain": "the longest chain of dependent FFMAs in one trip of the main loop (compile_matrix.sass.loop_ffma_chain): its FFMA latency is paid that often per trip unless other work fills it",
     "load_use_distance": "the fewest instructions a thread issues from a global load to the first use of what it loaded, in the loop that feeds the main loop, around to its next trip (compile_matrix.sass.load_use_distance): memory latency a warp hides by itself",
     "layout": "its array arguments' layouts as compiled, in order: C (C-contiguous, as the article-size launches pass them) or A (any stride)",

@@ -13,8 +13,9 @@ The *slab* of a blocked GEMM is one trip of the loop over K that holds the block
 main loop itself where the compiler unrolled the k loop, or the loop around it. Its counts
 expand the loops inside it by their trip counts, which the compile job knows from the blocking
 (``slab_mix``): the k loop bk x tm x tn / (its FFMAs) times, the cooperative loads of A and of B
-ceil(bm x bk / threads) and ceil(bn x bk / threads) times. That is what one warp issues per
-slab, and FFMA / instructions of it is what the timeline model's issue efficiency uses.
+ceil(bm x bk / threads) and ceil(bn x bk / threads) times; a trip that holds several slabs (version
+7's double buffer takes two) counts as its share of one. That is what one warp issues per slab,
+and FFMA / instructions of it is what the timeline model's issue efficiency uses.
 """
 
 from __future__ import annotations
@@ -30,7 +31,7 @@ from .toolkits import tool, toolkit_of
 
 LOOP_COLUMNS = ("loop_instructions", "loop_ffma", "loop_shared_loads", "loop_global_loads", "loop_local",
                 "loop_integer", "loop_barriers")
-SLAB_COLUMNS = ("slab_instructions", "slab_ffma")
+SLAB_COLUMNS = ("slab_instructions", "slab_ffma", "slab_ffma_after_load")
 
 
 class Instruction(NamedTuple):
@@ -218,7 +219,34 @@ def slab_mix(code: list[Instruction] | None, trips: dict | None) -> dict[str, in
             repeat = 1
         instructions += (repeat - 1) * counts[child]["loop_instructions"]  # counted once already
         ffma += (repeat - 1) * counts[child]["loop_ffma"]
-    return {"slab_instructions": round(instructions), "slab_ffma": round(ffma)}
+    slabs = max(1, round(ffma / trips["k"]))  # a trip of several slabs (version 7 takes two): one slab's share
+    body = [i for i in code if slab[0] <= i.address <= slab[1]]
+    weight = {id(i): trips["k"] / counts[child]["loop_ffma"] for child in children if counts[child]["loop_ffma"]
+              for i in body if child[0] <= i.address <= child[1]}
+    return {"slab_instructions": round(instructions / slabs), "slab_ffma": round(ffma / slabs),
+            "slab_ffma_after_load": round(ffma_after_load(body, weight) / slabs)}
+
+
+def ffma_after_load(body: list[Instruction], weight: dict | None = None) -> float:
+    """Of the FFMAs in one trip of a loop, those issued after a global load and before the next
+    block barrier, the loop taken as a cycle (its last stretch runs on into its first): the FFMAs
+    that overlap the next slab's loads. A kernel that loads, stores to shared memory, waits at the
+    barrier and only then computes has 0; one whose prefetch the compiler sank to the slab's end, few.
+    ``weight``: how often an instruction runs per trip (one inside an inner k loop: its trips)."""
+    weight = weight or {}
+    names = [base(i.opcode) for i in body]
+    if "BAR" in names:  # start at the first barrier: every stretch between two is then whole
+        first = names.index("BAR")
+        body, names = body[first:] + body[:first], names[first:] + names[:first]
+    found, loaded = 0.0, False
+    for instruction, name in zip(body, names):
+        if name == "BAR":
+            loaded = False
+        elif name in GLOBAL_LOADS:
+            loaded = True
+        elif loaded and name in ("FFMA", "FFMA32I"):
+            found += weight.get(id(instruction), 1)
+    return found
 
 
 # --------------------------------------------------------------------------------------------

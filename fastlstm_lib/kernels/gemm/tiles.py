@@ -163,6 +163,12 @@ def choose_blocking(m: int, n: int, k: int) -> Blocking:
     return SIMULATOR_BLOCKING if sms is None else gpu_blocking(m, n, k, sms)
 
 
+def recurrent_blocking() -> Blocking:
+    """Version 7's blocking here: ``GPU_LARGE`` (64 x 64, 4 x 4 per thread) on a GPU, or as one (a
+    dry run), else the simulator's small one."""
+    return SIMULATOR_BLOCKING if geometry_sms() is None else GPU_LARGE
+
+
 def choose_splits(m: int, n: int, k: int) -> int:
     """The parts of K a recurrent GEMM of (m x n) over k runs in here (``gemm_split``): ``split_plan``'s
     on a GPU, 1 on the simulator (its blocks run one at a time: there is no GPU to fill)."""
@@ -197,6 +203,25 @@ def split_plan(m: int, n: int, k: int, sms: int) -> tuple[Blocking, int]:
            and k // (2 * splits) >= SPLIT_MIN_SLABS * blocking.bk):
         splits *= 2
     return blocking, splits
+
+
+#: Version 7 cuts K until every SM holds a block and, on average, this many warps (the kernel
+#: issue's floor: 8 warps, 2 per scheduler, each with 16 independent accumulators).
+RECURRENT_WARPS_PER_SM = 8
+
+
+def recurrent_splits(m: int, n: int, k: int, sms: int) -> int:
+    """Parts of K in which version 7 runs an (m x n) C over k on a GPU with ``sms`` SMs: the fewest
+    (a power of two) that give every SM a block of ``GPU_LARGE`` (64 x 64, 4 x 4 per thread, 8 warps)
+    and ``RECURRENT_WARPS_PER_SM`` warps, each part an even number of slabs (its double buffer takes
+    them two at a time); 0 where the patch does not divide the shape or K cannot be cut so."""
+    b = GPU_LARGE
+    if not vector_fits(b, m, n, k):
+        return 0
+    blocks, warps, splits = (m // b.bm) * (n // b.bn), b.threads // 32, 1
+    while (blocks * splits < sms or blocks * splits * warps < RECURRENT_WARPS_PER_SM * sms) and k % (4 * splits * b.bk) == 0:
+        splits *= 2
+    return splits if k % (2 * splits * b.bk) == 0 else 0
 
 
 #: The layouts of B that versions 2 and 3 also run in, on the size's first shape (notebook 06):
