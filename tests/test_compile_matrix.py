@@ -120,6 +120,21 @@ def test_the_vector_gemm_spends_its_slab_on_ffma(rows):
         assert (vector["spill_stores"], vector["spill_loads"]) == (0, 0) and vector["registers"] <= 128, vector
 
 
+def test_the_recurrent_gemm_meets_the_kernel_issues_machine_code_targets(rows):
+    """Issue 57's targets for version 7 (the recurrent GEMM as step 08 launches it under the "fast"
+    policy), from the sm_90 machine code, and the same wherever it is disassembled: 70%+ of a slab
+    FFMA, at most one shared load per 4 FFMA (it makes one per 8: 128-bit), at least half of a
+    slab's FFMAs issued after the next slab's first global load (version 6's 32 x 32 slab, which
+    step 08 ran before, issues none), 16 accumulators per thread, no spills."""
+    table = {(row["kernel"], row["arch"]): row for row in rows}
+    for arch in ("sm_75", "sm_80", "sm_89", "sm_90"):
+        v7, v6 = table[("recurrent_gemm", arch)], table[("split_gemm_small", arch)]
+        assert v7["slab_ffma"] == 128 and v7["slab_ffma"] / v7["slab_instructions"] >= 0.70, v7
+        assert v7["loop_shared_loads"] * 8 <= v7["loop_ffma"], v7
+        assert 2 * v7["slab_ffma_after_load"] >= v7["slab_ffma"] > v6["slab_ffma_after_load"], (v7, v6)
+        assert (v7["spill_stores"], v7["spill_loads"], v7["stack_frame"]) == (0, 0, 0), v7
+
+
 def test_ffma_after_load_counts_what_overlaps_the_next_slabs_loads():
     def code(*opcodes):
         return [Instruction(16 * n, opcode, None) for n, opcode in enumerate(opcodes)]

@@ -1,5 +1,6 @@
-"""Version 6 of the GEMM (split-K, kernels/gemm/v6_split.py) and version 3 of the fused cell that adds its
-parts (kernels/pointwise/v3_cell_split.py): each part equals its product, the cell the unsplit cell's result;
+"""Versions 6 and 7 of the GEMM (split-K, kernels/gemm/v6_split.py, v7_recurrent.py) and version 3 of the
+fused cell that adds their parts (kernels/pointwise/v3_cell_split.py): each part equals its product, the
+cell the unsplit cell's result;
 ``split_plan`` fills an H100 at the article's batch; steps 06-08 run them there and equal the
 reference and Keras when made to split here; bad arguments are refused before any launch."""
 
@@ -32,6 +33,23 @@ def test_each_part_is_its_share_of_k_and_the_parts_add_up_to_the_product():
         want = a[:, s * share:(s + 1) * share].astype(np.float64) @ b[s * share:(s + 1) * share]
         assert relative_error(got[s], want) <= 1e-5
     assert relative_error(got.astype(np.float64).sum(axis=0), a.astype(np.float64) @ b) <= 1e-5
+
+
+@pytest.mark.parametrize("slabs, kernel", [(2, "recurrent_gemm"), (4, "recurrent_gemm"), (1, "split_gemm"), (3, "split_gemm")])
+def test_gemm_split_runs_version_7_where_each_part_is_pairs_of_slabs_else_version_6(slabs, kernel):
+    """Version 7 takes two slabs per trip of its double buffer: parts of K an even number of slabs
+    run it, others version 6; either way each part is its share of the product."""
+    blocking, splits = g.SIMULATOR_BLOCKING, 2
+    m, n, k = blocking.bm, 2 * blocking.bn, splits * slabs * blocking.bk
+    rng = np.random.default_rng(slabs)
+    a, b = rng.standard_normal((m, k)).astype(np.float32), rng.standard_normal((k, n)).astype(np.float32)
+    parts = cuda.to_device(np.full((splits, m, n), np.nan, np.float32))
+    with fl.count_launches() as launches:
+        g.gemm_split(cuda.to_device(a), cuda.to_device(b), parts)
+    assert dict(launches) == {kernel: 1}
+    share = k // splits
+    for s, got in enumerate(parts.copy_to_host()):
+        assert relative_error(got, a[:, s * share:(s + 1) * share].astype(np.float64) @ b[s * share:(s + 1) * share]) <= 1e-5
 
 
 def test_the_split_cell_equals_the_cell_on_the_summed_product():
@@ -122,24 +140,26 @@ def test_the_simulator_does_not_split_and_step_08_keeps_the_layout_of_step_06():
     assert all(lane.h_gates.shape == (2, SPLIT.batch, 4 * SPLIT.hidden) for lane in state.lanes)
 
 
-def test_on_an_h100_step_06_launches_the_recurrent_gemm_in_4_parts():
-    """Issue 43's goal, from the dry run with an H100's geometry at the article's size, under the
-    "fast" GEMM policy: the recurrent GEMM at batch 64, hidden 512 launches 3.5+ blocks (28+ warps)
-    per SM on average, and the step still launches 3 kernels per layer-step. Under the default
-    "2016" policy step 06 launches what step 05 does: the same grids, blocks and versions."""
+def test_on_an_h100_step_06_launches_version_7_in_8_parts():
+    """From the dry run with an H100's geometry at the article's size, under the "fast" GEMM
+    policy: the recurrent GEMM at batch 64, hidden 512 is version 7 in 8 parts of K, every SM a
+    block and 8+ warps (the kernel issue's floor), and the step still launches 3 kernels per
+    layer-step. Under the default "2016" policy step 06 launches what step 05 does: the same
+    grids, blocks and versions."""
     launched = {name: [(launch.kernel, launch.grid, launch.block)
                        for launch in fl.profile(name, chip=chip).launches]
                 for name in ("fused_pointwise", "pretransposed") for chip in ("H100", "M40")}
     assert launched["fused_pointwise"] == launched["pretransposed"]
     profile = fl.profile("pretransposed", chip="H100", gemms="fast")
     sms = gpu("H100")["sms"]
-    recurrent = [launch for launch in profile.launches if launch.kernel == "split_gemm"]
+    recurrent = [launch for launch in profile.launches if launch.kernel == "recurrent_gemm"]
     cells = [launch for launch in profile.launches if launch.kernel == "_lstm_cell_split"]
     cfg = fl.LSTMConfig.article()
     assert len(recurrent) == len(cells) == cfg.layers * cfg.seq_len
     assert len(profile.launches) == 3 * cfg.layers * cfg.seq_len + cfg.layers
     blocks = recurrent[0].grid[0] * recurrent[0].grid[1] * recurrent[0].grid[2]
-    assert recurrent[0].grid[2] == 4 and blocks / sms >= 3.5 and blocks * recurrent[0].block[0] // 32 / sms >= 28
+    assert recurrent[0].grid[2] == 8 and blocks >= sms and blocks * recurrent[0].block[0] // 32 / sms >= 8
+    assert g.recurrent_splits(64, 2048, 512, sms) == 8 and g.recurrent_splits(4, 2048, 512, sms) == 0
 
 
 @pytest.mark.parametrize("splits, error, match", [

@@ -15,10 +15,10 @@ kernels, grids and blocks as step 05, now reading B as stored, so with our GEMM 
 nothing; cuBLAS's kernels read the layouts at different speeds (DeepBench's N,N and T,N rows,
 notebook 06). Only the "fast" policy uses what the layout allows: 128-bit loads of B as stored
 (``kernels/gemm/v5_vector.py``) and, for the recurrent GEMM, whose C is only batch rows tall, K
-cut into parts, one grid layer each (version 6), added up by the fused cell as it reads them
-(``pointwise.lstm_cell_split``), still 3 kernels per layer-step; ``gemm.choose_splits`` picks the
-parts from the GPU's SM count (4 at batch 64 on an H100; 1 on the simulator, and wherever the
-tile does not divide the shape).
+cut into parts, one grid layer each (version 7, shaped for this GEMM; version 6 where 7 does not
+fit), added up by the fused cell as it reads them (``pointwise.lstm_cell_split``), still 3
+kernels per layer-step; ``gemm.choose_splits`` picks the parts from the GPU's SM count (8 at batch
+64 on an H100; 1 on the simulator, and wherever the tile does not divide the shape).
 
 What changes: ``upload_weights``; and for the "fast" policy ``setup`` (the recurrent product's
 parts), ``recurrent_gemm`` and ``cell_update`` (split K where there are parts).
@@ -82,7 +82,7 @@ class Pretransposed(FusedPointwise):
         return gemms.checked_splits(cfg.batch, 4 * cfg.hidden, cfg.hidden, splits)
 
     def recurrent_gemm(self, state, weights, h_prev):
-        """h_prev @ U for all 4 gates; in parts of K (version 6) where ``state.h_gates`` has them."""
+        """h_prev @ U for all 4 gates; in parts of K (``gemm_split``) where ``state.h_gates`` has them."""
         if split_parts(state.h_gates):
             gemms.gemm_split(h_prev, weights.recurrent, state.h_gates, stream=state.stream)
         else:

@@ -4,7 +4,7 @@ Its versions are its files, each built on the one before, each opening with what
 steps that launch it (``VERSIONS`` lists them in order; ``python -m fastlstm_lib.kernels gemm``
 checks and times them; the README's table counts every step's launches at the article's size):
 ``v0_cublas`` (the yardstick), ``v1_tiled``, ``v2_blocked``, ``v3_exact``, ``v4_prefetch``,
-``v5_vector``, ``v6_split``. Every version's kernel has its own name, which SASS listings,
+``v5_vector``, ``v6_split``, ``v7_recurrent``. Every version's kernel has its own name, which SASS listings,
 profiles and tables show. What they share: ``tiles`` (the blockings, the shapes, the traffic
 formula), ``slab`` (the unrolled slab of versions 3-6) and ``launch`` (``gemm()``, ``gemm_split()``,
 ``tiled_gemm()``: which version, which blocking, which grid).
@@ -21,13 +21,14 @@ from .launch import (WEIGHT_GRADIENT, checked_splits, exact, gemm, gemm_split, s
 from .slab import owned, patch_store, unrolled_slab  # noqa: F401
 from .tiles import (B_LAYOUTS, GPU_LARGE, GPU_SMALL, GPU_WIDE, SHAPES, SHARED_PADDING, SIMULATOR_BLOCKING,  # noqa: F401
                     SPLIT_MIN_SLABS, SPLIT_WARPS_PER_SM, TILE, Blocking, choose_blocking, choose_splits, divides, gemm_shape,
-                    gemm_traffic, gpu_blocking, multiprocessors, split_plan, vector_fits, vector_width)
+                    gemm_traffic, gpu_blocking, multiprocessors, recurrent_splits, split_plan, vector_fits, vector_width)
 from .v1_tiled import tiled_gemm_kernel  # noqa: F401
 from .v2_blocked import blocked_gemm_kernel  # noqa: F401
 from .v3_exact import exact_gemm_kernel  # noqa: F401
 from .v4_prefetch import prefetch_gemm_kernel  # noqa: F401
 from .v5_vector import SHARED_ALIGN, vector_gemm_kernel  # noqa: F401
 from .v6_split import split_gemm_kernel  # noqa: F401
+from .v7_recurrent import recurrent_gemm_kernel  # noqa: F401
 
 #: The family's version modules, v0 (cuBLAS) first.
 VERSIONS = versions(__name__)

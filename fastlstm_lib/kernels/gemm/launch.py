@@ -1,6 +1,6 @@
 """The GEMM family's launchers: which version, which blocking, which grid. ``gemm()`` (versions 2,
-3 or 5 by the shape, the layouts and the policy's ``vector``), ``gemm_split()`` (version 6) with
-its plan, and ``tiled_gemm()`` (version 1). ``SPEC`` and ``case`` put ``gemm()`` itself, as the
+3 or 5 by the shape, the layouts and the policy's ``vector``), ``gemm_split()`` (version 7 where it
+fits, else 6) with its plan, and ``tiled_gemm()`` (version 1). ``SPEC`` and ``case`` put ``gemm()`` itself, as the
 backward pass calls it for the weight gradient, in the kernel runner's list.
 """
 
@@ -16,13 +16,14 @@ from ...runtime.device import DEVICE
 from ..case import Case, f32, poisoned
 from ..spec import BACKWARD_STEPS, Spec
 from ..vector import aligned
-from .tiles import SHARED_PADDING, TILE, Blocking, choose_blocking, choose_splits, divides, gemm_shape, vector_fits, \
-    vector_width
+from .tiles import SHARED_PADDING, TILE, Blocking, choose_blocking, choose_splits, divides, gemm_shape, \
+    recurrent_blocking, vector_fits, vector_width
 from .v1_tiled import tiled_gemm_kernel
 from .v2_blocked import blocked_gemm_kernel
 from .v3_exact import exact_gemm_kernel
 from .v5_vector import vector_gemm_kernel
 from .v6_split import split_gemm_kernel
+from .v7_recurrent import recurrent_fits, recurrent_gemm_kernel
 
 
 def exact(blocking: Blocking, m: int, n: int, k: int) -> bool:
@@ -85,15 +86,19 @@ def checked_splits(m: int, n: int, k: int, splits=None) -> int:
 
 
 def gemm_split(a, b, parts, *, blocking: Blocking | None = None, stream=0) -> None:
-    """Launch version 6: parts[z] = A[:, z-th K part] @ B[z-th K part, :] for z < len(parts), so that
-    C = parts.sum(0) (whoever reads C adds them: the fused cell, in one pass). A (M, K), B (K, N)
-    as stored, rows contiguous and aligned (``vector.aligned``); parts (splits, M, N), C-contiguous;
-    the tile must divide M, N and K / splits (``vector_fits``)."""
+    """Launch parts[z] = A[:, z-th K part] @ B[z-th K part, :] for z < len(parts), so that C =
+    parts.sum(0) (whoever reads C adds them: the fused cell, in one pass): version 7 where it fits
+    (``recurrent_fits``; no ``blocking`` given), else version 6. A (M, K), B (K, N) as stored, rows
+    contiguous and aligned (``vector.aligned``); parts (splits, M, N), C-contiguous; the tile must
+    divide M, N and K / splits (``vector_fits``)."""
     DEVICE.announce()
     if len(parts.shape) != 3:
         raise ValueError(f"parts must be (splits, M, N), got shape {tuple(parts.shape)}")
     splits = parts.shape[0]
     m, n, k = gemm_shape(a, b, parts[0], False)
+    kernel = split_gemm_kernel
+    if blocking is None and splits >= 1 and recurrent_fits(recurrent_blocking(), m, n, k, splits):
+        blocking, kernel = recurrent_blocking(), recurrent_gemm_kernel
     blocking = choose_blocking(m, n, k // splits) if blocking is None else blocking
     if splits < 1 or not split_fits(blocking, m, n, k, splits):
         raise ValueError(f"gemm_split: {blocking} does not divide {m} x {n} x {k} in {splits} parts of K")
@@ -101,7 +106,7 @@ def gemm_split(a, b, parts, *, blocking: Blocking | None = None, stream=0) -> No
     if not (aligned(a, width) and aligned(b, width)):
         raise ValueError(f"gemm_split: A and B need contiguous rows aligned to {4 * width} bytes")
     grid = (n // blocking.bn, m // blocking.bm, splits)
-    split_gemm_kernel(blocking, SHARED_PADDING)[grid, blocking.threads, stream](a, b, parts, False)
+    kernel(blocking, SHARED_PADDING)[grid, blocking.threads, stream](a, b, parts, False)
 
 
 def tiled_gemm(a, b, c, *, accumulate: bool = False, tile: int | None = None, stream=0) -> None:

@@ -170,10 +170,11 @@ def recurrent_blocking() -> Blocking:
 
 
 def choose_splits(m: int, n: int, k: int) -> int:
-    """The parts of K a recurrent GEMM of (m x n) over k runs in here (``gemm_split``): ``split_plan``'s
-    on a GPU, 1 on the simulator (its blocks run one at a time: there is no GPU to fill)."""
+    """The parts of K a recurrent GEMM of (m x n) over k runs in here (``gemm_split``): on a GPU,
+    version 7's (``recurrent_splits``) where its patch divides the shape, else version 6's
+    (``split_plan``); 1 on the simulator (its blocks run one at a time: there is no GPU to fill)."""
     sms = geometry_sms()
-    return 1 if sms is None else split_plan(m, n, k, sms)[1]
+    return 1 if sms is None else recurrent_splits(m, n, k, sms) or split_plan(m, n, k, sms)[1]
 
 
 #: Version 6 splits K until the grid holds this many warps per SM on average: 28 of the 64 an
