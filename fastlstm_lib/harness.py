@@ -224,15 +224,6 @@ def checked_names(names) -> list[str]:
     return names
 
 
-def plan(jobs, kwargs: dict) -> None:
-    """Check a list of (name, cfg) runs before the first: arguments, and on the simulator that
-    none would take hours (``bench_or_skip``'s ``kwargs``: warmup, repeats, seed, rtol, options)."""
-    warmup, repeats = counts(kwargs.get("warmup"), kwargs.get("repeats"))
-    for name, cfg in jobs:
-        step, cfg, _, _ = resolve(name, cfg, kwargs.get("seed", 0), kwargs.get("rtol"))
-        refuse_slow_simulation(step, cfg, simulated_passes(warmup, repeats))
-
-
 def bench_or_skip(name: str, cfg: LSTMConfig | None = None, *, measure=None, **kwargs) -> dict:
     """``bench`` (or ``measure``, e.g. ``host_and_device_times``), or ``{"step", "config",
     "skipped": reason}`` when the step cannot run at ``cfg`` on this GPU and says so plainly
@@ -248,19 +239,30 @@ def bench_or_skip(name: str, cfg: LSTMConfig | None = None, *, measure=None, **k
         return {"step": name, "config": cfg.as_dict(), "skipped": str(error)}
 
 
+def _bench_jobs(jobs, progress, kwargs: dict, desc: str, unit: str, *, name_on_bar: bool) -> list[dict]:
+    """``bench_or_skip`` for each (name, cfg) of ``jobs``, in order, with a progress bar (the step's
+    name beside it when ``name_on_bar``). Every run is checked before the first: its arguments, and
+    on the simulator that none would take hours (``kwargs``: warmup, repeats, seed, rtol, options)."""
+    progress = check_bool("progress", progress)
+    warmup, repeats = counts(kwargs.get("warmup"), kwargs.get("repeats"))
+    for name, cfg in jobs:
+        step, cfg, _, _ = resolve(name, cfg, kwargs.get("seed", 0), kwargs.get("rtol"))
+        refuse_slow_simulation(step, cfg, simulated_passes(warmup, repeats))
+    iterator = progress_bar(jobs, desc, unit, enabled=progress)
+    results = []
+    for name, cfg in iterator:
+        if name_on_bar:
+            iterator.set_postfix_str(name)
+        results.append(bench_or_skip(name, cfg, **kwargs))
+    return results
+
+
 def bench_steps(names=None, cfg: LSTMConfig | None = None, *, progress: bool = True, **kwargs) -> list[dict]:
     """``bench`` for several steps (all by default), in ladder order, with a progress bar. A step
     that cannot run at ``cfg`` here is recorded as skipped, with its reason (``bench_or_skip``).
     Every argument is checked before the first step runs."""
-    names = checked_names(names)
-    progress = check_bool("progress", progress)
-    plan([(name, cfg) for name in names], kwargs)
-    iterator = progress_bar(names, "benchmark", "step", enabled=progress)
-    results = []
-    for name in iterator:
-        iterator.set_postfix_str(name)
-        results.append(bench_or_skip(name, cfg, **kwargs))
-    return results
+    return _bench_jobs([(name, cfg) for name in checked_names(names)], progress, kwargs, "benchmark", "step",
+                       name_on_bar=True)
 
 
 def bench_batch_sweep(names=None, batches=(1, 4, 16, 64), base: LSTMConfig | None = None, *,
@@ -276,11 +278,5 @@ def bench_batch_sweep(names=None, batches=(1, 4, 16, 64), base: LSTMConfig | Non
         raise TypeError(f"base must be an LSTMConfig, got {type(base).__name__}")
     names = checked_names(names)
     batches = check_int_list("batches", batches)
-    progress = check_bool("progress", progress)
-    runs = [(batch, name) for batch in batches for name in names]
-    plan([(name, dataclasses.replace(base, batch=batch)) for batch, name in runs], kwargs)
-    jobs = progress_bar(runs, "batch sweep", "run", enabled=progress)
-    results = []
-    for batch, name in jobs:
-        results.append(bench_or_skip(name, dataclasses.replace(base, batch=batch), **kwargs))
-    return results
+    jobs = [(name, dataclasses.replace(base, batch=batch)) for batch in batches for name in names]
+    return _bench_jobs(jobs, progress, kwargs, "batch sweep", "run", name_on_bar=False)

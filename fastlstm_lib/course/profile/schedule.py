@@ -150,27 +150,19 @@ def simulate(launches, issue_s, cost, *, sms: int | None = None, latency_s: floa
             dependents[j].append(i)
     ready_heap = [(float(issued_at[i]), i) for i in range(count) if not waiting[i]]
     heapq.heapify(ready_heap)
-    held = set()  # launches put back by the resident-grid limit: their ready time is already known
     on_idle: dict = {}  # a launch's placement on an idle GPU, by its blocks' figures: the same every time
-    ready_of: dict[int, float] = {}
     while ready_heap:
         t, i = heapq.heappop(ready_heap)
         launch = launches[i]
-        if i not in held:
-            before = max(launch.deps, key=lambda j: ends[j], default=None)
-            deps_end = ends[before] if before is not None else 0.0
-            ready_of[i] = max(float(issued_at[i]), deps_end)
-        ready = ready_of[i]
         while running and running[0] <= t:
             heapq.heappop(running)
-        if limit is not None and len(running) >= limit:
-            held.add(i)
+        if limit is not None and len(running) >= limit:  # put back by the resident-grid limit until a grid ends
             heapq.heappush(ready_heap, (max(t, heapq.heappop(running)), i))
             continue
-        held.discard(i)
-        before = max(launch.deps, key=lambda j: ends[j], default=None)
+        before = max(launch.deps, key=lambda j: ends[j], default=None)  # its dependencies have all ended
         deps_end = ends[before] if before is not None else 0.0
         issued = float(issued_at[i])
+        ready = max(issued, deps_end)
         start = t + latency_s
         work = cost(launch)
         entry = {"launch": launch.index, "kernel": launch.kernel, "stream": launch.stream,
