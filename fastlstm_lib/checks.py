@@ -156,3 +156,23 @@ def check_writable_path(name: str, path, *, make_parents: bool = False) -> Path:
     if path.exists() and not os.access(path, os.W_OK):
         raise refuse("the file exists and may not be written")
     return path
+
+
+def check_dict(name: str, value, keys, source: str) -> dict:
+    """A dict holding every one of ``keys``, as ``source`` returns it: TypeError / ValueError
+    naming what it lacks."""
+    if not isinstance(value, dict):
+        raise TypeError(f"{name} must be a dict from {source}, got {type(value).__name__}")
+    missing = [key for key in keys if key not in value]
+    if missing:
+        raise ValueError(f"{name} lacks {missing}: expected a dict from {source}")
+    return value
+
+
+def check_records(name: str, values, keys, source: str) -> list:
+    """A list (or tuple) of ``check_dict`` dicts from ``source``: rows, results."""
+    if not isinstance(values, (list, tuple)):
+        raise TypeError(f"{name} must be a list of {source} results (dicts), got {type(values).__name__}")
+    for index, value in enumerate(values):
+        check_dict(f"{name}[{index}]", value, keys, source)
+    return values

@@ -71,7 +71,7 @@ CASES = [
     (lambda: next(feeding.lookup_batches(np.zeros((2, 2)), {}, 42)), TypeError, r"key_of must be a function"),
     (lambda: next(feeding.lookup_batches(np.zeros((2, 2)), {}, str, 0)), ValueError, r"batch_size must be an int >= 1"),
     (lambda: feeding.format_profile(None), TypeError, r"rows must be a list"),
-    (lambda: feeding.format_profile([{}]), TypeError, r"rows\[0\] must be a dict from top_functions"),
+    (lambda: feeding.format_profile([{}]), ValueError, r"rows\[0\] lacks .*: expected a dict from top_functions"),
     (lambda: feeding.small_call_latency(n_features=0), ValueError, r"n_features must be an int >= 1"),
     (lambda: feeding.small_call_latency(repeats={"default": 1.5}), TypeError, r"repeats\['default'\] must be an int"),
     (lambda: feeding.small_call_latency(seed=None), TypeError, r"seed must be an int >= 0"),

@@ -255,8 +255,8 @@ def test_time_layouts_reports_compile_epoch_apart_for_both_layouts():
         assert result["label"].startswith("Keras example CNN (width 2, 8x8 images")
     (row,) = cnn.compare_layouts(results)
     assert row["rounds"] == 2 and row["speedup"] >= 1 and row["origin"] == "this run"
-    single = cnn.time_training("keras_example_cnn", data, data_format="channels_first", batch_size=16, rounds=1, width=2,
-                               dense_units=4)
+    (single,) = cnn.time_layouts("keras_example_cnn", data, data_formats=("channels_first",), batch_size=16, rounds=1,
+                                 width=2, dense_units=4)
     assert single["data_format"] == "channels_first" and len(single["epoch_ms"]) == 1
 
 
@@ -442,6 +442,11 @@ def test_import_stays_light():
 # ---------------------------------------------------------------------------- bad input
 
 
+def _unstarted_probes():
+    """CPU conv probes whose children were never started: ``result`` checks its timeout first."""
+    return cnn.probes.CpuConvProbes.__new__(cnn.probes.CpuConvProbes)
+
+
 @pytest.mark.parametrize("call, error", [
     (lambda: cnn.cnn10("NCHW"), ValueError),
     (lambda: cnn.cnn10("channels_last", width=0), ValueError),
@@ -478,10 +483,10 @@ def test_import_stays_light():
     (lambda: cnn.compare_layouts("results"), TypeError),
     (lambda: cnn.compare_layouts(["a result"]), TypeError),
     (lambda: cnn.compare_layouts([{"data_format": "channels_last"}]), ValueError),
-    (lambda: cnn.cpu_conv_probes(timeout=0), ValueError),
-    (lambda: cnn.cpu_conv_probes(timeout=-5.0), ValueError),
-    (lambda: cnn.cpu_conv_probes(timeout=float("inf")), ValueError),
-    (lambda: cnn.cpu_conv_probes(timeout="60"), TypeError),
+    (lambda: _unstarted_probes().result(timeout=0), ValueError),
+    (lambda: _unstarted_probes().result(timeout=-5.0), ValueError),
+    (lambda: _unstarted_probes().result(timeout=float("inf")), ValueError),
+    (lambda: _unstarted_probes().result(timeout="60"), TypeError),
     (lambda: cnn.memory_grab_demo(timeout=float("nan")), ValueError),
     (lambda: cnn.memory_grab_demo(timeout=None), TypeError),
     (lambda: cnn.to_layout(np.zeros((2, 8, 8, 1), np.uint8), "channels_first"), ValueError),
@@ -500,18 +505,18 @@ def test_bad_arguments_say_what_was_expected(call, error):
         call()
 
 
-def test_time_training_checks_its_arguments():
+def test_time_layouts_checks_its_arguments():
     data = cnn.load_images(8, 4, image_size=8, **OFFLINE)
     with pytest.raises(ValueError, match="precision"):
-        cnn.time_training("cnn10", data, data_format="channels_last", precision="float16")
+        cnn.time_layouts("cnn10", data, data_formats=("channels_last",), precision="float16")
     with pytest.raises(ValueError, match="model"):
-        cnn.time_training("vgg", data, data_format="channels_last")
+        cnn.time_layouts("vgg", data, data_formats=("channels_last",))
     with pytest.raises(TypeError, match="ImageData"):
-        cnn.time_training("cnn10", data.x_train, data_format="channels_last")
+        cnn.time_layouts("cnn10", data.x_train, data_formats=("channels_last",))
     with pytest.raises(ValueError, match="on_error"):
-        cnn.time_training("cnn10", data, data_format="channels_last", on_error="ignore")
+        cnn.time_layouts("cnn10", data, data_formats=("channels_last",), on_error="ignore")
     with pytest.raises(TypeError, match="jit_compile"):
-        cnn.time_training("cnn10", data, data_format="channels_last", jit_compile="yes")
+        cnn.time_layouts("cnn10", data, data_formats=("channels_last",), jit_compile="yes")
     with pytest.raises(ValueError, match="data_format"):
         cnn.time_layouts("cnn10", data, data_formats=("NCHW",))
     with pytest.raises(ValueError, match="rounds"):

@@ -141,9 +141,8 @@ class BackwardStep(LSTMStep):
     def runner(self, x: np.ndarray, params, dy: np.ndarray | None = None, **options) -> TrainingRunner:
         """Validate, set up, upload x and dy (required: a TypeError if missing); nothing launched
         yet, except, with ``timed="backward"``, the forward pass that the backward reads."""
-        validate_dy(dy, validate_input(x, params)[2])  # before any work
+        dy = validate_dy(dy, validate_input(x, params)[2])  # before any work
         runner = super().runner(x, params, **options)
-        dy = validate_dy(dy, runner.cfg)
         runner.state.dy.copy_to_device(time_major(dy))
         if runner.state.timed == "backward":
             self.run_forward(runner.state, runner.x, runner.out)

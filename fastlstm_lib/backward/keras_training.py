@@ -15,15 +15,13 @@ from __future__ import annotations
 
 import numpy as np
 
-from ..config import LSTMConfig, flops
 from ..runtime.keras_backend import import_keras, wait_for
 from ..params import LayerParams, validate_input
 from ..steps.base import reject_options
 from ..steps.keras_lstm import KerasLSTM, KerasRunner
 from ..timing import wall_times
-from .base import backward_flops
-from .reference import BACKWARD_RTOL, TrainingResult, output_gradient, reference_training, training_error, \
-    validate_dy
+from .base import BackwardStep, TrainingRunner
+from .reference import TrainingResult, reference_training, validate_dy
 
 
 def gradient_function(model, dy: np.ndarray):
@@ -71,12 +69,9 @@ def as_training_result(outputs, layers: int) -> TrainingResult:
 
 def keras_gradients(x: np.ndarray, params, dy: np.ndarray, **layer_options) -> tuple[np.ndarray, list[LayerParams]]:
     """Keras' own ``(dx, grads)`` for ``keras.layers.LSTM`` layers holding ``params``."""
-    from ..keras_bridge import keras_lstm_stack
-
-    x, params, cfg = validate_input(x, params)
-    dy = validate_dy(dy, cfg)
-    call = gradient_function(keras_lstm_stack(params, **layer_options), dy)
-    return as_training_result(call(import_keras().ops.convert_to_tensor(x)), cfg.layers)[1:]
+    runner = KerasTraining("keras_gradients", "Keras' own gradients", **layer_options).runner(x, params, dy)
+    runner.launch()
+    return runner.result()[1:]
 
 
 class KerasTrainingRunner(KerasRunner):
@@ -91,22 +86,15 @@ class KerasTrainingRunner(KerasRunner):
             raise RuntimeError("nothing launched")
         return as_training_result(self.out, self.cfg.layers)
 
-    def error(self, ref: TrainingResult) -> float:
-        return training_error(self.result(), ref)
+    error = TrainingRunner.error  # the worst relative error of y, dx and every gradient
 
 
 class KerasTraining(KerasLSTM):
     """A stack of ``keras.layers.LSTM`` with our weights, forward and backward, as a harness step."""
 
+    # Checked and counted as our backward steps are: reference_training, BACKWARD_RTOL, dy, FLOPs.
     reference = staticmethod(reference_training)
-    rtol = BACKWARD_RTOL
-
-    def flop(self, cfg: LSTMConfig, **options) -> int:
-        return flops(cfg) + backward_flops(cfg)
-
-    def extra_inputs(self, cfg: LSTMConfig, seed: int = 0) -> dict:
-        """The output gradient the harness checks with, as for our backward steps."""
-        return {"dy": output_gradient(cfg, seed=seed + 2)}
+    rtol, flop, extra_inputs = BackwardStep.rtol, BackwardStep.flop, BackwardStep.extra_inputs
 
     def runner(self, x: np.ndarray, params, dy: np.ndarray | None = None, **options) -> KerasTrainingRunner:
         from ..keras_bridge import keras_lstm_stack

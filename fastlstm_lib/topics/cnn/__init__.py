@@ -27,8 +27,8 @@ from .models import (ARTICLE_NAMES, BUILDERS, FULL_SIZE, build, cnn10, keras_exa
                      model_label, trainable_count, wide_resnet)
 from .equivalence import copy_weights, flatten_rows_to_channels_first, max_output_difference, predict, twin_models
 from .images import DOWNLOAD_ENV, ImageData, find_cached_cifar10, load_images, synthetic_images
-from .probes import cpu_conv_probes, layout_op_census, start_cpu_conv_probes
-from .training import PRECISIONS, compile_for_training, precision_policy, short_error, time_layouts, time_training
+from .probes import layout_op_census, start_cpu_conv_probes
+from .training import PRECISIONS, compile_for_training, precision_policy, short_error, time_layouts
 from .compare import FASTER_DEFINITION, chart_percent, compare_layouts, faster, format_results, outcome, verdict
 from .report import article_channels_first, article_channels_first_source, epoch_chart, format_then_and_now, speedup_chart
 from .tf_settings import enable_memory_growth, gpu_memory_mib, layout_optimizer, memory_grab_demo, mirrored_strategy

@@ -12,7 +12,7 @@ variant; ``verdict`` says the result in one sentence; ``format_results`` is the 
 
 from __future__ import annotations
 
-from ...checks import check_number
+from ...checks import check_dict, check_number, check_records
 from ...runtime.keras_backend import device_label
 from ...tables import Column, Span, table
 from .formats import DATA_FORMATS, check_data_format
@@ -55,14 +55,8 @@ _NEEDED = ("model", "label", "precision", "jit_compile", "batch_size", "replicas
 
 
 def _check_results(results) -> None:
-    if not isinstance(results, (list, tuple)):
-        raise TypeError(f"results must be a list of time_layouts / time_training results (dicts), got {type(results).__name__}")
+    check_records("results", results, _NEEDED, "time_layouts")
     for index, result in enumerate(results):
-        if not isinstance(result, dict):
-            raise TypeError(f"results[{index}] must be a dict from time_layouts, got {type(result).__name__}")
-        missing = [key for key in _NEEDED if key not in result]
-        if missing:
-            raise ValueError(f"results[{index}] lacks {missing}: expected a dict from time_layouts / time_training")
         check_data_format(result["data_format"])
         if not result.get("error") and not {"time_ms", "epoch_ms"} <= set(result):
             raise ValueError(f"results[{index}] has neither an error nor its times (time_ms, epoch_ms)")
@@ -106,18 +100,9 @@ def _layout_row(pair: dict) -> dict:
 _ROW_KEYS = ("label", "precision", "jit_compile", "replicas", "winner", "clear", "error")
 
 
-def _check_row(row) -> dict:
-    if not isinstance(row, dict):
-        raise TypeError(f"row must be a dict from compare_layouts, got {type(row).__name__}")
-    missing = [key for key in _ROW_KEYS if key not in row]
-    if missing:
-        raise ValueError(f"row lacks {missing}: expected a dict from compare_layouts")
-    return row
-
-
 def outcome(row: dict) -> str:
     """What a compare_layouts row says, in words, with the one definition of faster."""
-    _check_row(row)
+    check_dict("row", row, _ROW_KEYS, "compare_layouts")
     if row.get("error"):
         if row["winner"]:
             return f"only {row['winner']} runs ({row['error']})"
@@ -142,8 +127,8 @@ def describe(row: dict) -> str:
 
 def verdict(row: dict) -> str:
     """One sentence for one compare_layouts row."""
-    _check_row(row)
-    return f"{describe(row)}: {outcome(row)}"
+    words = outcome(row)  # checks the row before describe reads it
+    return f"{describe(row)}: {words}"
 
 
 RESULT_COLUMNS = (Column("model", "<", 50), Column("layout", "<", 15), Column("precision", "<", 14),
@@ -153,7 +138,7 @@ RESULT_COLUMNS = (Column("model", "<", 50), Column("layout", "<", 15), Column("p
 
 
 def format_results(results: list[dict]) -> str:
-    """A text table of time_layouts / time_training results (epoch times in seconds)."""
+    """A text table of time_layouts results (epoch times in seconds)."""
     _check_results(results)
     rows = []
     for r in results:

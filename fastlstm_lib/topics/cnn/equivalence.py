@@ -15,9 +15,7 @@ import numpy as np
 from ...checks import check_int, check_keras_model
 from ...runtime.keras_backend import import_keras, strict_float32
 from .formats import to_layout
-from .models import build, model_data_format
-
-_HINT = " (e.g. from cnn10 or wide_resnet)"
+from .models import _MODEL_HINT as _HINT, build, model_data_format
 
 
 def flatten_rows_to_channels_first(kernel: np.ndarray, height: int, width: int, channels: int) -> np.ndarray:

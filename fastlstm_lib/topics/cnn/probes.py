@@ -2,10 +2,10 @@
 
 - ``layout_op_census``: the layout-relevant ops (Conv2D NCHW, MaxPool NHWC, Transpose, ...) in
   the TensorFlow graph of one forward pass, before TensorFlow's optimizers rewrite it.
-- ``cpu_conv_probes``: one Conv2D in NHWC and one in NCHW, run on the CPU in child processes
-  with TensorFlow's oneDNN kernels on and off; oneDNN names each primitive it runs. The two
-  children run at the same time (each imports TensorFlow, which takes seconds), and
-  ``start_cpu_conv_probes`` starts them in the background, to be read later.
+- ``start_cpu_conv_probes``: one Conv2D in NHWC and one in NCHW, run on the CPU in child
+  processes with TensorFlow's oneDNN kernels on and off; oneDNN names each primitive it runs. The
+  two children run at the same time (each imports TensorFlow, which takes seconds), started in
+  the background, to be read later (``CpuConvProbes.result``).
 """
 
 from __future__ import annotations
@@ -119,10 +119,3 @@ def start_cpu_conv_probes() -> CpuConvProbes:
     """Start both probes in the background (each child imports TensorFlow, which takes seconds):
     the notebook starts them early and reads them when it gets to them."""
     return CpuConvProbes()
-
-
-def cpu_conv_probes(*, timeout: float = 180.0) -> dict[bool, dict]:
-    """Run one Conv2D in NHWC and one in NCHW on the CPU, with oneDNN on (True) and off (False),
-    in two children at once; see ``CpuConvProbes.result``."""
-    timeout = check_seconds("timeout", timeout)
-    return start_cpu_conv_probes().result(timeout)

@@ -19,7 +19,7 @@ from pathlib import Path
 
 import numpy as np
 
-from ...checks import check_bool
+from ...checks import check_bool, check_records
 from .compare import FASTER_DEFINITION, _check_results, chart_percent, outcome
 from .formats import DATA_FORMATS
 from .models import ARTICLE_NAMES
@@ -41,14 +41,7 @@ def article_channels_first_source() -> str:
     return "\n".join(line[2:].rstrip() for line in ARTICLE_CSV.read_text().splitlines() if line.startswith("#"))
 
 
-def _check_rows(rows) -> None:
-    if not isinstance(rows, (list, tuple)) or not all(isinstance(row, dict) for row in rows):
-        raise TypeError(f"rows must be a list of compare_layouts rows (dicts), got {type(rows).__name__}")
-    needed = ("model", "label", "precision", "jit_compile", "batch_size", "replicas", "variant", "device", "winner", "clear")
-    for index, row in enumerate(rows):
-        missing = [key for key in needed if key not in row]
-        if missing:
-            raise ValueError(f"rows[{index}] lacks {missing}: expected a row from compare_layouts")
+_ROW_KEYS = ("model", "label", "precision", "jit_compile", "batch_size", "replicas", "variant", "device", "winner", "clear")
 
 
 def _matches(article: dict, row: dict) -> bool:
@@ -71,7 +64,7 @@ def _measured_line(row: dict) -> str:
 
 def format_then_and_now(rows: list[dict]) -> str:
     """The article's numbers and measured ``compare_layouts`` rows side by side, as text."""
-    _check_rows(rows)
+    check_records("rows", rows, _ROW_KEYS, "compare_layouts")
     lines, matched = [f"'% faster' everywhere below: {FASTER_DEFINITION}"], set()
     for article in article_channels_first():
         gpus = f"{article['gpus']} GPU{'s' if article['gpus'] > 1 else ''}"
@@ -115,7 +108,7 @@ def speedup_chart(rows: list[dict], *, published: bool = True, ax=None):
     """Horizontal bars of "% faster" (``FASTER_DEFINITION``): to the right when channels_first
     is faster, to the left when channels_last is; the article's numbers in grey beside the
     measured ``compare_layouts`` rows. A layout that fails is a labelled gap. Returns the figure."""
-    _check_rows(rows)
+    check_records("rows", rows, _ROW_KEYS, "compare_layouts")
     check_bool("published", published)
     import matplotlib.pyplot as plt
 

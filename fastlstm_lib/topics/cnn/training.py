@@ -1,6 +1,6 @@
 """Training in each layout: epoch times taken in turns, and the accuracy both layouts reach.
 
-- ``time_layouts`` (``time_training`` for one layout): the compile epoch apart, then rounds of
+- ``time_layouts``: the compile epoch apart, then rounds of
   one epoch per layout, the layouts taking turns on the same batches in the same order, then
   the test accuracy each reached; every result names the model, the variant (precision, XLA,
   batch, devices), the data, the device and the software versions.
@@ -21,7 +21,7 @@ from ...runtime.keras_backend import environment, import_keras
 from ...timing import epoch_timer, summarize
 from .formats import DATA_FORMATS, check_data_format, to_layout
 from .images import ImageData
-from .models import build, check_model_name, model_label
+from .models import _MODEL_HINT, build, check_model_name, model_label
 
 PRECISIONS = ("float32", "mixed_float16")
 #: How each time in a result was taken (stored with it).
@@ -44,7 +44,7 @@ def precision_policy(precision: str):
 
 def compile_for_training(model, *, jit_compile: bool = False, learning_rate: float = 1e-3):
     """Adam, sparse categorical cross-entropy, accuracy: the same for every layout and variant."""
-    keras = check_keras_model("model", model, hint=" (e.g. from cnn10 or wide_resnet)")
+    keras = check_keras_model("model", model, hint=_MODEL_HINT)
     check_bool("jit_compile", jit_compile)
     learning_rate = check_number("learning_rate", learning_rate, minimum=0)
     if learning_rate <= 0:
@@ -166,9 +166,3 @@ def _train_in_turns(runs: dict, data: ImageData, data_formats, *, batch_size: in
                 if on_error == "raise":
                     raise
                 run["result"]["error"] = short_error(error)
-
-
-def time_training(model: str, data: ImageData, *, data_format: str, **options) -> dict:
-    """``time_layouts`` for one layout: a single result dict."""
-    return time_layouts(model, data, data_formats=(check_data_format(data_format),), **options)[0]
-

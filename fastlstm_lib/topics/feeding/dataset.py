@@ -40,13 +40,12 @@ def python_work(loops: int) -> int:
     return total
 
 
-def calibrate_loops_per_ms(*, sample_loops: int = 200_000, repeats: int = 5) -> float:
-    """How many ``python_work`` loops this machine runs per millisecond (median of repeats)."""
-    sample_loops = check_int("sample_loops", sample_loops)
-    repeats = check_int("repeats", repeats)
+def calibrate_loops_per_ms() -> float:
+    """How many ``python_work`` loops this machine runs per millisecond (median of 5 runs)."""
+    sample_loops = 200_000
     python_work(sample_loops // 10)  # warm-up
     seconds = []
-    for _ in range(repeats):
+    for _ in range(5):
         start = time.perf_counter()
         python_work(sample_loops)
         seconds.append(time.perf_counter() - start)
@@ -165,8 +164,7 @@ def slow_dataset(n_batches: int, *, kind: str = "wait", batch_ms: float = 10.0, 
     n_batches = check_int("n_batches", n_batches)
     check_choice("kind", kind, KINDS)
     batch_ms = check_number("batch_ms", batch_ms, minimum=0)
-    if loops_per_ms is not None:
-        check_number("loops_per_ms", loops_per_ms, minimum=1e-9)
+    loops_per_ms = None if loops_per_ms is None else check_number("loops_per_ms", loops_per_ms, minimum=1e-9)
     workers, use_multiprocessing, via = parse_feeder(feeder)
     if via != "fit":
         raise ValueError(f"slow_dataset() feeds through Keras' PyDataset; {feeder!r} is not a PyDataset feeder")
@@ -174,5 +172,5 @@ def slow_dataset(n_batches: int, *, kind: str = "wait", batch_ms: float = 10.0, 
         options["wait_ms"] = batch_ms
     else:
         per_ms = loops_per_ms if loops_per_ms is not None else calibrate_loops_per_ms()
-        options["python_loops"] = int(round(check_number("loops_per_ms", per_ms, minimum=1e-9) * batch_ms))
+        options["python_loops"] = int(round(per_ms * batch_ms))
     return slow_batches_class()(n_batches, workers=workers, use_multiprocessing=use_multiprocessing, **options)

@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import statistics
 
-from ...checks import check_bool, check_int, check_number, check_seconds, check_str
+from ...checks import check_bool, check_int, check_number, check_records, check_seconds, check_str
 from ...runtime.keras_backend import import_keras, tensorflow_reason
 from ...progress import progress_bar
 from ...timing import IDLE_ENOUGH, cpu_busy_elsewhere
@@ -146,14 +146,8 @@ def _runs(feeders, kinds) -> list[tuple[str, str]]:
 
 
 def _check_results(results) -> None:
-    if not isinstance(results, (list, tuple)):
-        raise TypeError(f"results must be a list of compare_feeders results (dicts), got {type(results).__name__}")
+    check_records("results", results, ("kind", "feeder", "epoch_s", "n_batches", "batch_ms"), "compare_feeders")
     for index, r in enumerate(results):
-        if not isinstance(r, dict):
-            raise TypeError(f"results[{index}] must be a dict from compare_feeders, got {type(r).__name__}")
-        missing = [key for key in ("kind", "feeder", "epoch_s", "n_batches", "batch_ms") if key not in r]
-        if missing:
-            raise ValueError(f"results[{index}] lacks {missing}: expected a dict from compare_feeders")
         if not isinstance(r["epoch_s"], (list, tuple)) or not r["epoch_s"]:
             raise ValueError(f"results[{index}]['epoch_s'] must be a non-empty list of seconds, got {r['epoch_s']!r}")
 
@@ -188,13 +182,12 @@ def summarize_feeders(results: list[dict]) -> list[dict]:
     return rows
 
 
-def speed_words(ratio: float, *, margin: float = 0.1) -> str:
-    """"faster" when ``ratio`` > 1 + margin, "slower" when < 1 / (1 + margin), else "about as fast"."""
+def speed_words(ratio: float) -> str:
+    """"faster" when ``ratio`` > 1.1, "slower" when < 1 / 1.1, else "about as fast"."""
     ratio = check_number("ratio", ratio, minimum=0)
-    margin = check_number("margin", margin, minimum=0)
-    if ratio > 1 + margin:
+    if ratio > 1.1:
         return "faster"
-    if ratio < 1 / (1 + margin):
+    if ratio < 1 / 1.1:
         return "slower"
     return "about as fast"
 

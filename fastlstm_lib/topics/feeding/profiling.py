@@ -14,7 +14,7 @@ from pathlib import Path
 
 import numpy as np
 
-from ...checks import check_choice, check_int
+from ...checks import check_choice, check_int, check_records
 from ...tables import Column, table
 
 
@@ -114,10 +114,6 @@ def function_share(stats: pstats.Stats, name: str) -> float:
 def format_profile(rows: list[dict]) -> str:
     """``top_functions`` rows as a table."""
     keys = ("own_s", "total_s", "calls", "function")
-    if not isinstance(rows, (list, tuple)):
-        raise TypeError(f"rows must be a list of top_functions rows (dicts), got {type(rows).__name__}")
-    for index, row in enumerate(rows):
-        if not isinstance(row, dict) or any(key not in row for key in keys):
-            raise TypeError(f"rows[{index}] must be a dict from top_functions (with {list(keys)}), got {row!r}")
+    check_records("rows", rows, keys, "top_functions")
     columns = (Column("own s", ">", 8, ".3f"), Column("total s", ">", 8, ".3f"), Column("calls", ">", 8), Column("function"))
     return table(columns, [[row[key] for key in keys] for row in rows], sep=(" ", " ", "  "))

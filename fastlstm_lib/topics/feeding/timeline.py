@@ -16,7 +16,7 @@ import statistics
 import threading
 import time
 
-from ...checks import check_bool, check_int, check_number
+from ...checks import check_bool, check_dict, check_int, check_number
 from ...runtime.keras_backend import import_keras
 
 
@@ -120,11 +120,7 @@ def _timeline_callback_class(keras):
 
 def check_record(record, keys=("produced", "steps", "epochs")) -> dict:
     """A ``Timeline.to_dict()``: a dict with a list under each of ``keys``."""
-    if not isinstance(record, dict):
-        raise TypeError(f"record must be a dict from Timeline.to_dict(), got {type(record).__name__}")
-    missing = [key for key in keys if key not in record]
-    if missing:
-        raise ValueError(f"record must be a Timeline.to_dict() with keys {list(keys)}; it lacks {missing}")
+    check_dict("record", record, keys, "Timeline.to_dict()")
     for key in keys:
         if not isinstance(record[key], (list, tuple)):
             raise TypeError(f"record[{key!r}] must be a list, got {type(record[key]).__name__}")
