@@ -318,7 +318,12 @@ def plan(hidden: int, batch: int, *, chip: Chip | str | None = None, single_bloc
     """This kernel's plan: ``grid.plan``, where on the current GPU the driver's occupancy of the
     compiled kernel has the last word (see there for the arguments and the errors)."""
     return grid.plan(hidden, batch, chip=chip, single_block=single_block, target_threads=target_threads,
-                     compiled=lambda candidate: prepared(candidate, launch_signature()))
+                     compiled=lambda candidate: _COMPILE(candidate, launch_signature()))
+
+
+#: ``prepared`` as defined: a dry run (``course.profile``) stands in for it in ``launch`` only, and a
+#: plan on the current GPU still asks the driver about the compiled kernel.
+_COMPILE = prepared
 
 
 def persistent_limits(hidden: int = 512, batches=(1, 4, 16, 64, 128, 256, 512), chip: str | None = None) -> dict:
