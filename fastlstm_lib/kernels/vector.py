@@ -43,46 +43,65 @@ def aligned(array, width: int) -> bool:
 
 
 @functools.lru_cache(maxsize=None)
-def load_vector(width: int):
-    """A device function ``load(array, row, col) -> (array[row, col], ..., array[row, col + width - 1])``,
-    one ``width * 32``-bit load on a GPU (see the module docstring for its alignment contract)."""
+def load_vector(width: int, ndim: int = 2):
+    """A device function ``load(array, row, col) -> (array[row, col], ..., array[row, col + width - 1])``
+    (``ndim`` 1: ``load(array, i)``, the elements ``array[i:i + width]``), one ``width * 32``-bit load
+    on a GPU (see the module docstring for its alignment contract)."""
     if width not in WIDTHS:
         raise ValueError(f"width must be one of {WIDTHS}, got {width!r}")
+    if ndim not in (1, 2):
+        raise ValueError(f"ndim must be 1 or 2, got {ndim!r}")
     from numba import cuda
 
     if not DEVICE.compiled:  # the simulator: no intrinsics, plain loads
+        if ndim == 1:
+            @cuda.jit(device=True)
+            def load_flat(array, i):
+                return tuple(array[i + v] for v in range(width))
+
+            return load_flat
+
         @cuda.jit(device=True)
         def load(array, row, col):
             return tuple(array[row, col + v] for v in range(width))
 
         return load
-    return _vector_intrinsic(width)
+    return _vector_intrinsic(width, ndim)
 
 
-def _vector_intrinsic(width: int):
+def _vector_intrinsic(width: int, ndim: int):
     from llvmlite import ir
     from numba import types
     from numba.cuda import cgutils
     from numba.cuda.extending import intrinsic
 
+    def typed(array, indices):
+        if not (isinstance(array, types.Array) and array.ndim == ndim and array.dtype == types.float32
+                and all(isinstance(index, types.Integer) for index in indices)):
+            return None
+        return types.UniTuple(types.float32, width)(array, *indices)
+
+    def codegen(context, builder, sig, args):
+        array_type, data = sig.args[0], args[0]
+        struct = context.make_array(array_type)(context, builder, value=data)
+        index = [context.cast(builder, value, kind, types.intp) for value, kind in zip(args[1:], sig.args[1:])]
+        first = cgutils.get_item_pointer(context, builder, array_type, struct, index, wraparound=False)
+        vector_type = ir.VectorType(ir.FloatType(), width)
+        vector = builder.load(builder.bitcast(first, vector_type.as_pointer()), align=4 * width)
+        items = [builder.extract_element(vector, ir.Constant(ir.IntType(32), v)) for v in range(width)]
+        return context.make_tuple(builder, sig.return_type, items)
+
+    if ndim == 1:
+        @intrinsic
+        def load_flat(typingctx, array, i):
+            signature = typed(array, (i,))
+            return None if signature is None else (signature, codegen)
+
+        return load_flat
+
     @intrinsic
     def load(typingctx, array, row, col):
-        if not (isinstance(array, types.Array) and array.ndim == 2 and array.dtype == types.float32
-                and isinstance(row, types.Integer) and isinstance(col, types.Integer)):
-            return None
-        signature = types.UniTuple(types.float32, width)(array, row, col)
-
-        def codegen(context, builder, sig, args):
-            array_type, row_type, col_type = sig.args
-            data, r, c = args
-            struct = context.make_array(array_type)(context, builder, value=data)
-            index = [context.cast(builder, r, row_type, types.intp), context.cast(builder, c, col_type, types.intp)]
-            first = cgutils.get_item_pointer(context, builder, array_type, struct, index, wraparound=False)
-            vector_type = ir.VectorType(ir.FloatType(), width)
-            vector = builder.load(builder.bitcast(first, vector_type.as_pointer()), align=4 * width)
-            items = [builder.extract_element(vector, ir.Constant(ir.IntType(32), v)) for v in range(width)]
-            return context.make_tuple(builder, sig.return_type, items)
-
-        return signature, codegen
+        signature = typed(array, (row, col))
+        return None if signature is None else (signature, codegen)
 
     return load

@@ -34,8 +34,8 @@ from pathlib import Path
 
 from fastlstm_lib.course.sass import LISTED, LISTINGS, TABLE, read_table  # what it writes, as the library reads it
 
-from .sass import (LOOP_COLUMNS, disassembly, load_use_distance, loop_ffma_chain, main_loop_mix, main_loop_text,
-                   parse_nvdisasm, slab_mix, staged_loads)
+from .sass import (LOOP_COLUMNS, disassembly, int64_multiplies_divides, load_use_distance, loop_ffma_chain, main_loop_mix,
+                   main_loop_text, parse_nvdisasm, slab_mix, staged_loads, staging_per_float)
 from .toolkits import ARCHS, arch_name, assemble, resources, toolkit_of, version_line, versions
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -71,6 +71,8 @@ COLUMNS = {
     "slab_ffma": "of which FFMA",
     "slab_ffma_after_load": "of which FFMA issued after the next slab's first global load, before the barrier (compile_matrix.sass.ffma_after_load): the FFMAs that overlap its loads",
     "loop_ffma_chain": "the longest chain of dependent FFMAs in one trip of the main loop (compile_matrix.sass.loop_ffma_chain): its FFMA latency is paid that often per trip unless other work fills it",
+    "staging_instructions_per_float": "instructions per float copied from global to shared memory, in the copy the kernel runs most often (compile_matrix.sass.staging_per_float; the persistent kernels' staging of h at every step): what staging costs besides the loads' latency",
+    "int64_multiplies_divides": "64-bit integer multiplies and integer divisions and remainders in the kernel's PTX (compile_matrix.sass.int64_multiplies_divides): 0 where every index is 32-bit arithmetic",
     "load_use_distance": "the fewest instructions a thread issues from a global load to the first use of what it loaded, in the loop that feeds the main loop, around to its next trip (compile_matrix.sass.load_use_distance): memory latency a warp hides by itself",
     "layout": "its array arguments' layouts as compiled, in order: C (C-contiguous, as the article-size launches pass them) or A (any stride)",
     "what": "the variant",
@@ -107,6 +109,8 @@ def build_arch(cc: tuple[int, int], where: Path) -> list[dict]:
         rows.append({"kernel": name, "arch": arch_name(cc), "max_registers": job["max_registers"] or "",
                      **counts, **loop, "staged_loads": staged_loads(code), **slab_mix(code, job.get("trips")),
                      "loop_ffma_chain": loop_ffma_chain(code), "load_use_distance": load_use_distance(code),
+                     "staging_instructions_per_float": staging_per_float(code),
+                     "int64_multiplies_divides": int64_multiplies_divides((where / f"{name}.ptx").read_text()),
                      "layout": job["layout"], "what": job["what"]})
         if (name, arch_name(cc)) in LISTED:
             rows[-1]["sass"] = main_loop_text(listing, job["entry"])
@@ -201,11 +205,12 @@ def recorded_key(path: Path = TABLE) -> str | None:
 
 
 def committed_rows(path: Path = TABLE, where: Path = LISTINGS) -> list[dict]:
-    """The committed table read back as ``build`` returns it: numbers as ints ("" where empty), and
-    each listed row's SASS from its file."""
+    """The committed table read back as ``build`` returns it: numbers as ints (a ratio as a float; ""
+    where empty), and each listed row's SASS from its file."""
     rows = []
     for row in read_table(path):
-        row = {column: (value if column in ("kernel", "arch", "layout", "what") or value == "" else int(value))
+        row = {column: (value if column in ("kernel", "arch", "layout", "what") or value == ""
+                        else float(value) if "." in value else int(value))
                for column, value in row.items()}
         if (row["kernel"], row["arch"]) in LISTED:
             listing = (Path(where) / f"{row['kernel']}.{row['arch']}.sass").read_text()

@@ -173,22 +173,32 @@ _JUMPS = frozenset({"BRA", "JMP", "BRX", "JMX", "CALL", "RET", "EXIT"})
 def staged_loads(code: list[Instruction] | None) -> int | str:
     """How many global loads the kernel's copies to shared memory keep in flight at once: the
     longest run of global loads (LDG, LD) issued one after another in straight-line code and ended
-    by a store to shared memory (STS), with no branch between. A loop that loads one
+    by a store to shared memory (STS) of what a global load wrote, with no branch between (loads
+    into registers that stay there, the persistent kernel's U, are no copy). A loop that loads one
     element and stores it before loading the next has 1: each element waits out a whole memory
     round trip. 0 where no run reaches shared memory; empty without a disassembly."""
     if code is None:
         return ""
     landings = {i.target for i in code if i.target is not None and base(i.opcode) in _JUMPS}
     best = run = 0
+    loaded: set[int] = set()  # registers a global load wrote last
     for instruction in code:
         name = base(instruction.opcode)
         if instruction.address in landings or name in _JUMPS:
             run = 0
-        if name == "STS":
+        if name == "STS" and _store_data(instruction) and _store_data(instruction) <= loaded:
             best, run = max(best, run), 0
         elif name in GLOBAL_LOADS:
             run += 1
+        written = writes(instruction)
+        loaded = (loaded | written) if name in GLOBAL_LOADS else (loaded - written)
     return best
+
+
+def _store_data(instruction: Instruction) -> set[int]:
+    """The registers whose values a store writes (not its address)."""
+    operands = [part.strip() for part in instruction.operands.split(",")]
+    return _registers(operands[-1], _width(instruction.opcode)) if len(operands) > 1 else set()
 
 
 def slab_mix(code: list[Instruction] | None, trips: dict | None) -> dict[str, int | str]:
@@ -360,3 +370,69 @@ def load_use_distance(code: list[Instruction] | None) -> int | str:
             if not loaded:
                 break
     return best or 0
+
+
+# --------------------------------------------------------------------------------------------
+# What a copy from global to shared memory costs (the persistent kernels' staging of h_{t-1}).
+
+def staging_per_float(code: list[Instruction] | None) -> float | str:
+    """Instructions a kernel issues per float it copies from global to shared memory, in the copy
+    it runs most often: the *staging stores* are the shared stores (STS) whose data a global load
+    wrote; a copy is the innermost loop holding some of them where that loop does no FFMA (its
+    whole body, every trip alike), else the straight-line stretch from the first load feeding them
+    to the last of them (within their innermost loop). Its instructions over the floats its staging
+    stores write (STS.128: 4), for the copy inside the most loops (the persistent kernel's staging
+    of h at every step, not its preload of U once per launch); the worst of those. 0 where nothing
+    is staged; empty without a disassembly."""
+    if code is None:
+        return ""
+    body = [i for i in code if base(i.opcode) != "NOP"]
+    loaded: dict[int, int] = {}  # register -> index in body of the global load that last wrote it
+    stores = []  # (index, floats, index of its first feeding load)
+    for index, instruction in enumerate(body):
+        name = base(instruction.opcode)
+        if name == "STS":
+            data = _store_data(instruction)
+            if data and all(register in loaded for register in data):
+                stores.append((index, _width(instruction.opcode), min(loaded[r] for r in data)))
+        written = writes(instruction)
+        for register in written:
+            loaded.pop(register, None)
+        if name in GLOBAL_LOADS:
+            loaded.update({register: index for register in written})
+    if not stores:
+        return 0
+    spans = _spans(code)
+
+    def innermost(address):
+        holders = [span for span in spans if span[0] <= address <= span[1]]
+        return min(holders, key=lambda span: span[1] - span[0], default=None)
+
+    copies: dict = {}
+    for index, floats, first_load in stores:
+        loop = innermost(body[index].address)
+        if loop is not None and not spans[loop]["loop_ffma"]:
+            key = ("loop", loop)
+        else:
+            key = ("stretch", loop)
+        entry = copies.setdefault(key, [len(body), 0, 0])
+        entry[0], entry[1], entry[2] = min(entry[0], first_load), max(entry[1], index), entry[2] + floats
+    found = []  # (loops around the copy, instructions per float)
+    for (kind, loop), (first, last, floats) in copies.items():
+        instructions = spans[loop]["loop_instructions"] if kind == "loop" else last - first + 1
+        depth = sum(span[0] <= body[last].address <= span[1] for span in spans)
+        found.append((depth, instructions / floats))
+    return round(max(found)[1], 2)
+
+
+_WIDE_OR_DIVIDE = re.compile(r"^\s*(?:@%!?p\d+\s+)?(mul\.lo\.[su]64|(?:div|rem)\.(?:full\.|approx\.)?(?:[su](?:16|32|64)))\b", re.M)
+
+
+def int64_multiplies_divides(ptx: str) -> int:
+    """64-bit integer multiplies (``mul.lo.s64``/``u64``) and integer divisions and remainders
+    (``div``/``rem`` of any width) in a kernel's PTX: index arithmetic a kernel whose sizes are
+    compile-time constants does in 32 bits, by shifts, multiply-highs and additions (a 64-bit one
+    costs several instructions, a division a call to a routine)."""
+    if not isinstance(ptx, str):
+        raise TypeError("ptx must be str")
+    return len(_WIDE_OR_DIVIDE.findall(ptx))

@@ -378,19 +378,25 @@ SHAPES = {"odd": (3, 5, 7), "article": (64, 100, 512)}
 def case(size: str, rng) -> list:
     """The runner's case: one layer's sequence at ``SHAPES[size]`` from step 09's input GEMM's
     x_gates, against float64 from x (x_gates' own float32 rounding counts as error)."""
-    batch, steps, hidden = SHAPES[size]
+    return [layer_case(*SHAPES[size], plan, launch, lambda grid_: f"{grid_.blocks} blocks x {grid_.threads} threads")]
+
+
+def layer_case(batch: int, steps: int, hidden: int, plan_, launch_, describe) -> Case:
+    """A persistent version's runner case: ``launch_(plan_(hidden, batch), x_gates, recurrent, bias,
+    hs)`` for one layer of unsaturated gates, its output poisoned first, against float64 from x;
+    ``describe(plan)`` says what the plan is."""
+    grid_ = plan_(hidden, batch)
     cfg = LSTMConfig(batch=batch, seq_len=steps, input_size=hidden, hidden=hidden, layers=1)
     (layer,), x = init_params(cfg, seed=0), random_input(cfg, seed=1)  # unsaturated gates
     kernel, recurrent, bias = layer
     x_gates = np.ascontiguousarray((x @ kernel).transpose(1, 0, 2))  # (T, B, 4H)
     want = lstm_layer64(x, layer)[0].transpose(1, 0, 2)
-    grid_ = plan(hidden, batch)
     arrays = [cuda.to_device(a) for a in (x_gates, recurrent, bias)]
     hs = poisoned(steps, batch, hidden)
     flop = steps * batch * hidden * (8.0 * hidden + 40.0)
     moved = 4.0 * (x_gates.size + recurrent.size + bias.size + hs.size + grid_.blocks * (steps - 1) * batch * hidden)
-    return [Case(f"batch {batch}, {steps} steps, hidden {hidden}: {grid_.blocks} blocks x {grid_.threads} threads",
-                 lambda: launch(grid_, *arrays, hs), {"hs": hs}, {"hs": want}, flop, moved)]
+    return Case(f"batch {batch}, {steps} steps, hidden {hidden}: {describe(grid_)}", lambda: launch_(grid_, *arrays, hs),
+                {"hs": hs}, {"hs": want}, flop, moved)
 
 
 #: The plans the compile matrix builds, as on the chip they were planned for: (hidden, batches, chip).
