@@ -27,6 +27,12 @@ def spec_of(kernel) -> Spec | None:
 
 
 @functools.lru_cache(maxsize=1)
+def persistent_names() -> tuple[str, ...]:
+    """The function names of the persistent family's kernels: a pass that launches one has a grid
+    planned for one chip, and needs a grid barrier."""
+    return tuple(dict.fromkeys(spec.name for spec in every() if spec.family == "persistent"))
+
+
 def gemm_names() -> tuple[str, ...]:
     """The function names of the GEMM family's kernels (``tiled_gemm``, ``blocked_gemm``, ``exact_gemm``, ...)."""
     return tuple(dict.fromkeys(spec.name for spec in every() if spec.family == "gemm"))

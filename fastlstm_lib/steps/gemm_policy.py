@@ -12,7 +12,8 @@ ours: each step's GEMMs go through the policy the pass was set up with (the step
   the shape, no 'T' flag, so from step 06 on), and the recurrent GEMM's K cut in parts until its
   grid fills the GPU (version 7, shaped for it, or version 6 where 7 does not fit;
   ``gemm.choose_splits``), added up by the fused cell. Split-K takes the idle SMs the wavefront was
-  meant to fill (notebook 08). The GPU run's fastest configuration.
+  meant to fill (notebook 08). Step 09's persistent kernel keeps U in registers (persistent version
+  2) where its plan fits the GPU. The GPU run's fastest configuration.
 
 Each layer's uploaded weights carry the policy (``weights.gemms``) beside their layout
 (``weights.transposed``): the two things the GEMM calls read from them.
@@ -28,14 +29,16 @@ class GemmPolicy:
     name: str
     vector: bool  # version 5's 128-bit loads where the tile and layouts allow
     split: bool  # the recurrent GEMM's K in parts (version 7, else 6) where choose_splits says so
+    registers: bool  # step 09's persistent kernel with U in registers (version 2) where its plan fits
     what: str
 
 
 POLICIES = {
-    "2016": GemmPolicy("2016", vector=False, split=False,
+    "2016": GemmPolicy("2016", vector=False, split=False, registers=False,
                        what="one kernel per shape, 32-bit loads, K whole (exact-tile version 3), as cuBLAS in 2016"),
-    "fast": GemmPolicy("fast", vector=True, split=True,
-                       what="128-bit loads (version 5) where the layouts allow; the recurrent GEMM's K split (version 7, else 6)"),
+    "fast": GemmPolicy("fast", vector=True, split=True, registers=True,
+                       what="128-bit loads (version 5) where the layouts allow; the recurrent GEMM's K split (version 7, "
+                            "else 6); the persistent step's U in registers (persistent version 2)"),
 }
 DEFAULT = "2016"
 

@@ -12,7 +12,8 @@ Per layer: one GEMM for every step's input product (step 07), then one cooperati
 layer's persistent grid already occupies the whole GPU).
 
 What changes: ``setup`` (plan the grid, or say plainly why the layer does not fit) and
-``run_layer`` (2 launches per layer instead of 2 per layer-step).
+``run_layer`` (2 launches per layer instead of 2 per layer-step). Under the "fast" policy
+(``gemm_policy.py``) the kernel is version 2, U in registers, where its plan fits the GPU.
 
 Option ``chip``: plan the grid for a GPU named in data/gpus.csv ("H100") instead of this device.
 
@@ -22,8 +23,19 @@ State added: ``plan``, the persistent grid (blocks, threads, units per block, sh
 from __future__ import annotations
 
 from ..kernels import persistent
+from .gemm_policy import checked_policy
 from .resources import rows
 from .step07_combined_inputs import CombinedInputs
+
+
+def grid_plan(cfg, chip, registers: bool):
+    """Version 2's plan (U in registers) where ``registers`` and it fits, else version 1's."""
+    if registers:
+        try:
+            return persistent.v2_registers.plan(cfg.hidden, cfg.batch, chip=chip)
+        except persistent.PersistentLimitError:
+            pass  # U does not fit the register file: version 1 keeps it in shared memory
+    return persistent.plan(cfg.hidden, cfg.batch, chip=chip)
 
 
 class Persistent(CombinedInputs):
@@ -37,7 +49,7 @@ class Persistent(CombinedInputs):
         # for a GPU named in data/gpus.csv instead of this device; what fl.profile's dry run needs
         # on the simulator, which plans a single block (a real simulated run of a multi-block plan
         # gives wrong results there: its blocks run one after another).
-        grid = persistent.plan(cfg.hidden, cfg.batch, chip=chip)
+        grid = grid_plan(cfg, chip, registers=checked_policy(options.get("gemms")).registers)
         state = super().setup(params, cfg, **options)
         state.plan = grid
         return state

@@ -17,10 +17,10 @@ from ..plots import figure_axes
 from .bound import Bound
 
 KERNEL_COLORS = {**{name: "tab:blue" for name in gemm_names()}, "_lstm_cell": "tab:green",
-                 "persistent_layer": "tab:purple", "_fill": "tab:gray"}
+                 "persistent_layer": "tab:purple", "persistent_registers": "tab:purple", "_fill": "tab:gray"}
 ELEMENTWISE_COLOR = "tab:orange"
 KERNEL_LABELS = {**{name: "GEMM" for name in gemm_names()}, "_lstm_cell": "fused cell",
-                 "persistent_layer": "persistent layer", "_fill": "fill"}
+                 "persistent_layer": "persistent layer", "persistent_registers": "persistent layer", "_fill": "fill"}
 
 
 def _window(bound: Bound, first: int, count: int) -> tuple[float, float]:

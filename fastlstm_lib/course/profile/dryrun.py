@@ -88,7 +88,8 @@ def dry_run(chip=None):
         patches = [(cuda, "stream", lambda: DryStream(rec)),
                    (cuda, "event", lambda *args, **kwargs: DryEvent(rec)),
                    (cuda, "to_device", allocate_like),
-                   (persistent.v1_layer, "prepared", lambda *args, **kwargs: None)]
+                   (persistent.v1_layer, "prepared", lambda *args, **kwargs: None),
+                   (persistent.v2_registers, "prepared", lambda *args, **kwargs: None)]
         if chip is not None:
             patches += gpu_geometry(chip)
         with patched(patches):

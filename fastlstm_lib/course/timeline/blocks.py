@@ -104,6 +104,8 @@ def table_name(launch, batch: int) -> str:
     name = launch.kernel.lstrip("_")
     if name == "persistent_layer":
         return f"persistent_b{batch}"
+    if name == "persistent_registers":
+        return f"persistent_registers_b{batch}"
     if name in {kernel for _, kernel in GEMM_ROWS}:
         blocking = gemm_blocking(launch)
         if (blocking, name) not in GEMM_ROWS:
@@ -204,15 +206,18 @@ def gemm_work(launch, mix: dict) -> Work:
 
 def persistent_work(launch, mix: dict, config: dict, lat: dict) -> Work:
     """The persistent kernel: one iteration per time step, its dot-product loop run as often as the
-    step's FFMAs need, h_{t-1} staged from L2 (all of it, ``staged_loads`` in flight per thread) and
-    one grid barrier (``grid_barrier_l2_trips``) per step."""
+    step's FFMAs need, h_{t-1} staged from L2 (all of it, ``staged_loads`` in flight per thread, 4
+    floats a load for version 2 where hidden is a multiple of 4) and one grid barrier
+    (``grid_barrier_l2_trips``) per step. Version 2's sums over a unit's threads after the dot
+    products are not counted (about 1 instruction in 10 at batch 64: an underestimate)."""
     steps, batch, hidden = config["seq_len"], config["batch"], config["hidden"]
     threads = launch.block[0] * launch.block[1] * launch.block[2]
     warps = math.ceil(threads / 32)
     blocks = launch.grid[0] * launch.grid[1] * launch.grid[2]
     ffma = launch.flop / (2 * 32 * warps * blocks * steps)  # per warp per step
     trips = ffma / (_int(mix["loop_ffma"]) or 1)
-    rounds = math.ceil(batch * hidden / threads / max(1, _int(mix["staged_loads"], 1)))
+    per_load = 4 if launch.kernel == "persistent_registers" and hidden % 4 == 0 else 1
+    rounds = math.ceil(batch * hidden / per_load / threads / max(1, _int(mix["staged_loads"], 1)))
     return Work(iterations=steps, instructions=trips * _int(mix["loop_instructions"]), ffma=ffma,
                 chain=trips * _int(mix["loop_ffma_chain"]), distance=_int(mix["load_use_distance"]), shared=True,
                 extra=(rounds - 1 + constant("grid_barrier_l2_trips")) * lat["l2"])
@@ -265,11 +270,11 @@ def block_cost(launch, row: dict, chip: Chip, batch: int, gemm: str, config: dic
     else:
         if launch.kernel in gemm_names():
             work = gemm_work(launch, mix)
-        elif name.startswith("persistent_b"):
+        elif name.startswith("persistent_"):
             work = persistent_work(launch, mix, config or {"seq_len": 1, "batch": batch, "hidden": 1}, lat)
         else:
             work = plain_work(launch, mix)
-        level = lat["dram"] if dram > 0 and not name.startswith("persistent_b") else lat["l2"]
+        level = lat["dram"] if dram > 0 and not name.startswith("persistent_") else lat["l2"]
         arithmetic = max(work.iterations * warps * max(work.instructions, work.ffma * 32.0 / lanes) / 4.0 / clock,
                          launch.flop / blocks / sm_flops)
         alone = alone_cycles(work, math.ceil(warps / 4), lanes, lat, level) / clock

@@ -19,7 +19,7 @@ BY = ("stream", "sm")
 #: One colour per kernel, the same in every chart (tab10's order; "gemm": every blocked GEMM
 #: version); others take the rest in turn.
 KERNELS = ("gemm", "_lstm_cell", "_fill", "_add", "_add_bias", "_mul", "_sigmoid", "_tanh", "tiled_gemm",
-           "persistent_layer")
+           "persistent_layer", "persistent_registers")
 
 
 def colour(kernel: str, plt):
