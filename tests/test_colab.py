@@ -30,6 +30,9 @@ def test_every_notebook_starts_with_the_current_colab_cells(path):
     assert f"]({url})" in "".join(badge["source"]) and CELLS["BADGE"] in "".join(badge["source"])
     assert "".join(setup["source"]) == CELLS["setup_cell"]()
     assert setup["outputs"] == [] and setup["execution_count"] is not None  # nbval: it prints nothing off Colab
+    later = ["".join(cell["source"]) for cell in json.loads(text)["cells"][2:]]
+    assert not [source for source in later if CELLS["BADGE"] in source or source == CELLS["setup_cell"]()], (
+        f"{path.name}: the Colab badge or set-up cell again below the first two cells")
 
 
 def test_links_follow_the_repository():

@@ -11,6 +11,10 @@ docstring, ``def``/``class``, decorator and import lines dropped, as are lines s
 ``MIN_LENGTH`` (``h_prev = hs[t]`` and the like say nothing on their own). A cell that holds
 ``THRESHOLD`` or more of the answer's lines shows the answer.
 
+Besides, no stored output of any notebook holds ``RUN`` consecutive lines of an answer: of a
+solution, of the code it mirrors, or of a kernel that answers it in other code (``ANSWERING``: a
+later notebook printing a kernel that contains an earlier exercise's answer shows it too).
+
 Reads the notebooks' JSON only: nothing is executed.
 """
 
@@ -54,6 +58,16 @@ MIRRORS = {
     "rows_per_thread": ["fastlstm_lib.kernels.persistent:persistent_layer_kernel.dot_quad"],
     "column_sum": ["fastlstm_lib.kernels.reduce:column_sum_kernel.column_sum"],
 }
+
+#: Kernels that answer an exercise in other code, though the exercise does not mirror them: printed,
+#: they show its answer (the register-blocked and exact-tile GEMMs load their tiles and wait at the
+#: barriers as tile_loads does; the training cell is the fused cell plus two stores).
+ANSWERING = {
+    "tile_loads": ["fastlstm_lib.kernels.gemm:blocked_gemm_kernel", "fastlstm_lib.kernels.gemm:exact_gemm_kernel"],
+    "fused_cell": ["fastlstm_lib.kernels.pointwise_backward:_lstm_cell_train"],
+}
+#: Consecutive lines of an answer that no stored output may hold.
+RUN = 4
 
 CHECK = re.compile(r"""\bfl\.check\(\s*["'](\w+)["']\s*,\s*(\w+)""")
 COMMENT = re.compile(r"\s+#(\s.*)?$")
@@ -173,3 +187,42 @@ def test_no_cell_shows_the_answer(path):
                                 f"shows {len(shown)} lines of its answer:\n    " + "\n    ".join(shown))
     assert not problems, ("the learner writes before seeing, and sees the answer only on asking: print it from a "
                           "commented line or fl.exercises.solution\n" + "\n".join(problems))
+
+
+def answer_sources(name: str) -> list[str]:
+    """Everything whose printout shows exercise ``name``'s answer: its solution, the code it mirrors,
+    the kernels that answer it (``ANSWERING``)."""
+    return [exercises.solution(name)] + [source_of(spec) for spec in MIRRORS.get(name, []) + ANSWERING.get(name, [])]
+
+
+def shows_a_run(source: str, text: str, run: int = RUN) -> bool:
+    """Whether ``text`` holds ``run`` consecutive non-blank lines of ``source`` (each stripped), in order."""
+    lines = [line.strip() for line in source.splitlines() if line.strip()]
+    printed = "\n" + "\n".join(line.strip() for line in text.splitlines() if line.strip()) + "\n"
+    return any("\n" + "\n".join(lines[i:i + run]) + "\n" in printed for i in range(len(lines) - run + 1))
+
+
+@pytest.fixture(scope="module")
+def sources():
+    return {name: answer_sources(name) for name in exercises.names()}
+
+
+@pytest.mark.parametrize("path", NOTEBOOKS, ids=lambda p: p.name)
+def test_no_stored_output_shows_an_answer(path, sources):
+    """In any notebook, not just the exercise's own: a printed kernel is in view the moment the
+    notebook opens, before the learner has written anything."""
+    cells = json.loads(path.read_text())["cells"]
+    found = [f"{path.name}: cell {index}'s output holds {RUN} or more lines of {name!r}'s answer"
+             for index, cell in enumerate(cells) if cell["cell_type"] == "code"
+             for name, texts in sources.items() if any(shows_a_run(text, output_text(cell)) for text in texts)]
+    assert not found, "a cell that prints an answer keeps no stored output (uncommented by the learner):\n" + "\n".join(found)
+
+
+def test_the_output_rule_sees_a_printed_solution_and_kernel(sources):
+    """A scratch output printing a solution, or a kernel on the ANSWERING list, fails the rule; the
+    course's own printouts of the steps pass it."""
+    assert shows_a_run(exercises.solution("fused_cell"), "out:\n" + exercises.solution("fused_cell"))
+    assert shows_a_run(source_of(ANSWERING["fused_cell"][0]), source_of(ANSWERING["fused_cell"][0]))
+    assert any(shows_a_run(text, source_of("fastlstm_lib.kernels.gemm:blocked_gemm_kernel")) for text in sources["tile_loads"])
+    assert not any(shows_a_run(text, source_of("fastlstm_lib.steps.step05_fused_pointwise:FusedPointwise"))
+                   for text in sources["fused_cell"])

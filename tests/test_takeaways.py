@@ -54,6 +54,53 @@ def cited():
     return set(NUMBER.findall("\n".join(texts)))
 
 
+#: A ratio or a share as the notebooks write one: "1.39x", "54%", "12.1 %".
+RATIO = re.compile(r"(?<![\w.])(\d+(?:\.\d+)?) ?(%|x\b)")
+
+
+def ratios(text):
+    """(figure, "x" or "%") of every ratio and share in ``text`` that a reader would check."""
+    return [(m.group(1), m.group(2)) for m in RATIO.finditer(NOT_FIGURES.sub(" ", text))]
+
+
+def printed_ratios(cells):
+    """Per unit ("x", "%"), the figures that cells whose outputs nbval compares print with it."""
+    found = {"x": set(), "%": set()}
+    for cell in cells:
+        if cell["cell_type"] == "code" and IGNORED not in cell.get("metadata", {}).get("tags", []):
+            for figure, unit in ratios(output_text(cell)):
+                found[unit].add(figure)
+    return found
+
+
+def contradicted(cells) -> dict:
+    """{Markdown cell: [figures]} of the text's ratios and shares that contradict the outputs: a share
+    ("56%") that no compared output prints as a share (54.2% is not 56%), no code sets and no source
+    cites; a ratio ("1.06x") whose inverse a compared output prints as a ratio (0.94x) where none
+    prints it. (Other ratios the text may compute from the figures shown: 10,004 -> 7,604 is 1.32x.)"""
+    printed, code, sources = printed_ratios(cells), set_in_code(cells), cited_ratios()
+
+    def wrong(figure, unit):
+        if any(shown(figure, k) for k in (printed[unit], sources[unit], code)):
+            return False
+        if unit == "%":
+            return True
+        decimals = len(figure.partition(".")[2])
+        return float(figure) > 0 and shown(f"{1 / float(figure):.{decimals}f}", printed["x"])
+
+    return {index: found for index, cell in enumerate(cells) if cell["cell_type"] == "markdown"
+            if (found := [figure + unit for figure, unit in ratios("".join(cell["source"])) if wrong(figure, unit)])}
+
+
+def cited_ratios():
+    """Per unit, the ratios and shares the cited sources state (REFERENCES.md, the data files)."""
+    texts = [(ROOT / "REFERENCES.md").read_text()] + [p.read_text() for p in sorted((ROOT / "data").glob("*.csv"))]
+    found = {"x": set(), "%": set()}
+    for figure, unit in ratios("\n".join(texts)):
+        found[unit].add(figure)
+    return found
+
+
 def takeaway(cells):
     found = [i for i, c in enumerate(cells) if c["cell_type"] == "markdown" and
              "".join(c["source"]).lstrip().startswith("## Takeaway")]
@@ -69,6 +116,26 @@ def test_every_figure_in_the_text_is_shown_set_or_cited(path):
     missing = {index: found for index, cell in enumerate(cells) if cell["cell_type"] == "markdown"
                if (found := [n for n in figures("".join(cell["source"])) if not any(shown(n, k) for k in known)])}
     assert missing == {}, f"{path.name}: figures in Markdown cells that no output shows, no code sets, no source cites"
+
+
+@pytest.mark.parametrize("path", NOTEBOOKS, ids=lambda p: p.name)
+def test_no_ratio_or_share_in_the_text_contradicts_the_outputs(path):
+    """A share in the Markdown is printed as a share by a compared cell (or set, or cited): a number
+    that merely rounds to it somewhere else in the outputs does not back it; a ratio is never the
+    inverse of the one printed."""
+    cells = json.loads(path.read_text())["cells"]
+    assert contradicted(cells) == {}, f"{path.name}: ratios and shares in the text that no output prints"
+
+
+def test_a_ratio_that_contradicts_its_output_fails():
+    """Scratch notebooks: an inverted ratio and a rounded-away share fail; the figure as printed passes."""
+    def notebook(text, output):
+        return [{"cell_type": "code", "source": ["print(r)"], "metadata": {}, "outputs": [{"text": output}]},
+                {"cell_type": "markdown", "source": [text], "metadata": {}}]
+
+    assert contradicted(notebook("keras_generic runs 1.06x as fast", "keras_generic / keras_cudnn: 0.94x")) == {1: ["1.06x"]}
+    assert contradicted(notebook("the share rose to 56%", "FFMA share 54.2%\n")) == {1: ["56%"]}
+    assert contradicted(notebook("the share rose to 54%, 1.06x", "FFMA share 54.2%, 1.06x faster\n")) == {}
 
 
 @pytest.mark.parametrize("path", NOTEBOOKS, ids=lambda p: p.name)

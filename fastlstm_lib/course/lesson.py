@@ -32,7 +32,7 @@ from ..config import LSTMConfig
 from ..gpus import find_gpu
 from ..harness import bench_steps, problem
 from .kept import kept
-from ..kernels.versions import gemm_names
+from ..kernels.versions import gemm_names, persistent_names
 from ..launches import count_launches
 from ..runtime.nvtx import DOMAIN as DOMAIN_NAME
 from .profile.record import shared_profile as profile  # read-only here: no copy needed
@@ -77,18 +77,23 @@ def check(step: str, cfg: LSTMConfig = ODD, *, seed: int = 0, chip: str = CHIP) 
 
 
 def launch_rows(names, cfg: LSTMConfig | None = None, *, chip: str = CHIP) -> list[dict]:
-    """Per step: launches per pass at ``cfg`` (the article's by default), GEMMs and element-wise."""
+    """Per step: launches per pass at ``cfg`` (the article's by default): GEMMs, persistent layers
+    (a whole layer's sequence each) and element-wise kernels ("other")."""
     cfg = LSTMConfig.article() if cfg is None else cfg
     rows = []
     for name in names:
         kernels = profile(name, cfg, chip=chip).kernels()
         gemms = sum(n for kernel, n in kernels.items() if kernel in GEMM_KERNELS)
+        layers = sum(n for kernel, n in kernels.items() if kernel in persistent_names())
         total = sum(kernels.values())
-        rows.append({"step": name, "launches": total, "gemm": gemms, "other": total - gemms, "kernels": kernels,
+        rows.append({"step": name, "launches": total, "gemm": gemms, "persistent": layers,
+                     "other": total - gemms - layers, "kernels": kernels,
                      "per_layer_step": total / (cfg.layers * cfg.seq_len)})
     return rows
 
 
+#: What ``launch_rows`` counts, as the standing's first line names them.
+KINDS = (("gemm", "GEMMs"), ("persistent", "persistent layers"), ("other", "element-wise"))
 ARTICLE_LABEL = "the article's M40"
 #: The timeline model's estimates a ladder notebook shows (notebook 02 explains the model): the
 #: article's GPU issued from C++ (the article's own setting) and an H100 issued from Python (ours).
@@ -143,7 +148,8 @@ def standing(step: str, cfg: LSTMConfig = ODD, *, chip: str = CHIP, gpus=BOUND_G
     bound = (f"{_change(old(f'{gpu} {host} ms'), now[f'{gpu} {host} ms'], '{:.1f}')} ms, "
              f"set by {now[f'{gpu} {host} binding']}")
     lines = [["launches per pass", _change(old("launches"), now["launches"])
-              + f" ({counted[-1]['gemm']:,} GEMMs, {counted[-1]['other']:,} element-wise)"],
+              + " (" + ", ".join(f"{counted[-1][kind]:,} {what}" for kind, what in KINDS
+                                 if counted[-1][kind] or kind == "gemm") + ")"],
              [f"lower bound, {gpu}, {HOST_WORDS[host]} host", bound]]
     for gpu, host in ESTIMATES[::-1]:
         after, earlier = estimates[step, gpu, host], before and estimates[before, gpu, host]

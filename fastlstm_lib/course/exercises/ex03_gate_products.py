@@ -23,10 +23,10 @@ EXERCISE = StepExercise(
     hints=(
         ("The four gates' weights are stacked in one matrix: what does one GEMM with all of "
          'them compute, and where does its result go?'),
-        ('x_t times W for all four gates at once is one GEMM of x_t with the whole stacked W, '
-         'giving B x 4H: state.x_gates. The same for h_prev and U into state.h_gates. The '
-         'weights are stored transposed (one row per gate unit), so the GEMM reads them with '
-         "its 'T' flag."),
+        ('Two GEMMs where there were eight: which stacked matrix multiplies x_t, which one h_prev, '
+         'and which of the state buffers is B x 4H for each product? Then look at how the '
+         'uploaded weights are stored (print their shapes): which of the GEMM\'s flags reads them '
+         'that way?'),
         ('gemm(x_t, weights.kernel, state.x_gates, transpose_b=True, stream=state.stream); '
          'gemm(h_prev, weights.recurrent, state.h_gates, transpose_b=True, stream=state.stream)'),
     ),

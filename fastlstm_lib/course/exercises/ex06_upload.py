@@ -81,9 +81,10 @@ EXERCISE = StepExercise(
     hints=(
         ("The baseline transposed Keras' matrices on upload. Which layout does the GEMM read "
          "without its 'T' flag?"),
-        ("Keras' kernel (in x 4H) and recurrent_kernel (H x 4H) are W and U themselves, "
-         'row-major: upload them as they are, and say transposed=False so the steps call the '
-         'GEMM without the flag.'),
+        ("Compare the shapes of Keras' kernel and recurrent_kernel with the B operand of "
+         'x @ W and h @ U: what, if anything, must upload do to them? And the steps decide '
+         "whether to pass the GEMM its 'T' flag from what the uploaded weights say about their "
+         'layout: look at what the baseline\'s upload_weights returns.'),
         ('SimpleNamespace(kernel=cuda.to_device(layer.kernel), '
          'recurrent=cuda.to_device(layer.recurrent_kernel), bias=cuda.to_device(layer.bias), '
          'transposed=False)'),

@@ -69,10 +69,10 @@ EXERCISE = KernelExercise(
         ('Each thread of the block fills one element of each shared tile, per slab of K. What '
          'must every thread wait for before it reads the tiles, and before the next slab '
          'overwrites them?'),
-        ('Thread (ty, tx) loads the element of A in its row at column k0 + tx, and the element '
-         'of B in its column at row k0 + ty. An element past the edge of a matrix is loaded as '
-         '0.0, so that it adds nothing. A barrier after the loads (everyone has loaded before '
-         'anyone reads) and one after the k loop (everyone has read before the next loads).'),
+        ("A thread's tile element of A lies in its output row, of B in its output column; its "
+         'other index moves along k from the slab\'s start: which of the thread\'s two indices '
+         'gives it? An element past a matrix\'s edge must add nothing to any sum. Then the two '
+         'moments when one thread may get ahead of another: before reading, and before refilling.'),
         ('a_tile[ty, tx] = a[row, k0 + tx] if row < m and k0 + tx < k_total else 0.0; the same '
          'for b_tile[ty, tx] from b[k0 + ty, col] (k0 + ty < k_total, col < n); '
          'cuda.syncthreads() after the two loads and again after the k loop.'),
