@@ -40,9 +40,9 @@ EXERCISE = KernelExercise(
     hints=(
         ('One thread per element of out: how does a thread find which element is its own, and '
          'what does a thread with no element do?'),
-        ('cuda.grid(1) numbers the threads of the whole grid. The grid has more threads than '
-         "out has elements, so the extra threads must do nothing. Turn the thread's number into "
-         'a row and a column of out; the bias depends on the column only.'),
+        ('cuda.grid(1) numbers the threads of the whole grid, and the grid has more threads than '
+         'out has elements: what must the extra ones do? And which index of out does the bias '
+         'depend on, and how does a thread get it from its number?'),
         ('i = cuda.grid(1); if i < out.size: r, c = i // out.shape[1], i % out.shape[1]; out[r, '
          'c] = a[r, c] + bias[c]'),
     ),

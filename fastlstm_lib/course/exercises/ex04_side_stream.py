@@ -27,11 +27,10 @@ EXERCISE = StepExercise(
     hints=(
         ("Which of a step's two GEMMs does not depend on the previous step? That one can go on "
          'the side stream; then what must the main stream wait for, and when?'),
-        ('Per step t: the input GEMM on the side stream into state.x_seq[t], then an event '
-         'recorded on the side stream after it; the recurrent GEMM on the main stream; the main '
-         'stream waits for that event before the cell update. Before the loop, the side stream '
-         'must wait until the main stream has finished the layer below (state.layer_ready), and '
-         'c starts at 0.'),
+        ('Which product of a step does not depend on the step before? Put it on the side stream, '
+         'and let one event per step say when it is done: the main stream waits for that event '
+         'before the work that reads its result. Before the first step, what must the side stream '
+         'itself wait for, and what does c start at?'),
         ('state.layer_ready.record(state.stream); state.layer_ready.wait(state.side); '
          'pw.fill(state.c, 0.0, stream=state.stream); per t: self.input_gemm(weights, xs[t], '
          'state.x_seq[t], state.side); state.input_done[t].record(state.side); '

@@ -75,11 +75,9 @@ EXERCISE = KernelExercise(
     hints=(
         ('One thread per (batch row, unit): which four columns of the gate matrices belong to '
          'one unit, and what does the thread keep and write?'),
-        ('Number the thread with cuda.grid(1) and guard against the extra threads. Its row and '
-         'unit come from dividing by the hidden size. Gate g of unit j is column g*hidden + j '
-         'of x_gates, h_gates and bias, in the order i, f, c, o. Sum the two products and the '
-         'bias per gate, apply sigmoid (i, f, o) or tanh (c), update c in place, and write h = '
-         'o*tanh(c).'),
+        ('One thread per element of c: which columns of x_gates, h_gates and bias hold gate g of '
+         "this thread's unit (the gates come in the order i, f, c, o)? Everything the 17 kernels "
+         "did then happens in the thread's own variables, and c is updated in place."),
         ('i = cuda.grid(1); hidden = c.shape[1]; if i < c.size: r, j = i // hidden, i % hidden; '
          'z_g = x_gates[r, g*hidden + j] + h_gates[r, g*hidden + j] + bias[g*hidden + j] for g '
          '= 0..3; c[r, j] = sigmoidf(z_f) * c[r, j] + sigmoidf(z_i) * math.tanh(z_c); h[r, j] = '

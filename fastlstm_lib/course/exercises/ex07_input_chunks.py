@@ -40,11 +40,10 @@ EXERCISE = StepExercise(
     hints=(
         ('Streams ran one input GEMM per step. What changes if one GEMM covers a whole chunk of '
          "steps, and what must each chunk's recurrence wait for?"),
-        ("Queue every chunk's input GEMM on the side stream first, each followed by its own "
-         'event; then run the recurrence on the main stream chunk by chunk, waiting for a '
-         "chunk's event before its steps. rows() views a block of steps as the tall matrix a "
-         'GEMM takes. Start the layer like Streams does (layer_ready, c = 0) and keep h_prev '
-         'going across chunks.'),
+        ('Which products can be computed before the recurrence starts, and in how few GEMMs? Each '
+         "chunk's steps need its input product first: one event per chunk on the stream that "
+         'computes it. rows() views a block of steps as one tall matrix. The layer starts as in '
+         'Streams.'),
         ('for (t0, t1), done in zip(state.chunks, state.chunk_inputs_done): '
          'self.input_gemm(weights, rows(xs[t0:t1]), rows(state.x_seq[t0:t1]), state.side); '
          'done.record(state.side). Then for each chunk: done.wait(state.stream); for t in '

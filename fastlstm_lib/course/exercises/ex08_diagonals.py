@@ -60,9 +60,9 @@ EXERCISE = StepExercise(
     hints=(
         ('Chunk k of layer l needs chunk k of layer l - 1 and chunk k - 1 of layer l. Which '
          '(layer, chunk) pairs can run at the same time?'),
-        ('The pairs with the same layer + k: a diagonal d. Walk the diagonals in order; on '
-         'each, call run_chunk for every layer that has a chunk k = d - layer with 0 <= k < '
-         "chunks. run_chunk already waits for the layer below's event."),
+        ('Pairs with the same layer + chunk (a diagonal) do not depend on each other. Walk the '
+         'diagonals in order: which layers have a chunk on diagonal d, and which do not (near the '
+         'corners)? run_chunk already waits for what it needs.'),
         ('for d in range(layers + chunks - 1): for layer in range(max(0, d - chunks + 1), '
          'min(layers - 1, d) + 1): self.run_chunk(state, layer, d - layer, inputs[layer], '
          'outputs[layer])'),

@@ -82,11 +82,10 @@ EXERCISE = KernelExercise(
     hints=(
         ("Step t needs every block's h_{t-1}. What does a block do before it may read it, and "
          'what is different at t = 0?'),
-        ('At t = 0 there is no recurrent term. Otherwise the four dot products of h_{t-1} (hs[t '
-         "- 1], written by every block) with this unit's four columns of U (u_s, already in "
-         'shared memory); add the input products and the bias, apply the gates, update c (a '
-         'variable that lives across steps) and write h_t if j < HIDDEN. Then every thread, '
-         'even those without a unit, waits at the grid barrier.'),
+        ("At t = 0 there is no previous h. Otherwise each gate's pre-activation is a dot product "
+         "of the previous step's h, which every block wrote, with one of this unit's columns of U "
+         'in shared memory, plus the input product and the bias. After the cell update, which '
+         'threads must reach the grid barrier?'),
         ('if t > 0: z_g += hs[t - 1, b, k] * u_s[g*UNITS + jj, k] over k in range(HIDDEN), for '
          'g = 0..3; z_g += x_gates[t, b, g*HIDDEN + j] + bias[g*HIDDEN + j]; c = sigmoidf(z_f) '
          '* c + sigmoidf(z_i) * math.tanh(z_c); if j < HIDDEN: hs[t, b, j] = sigmoidf(z_o) * '

@@ -193,14 +193,10 @@ EXERCISE = KernelExercise(
     hints=(
         ("A thread owns one unit and ROWS batch rows. At one k, which values does it need, how many "
          "times is each one used, and where do its 4 x ROWS running sums stay until the end?"),
-        ("Split the thread's index into a row group (the quotient by UNITS) and a unit jj (the "
-         "remainder): its rows are group * ROWS + r for r < ROWS, and only those below the batch size "
-         "exist (the last group is partial). Set the 4 x ROWS sums to zero first. At each k, load the "
-         "unit's 4 weights (gate g in column g * UNITS + jj of u) into 4 variables, once; then for each "
-         "of the thread's rows load h at that row and k, once, and add it times each weight into that "
-         "row's 4 sums. After the loop over k, write each row's 4 sums into z, in the same columns. "
-         "Loading the weights again inside the row loop gives the same numbers (the check cannot see "
-         "it) but loses the point: ROWS FMAs per weight loaded."),
+        ('Give each thread a row group and a unit (the quotient and remainder of its index by '
+         "UNITS). The point is reuse: at each k, load each of the unit's 4 weights once and use it "
+         "for every one of the thread's rows. Where do the 4 x ROWS sums live until the end, and "
+         'which rows of the last group do not exist?'),
         ("group, jj = tid // UNITS, tid % UNITS; acc[g, r] = 0 for every g and r; for k in "
          "range(h.shape[1]): w_g = u[k, g * UNITS + jj] for g = 0..3 (4 variables); for r in "
          "range(ROWS): b = group * ROWS + r; if b < h.shape[0]: x = h[b, k]; acc[g, r] += x * w_g "

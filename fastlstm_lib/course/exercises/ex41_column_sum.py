@@ -155,12 +155,9 @@ EXERCISE = KernelExercise(
         ('Each column has ROW_THREADS threads: which rows does each one add up, so that every row is '
          'added exactly once, and how do the ROW_THREADS sums of a column become one, when a thread '
          'cannot read the registers of another?'),
-        ('Thread (tx, ty) owns column blockIdx.x * COLUMNS + tx and adds up rows ty, ty + '
-         'ROW_THREADS, ty + 2 ROW_THREADS, ... of it (none if the column is past the last). It stores '
-         'that sum in partial[ty, tx] and the block waits. Then a tree: with h = ROW_THREADS / 2, '
-         'then half of that, down to 1, threads ty < h add partial[ty + h, tx] into partial[ty, '
-         'tx], and the block waits after every level. Thread ty = 0 writes partial[0, tx] into out '
-         'for its column (adds it when accumulate is true).'),
+        ("Each thread adds up a strided share of one column's rows; the block then combines its "
+         "threads' shares in shared memory by halving, a tree, waiting after each level. Which "
+         "thread writes the column's result, and what does accumulate change?"),
         ('acc = float32(0.0); if col < cols: for r in range(ty, rows, ROW_THREADS): acc += a[r, '
          'col]; partial[ty, tx] = acc; cuda.syncthreads(); half = ROW_THREADS // 2; while half > 0: '
          '(if ty < half: partial[ty, tx] += partial[ty + half, tx]); cuda.syncthreads(); half //= 2; '
