@@ -186,7 +186,8 @@ def staged_loads(code: list[Instruction] | None) -> int | str:
         name = base(instruction.opcode)
         if instruction.address in landings or name in _JUMPS:
             run = 0
-        if name == "STS" and _store_data(instruction) and _store_data(instruction) <= loaded:
+        data = _store_data(instruction) if name == "STS" else set()
+        if data and data <= loaded:
             best, run = max(best, run), 0
         elif name in GLOBAL_LOADS:
             run += 1

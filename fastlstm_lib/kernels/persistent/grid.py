@@ -142,15 +142,10 @@ def plan(hidden: int, batch: int, *, chip: Chip | str | None = None, single_bloc
     ``compiled(plan)``: the kernel compiled for a plan, whose occupancy the driver reports on the
     current GPU (the kernel file's ``plan`` passes it); without it the data sheet decides.
     """
-    if chip is not None and not isinstance(chip, Chip):
-        check_str("chip", chip, example="H100")  # named as the caller wrote it (the step's option too)
+    limits, shared_limit = planning_limits(chip, single_block)
     if target_threads is None:
         target_threads = GPU_TARGET_THREADS if chip is not None else TARGET_THREADS
-    single_block = (DEVICE.small and chip is None) if single_block is None else single_block
-    limits = None if (single_block and chip is None) else (chip if isinstance(chip, Chip) else chip_limits(chip))
-    if limits is not None:
-        require_grid_barrier(limits)
-    shared_limit = limits.shared_bytes_per_block if limits else STATIC_SHARED_BYTES
+    single_block = limits is None or single_block is True  # as planning_limits resolved it
     candidates = [hidden] if single_block else range(1, hidden + 1)
     reasons = []
     rows = choose_rows(batch)
@@ -192,6 +187,20 @@ def plan(hidden: int, batch: int, *, chip: Chip | str | None = None, single_bloc
         f"threads one block, and every block must be resident at once; see fl.persistent_limits().",
         reason="; ".join(reasons[-2:]),
     )
+
+
+def planning_limits(chip: Chip | str | None, single_block: bool | None) -> tuple[Chip | None, int]:
+    """What a persistent plan is sized against: the chip's limits (None for the simulator's single
+    block, ``single_block`` defaulting to the simulator without a chip) and the shared memory one
+    block may have. ``chip``: a ``Chip``, a GPU's name from data/gpus.csv, or None for this device.
+    PersistentLimitError where the chip has no grid barrier; ValueError/TypeError naming ``chip``."""
+    if chip is not None and not isinstance(chip, Chip):
+        check_str("chip", chip, example="H100")  # named as the caller wrote it (the step's option too)
+    single_block = (DEVICE.small and chip is None) if single_block is None else single_block
+    limits = None if (single_block and chip is None) else (chip if isinstance(chip, Chip) else chip_limits(chip))
+    if limits is not None:
+        require_grid_barrier(limits)
+    return limits, limits.shared_bytes_per_block if limits else STATIC_SHARED_BYTES
 
 
 def driver_blocks_per_sm(compiled_kernel, candidate: Plan, limits: Chip) -> int:

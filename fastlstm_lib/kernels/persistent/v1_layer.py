@@ -287,10 +287,15 @@ def launch_signature(x_gates=None, recurrent=None, bias=None, hs=None) -> tuple:
 @functools.lru_cache(maxsize=None)
 def prepared(candidate, signature: tuple):
     """The plan's kernel compiled for ``signature`` and opted in to its dynamic shared memory,
-    once per (plan, argument types). A missing CUDA device runtime (the grid barrier links it)
-    gets a clear message."""
+    once per (plan, argument types)."""
+    return compile_cooperative(persistent_layer_kernel(*candidate.kernel_key), signature, candidate.shared_bytes)
+
+
+def compile_cooperative(kernel, signature: tuple, shared_bytes: int):
+    """A persistent kernel compiled for ``signature`` and opted in to ``shared_bytes`` of dynamic
+    shared memory. A missing CUDA device runtime (the grid barrier links it) gets a clear message."""
     try:
-        compiled_kernel = persistent_layer_kernel(*candidate.kernel_key).compile(signature)
+        compiled_kernel = kernel.compile(signature)
     except Exception as error:
         if "cudadevrt" not in str(error):
             raise
@@ -300,7 +305,7 @@ def prepared(candidate, signature: tuple):
             "`python -c 'from numba import cuda; cuda.cudadrv.libs.test()'` shows where Numba looks. "
             f"({error})"
         ) from error
-    allow_dynamic_shared(compiled_kernel, candidate.shared_bytes)
+    allow_dynamic_shared(compiled_kernel, shared_bytes)
     return compiled_kernel
 
 

@@ -47,16 +47,16 @@ import math
 import numpy as np
 from numba import cuda, float32, uint32
 
-from ...checks import check_int, check_str
-from ...gpus import Chip, chip as chip_limits, occupancy
+from ...checks import check_int
+from ...gpus import Chip, occupancy
 from ...runtime.device import DEVICE
 from ..pointwise.base import CELL_FLOP, sigmoidf
 from ..spec import Build, Spec, Traffic
 from ..vector import aligned, load_vector
 from ..views import view_of
-from .grid import PersistentLimitError, driver_blocks_per_sm, require_grid_barrier
-from .layout import STAGE_LOADS, STATIC_SHARED_BYTES, VECTOR
-from .v1_layer import allow_dynamic_shared, dynamic_shared, layer_case
+from .grid import PersistentLimitError, driver_blocks_per_sm, planning_limits
+from .layout import STAGE_LOADS, VECTOR
+from .v1_layer import compile_cooperative, dynamic_shared, layer_case
 
 #: k of U per thread: ``VECTOR`` x 4 groups, 64 weights in registers (4 gates).
 K_PER_THREAD = 16
@@ -138,13 +138,7 @@ def plan(hidden: int, batch: int, *, chip: Chip | str | None = None, single_bloc
     ``chip``: a ``Chip``, a GPU's name in data/gpus.csv, or None for this device (the simulator:
     one block of every unit, ``single_block``). PersistentLimitError names what did not fit."""
     hidden, batch = check_int("hidden", hidden), check_int("batch", batch)
-    if chip is not None and not isinstance(chip, Chip):
-        check_str("chip", chip, example="H100")
-    single_block = (DEVICE.small and chip is None) if single_block is None else single_block
-    limits = None if (single_block and chip is None) else (chip if isinstance(chip, Chip) else chip_limits(chip))
-    if limits is not None:
-        require_grid_barrier(limits)
-    shared_limit = limits.shared_bytes_per_block if limits else STATIC_SHARED_BYTES
+    limits, shared_limit = planning_limits(chip, single_block)
     first = hidden if limits is None else max(1, -(-hidden // limits.sms))
     reasons = []
     for units in range(first, hidden + 1):
@@ -380,9 +374,8 @@ def barrier_counter(stream):
 @functools.lru_cache(maxsize=None)
 def prepared(candidate: RegisterPlan):
     """The plan's kernel compiled and opted in to its dynamic shared memory, once per plan."""
-    compiled_kernel = persistent_registers_kernel(*candidate.kernel_key).compile(launch_signature())
-    allow_dynamic_shared(compiled_kernel, candidate.shared_bytes)
-    return compiled_kernel
+    return compile_cooperative(persistent_registers_kernel(*candidate.kernel_key), launch_signature(),
+                               candidate.shared_bytes)
 
 
 #: ``prepared`` as defined: a dry run (``course.profile``) stands in for it in ``launch`` only.
