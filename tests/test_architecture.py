@@ -171,7 +171,7 @@ def test_no_helper_is_defined_twice():
     """Two modules defining the same name with (nearly) the same body is a helper written twice
     (the library's `_check_int`, `backend_name` and `_epoch_timer` once were). Same names for
     different jobs (`check` in the harness and in the exercises) are fine, and so are one-line
-    bodies that differ (each naming its own target, as the exercises' `_plant` did before `planter`)."""
+    bodies that differ (each naming its own target)."""
     by_name = {}
     for module, name, size, body in definitions():
         by_name.setdefault(name, []).append((module, size, body))

@@ -14,7 +14,7 @@ One module per exercise, ``exNN_<name>.py`` (NN = its notebook), holding its rec
 ``EXERCISE``: a ``StepExercise`` (a method of a step subclass, run by ``step_runs``) or a
 ``KernelExercise`` (a kernel, run by ``kernel_runs``), with the detectors its catalog needs. The evidence comes from ``trace`` (every launch, event and buffer of a run; its
 buffers in ``memory``, its stream ordering in ``profile/graph.Order``), ``schedule`` (thread orders on the
-simulator), ``mutants`` (the reference with a planted mistake) and ``locate`` (where, in words);
+simulator), ``mutants`` (the reference LSTM with a typical mistake in it) and ``locate`` (where, in words);
 ``symptoms`` holds the detectors the catalogs share, ``base`` the grading loop. Importing this
 package loads NumPy and Numba only.
 """
@@ -26,7 +26,7 @@ import importlib
 import pkgutil
 import re
 
-from .base import Exercise, Mistake, Verdict
+from .base import Exercise, Verdict
 
 EXERCISE_MODULE = re.compile(r"ex(\d\d)_\w+")
 
@@ -112,13 +112,4 @@ def catalog(name: str) -> list[dict]:
     return [{"name": m.name, "mistake": m.title, "symptom": m.symptom} for m in get(name).catalog]
 
 
-def planted(name: str, mistake: str):
-    """The solution with ``mistake`` planted in it: what that mistake looks like, for a demo."""
-    for entry in get(name).catalog:
-        if entry.name == mistake:
-            return entry.plant()
-    raise ValueError(f"exercise {name!r} has no mistake {mistake!r}; it has "
-                     f"{', '.join(m.name for m in get(name).catalog)}")
-
-
-__all__ = ["Exercise", "Mistake", "Verdict", "names", "get", "grade", "check", "solution", "catalog", "planted"]
+__all__ = ["Exercise", "Verdict", "names", "get", "grade", "check", "solution", "catalog"]

@@ -14,8 +14,8 @@ for a kernel. Each ``exNN_<name>.py`` holds one record and the detectors its cat
    stage by stage;
 4. otherwise: passed.
 
-``plant`` helpers put a mistake into the solution on purpose (by replacing one snippet of its
-source), which is how the tests show that each mistake is caught by its own symptom.
+(tests/planting.py plants each mistake in the solution on purpose, so that the tests show that
+each is recognised by its own symptom.)
 """
 
 from __future__ import annotations
@@ -50,18 +50,15 @@ class Verdict:
 
 @dataclasses.dataclass(frozen=True)
 class Mistake:
-    """One typical mistake: how it shows (``detect``), what it is and what to do, and an example.
-
-    ``detect(evidence)`` returns where the symptom shows (a sentence) or None. ``plant()`` returns
-    the solution with this mistake in it.
-    """
+    """One typical mistake: what it is (``title``), what to do (``advice``), how it shows
+    (``symptom``, in words, for ``catalog``), and ``detect(evidence)``: where the symptom shows (a
+    sentence) or None. ``stage``: the stage of evidence it needs (see the module docstring)."""
 
     name: str
     title: str
     advice: str
     symptom: str
     detect: Callable[[Any], str | None]
-    plant: Callable[[], Any]
     stage: str = "first"
 
 
@@ -158,7 +155,7 @@ def is_stub(function) -> bool:
     try:
         tree = ast.parse(textwrap.dedent(inspect.getsource(function)))
     except (OSError, TypeError, SyntaxError, IndentationError):
-        return False  # no source to read (a planted function): judge it by running it
+        return False  # no source to read (a function made by exec): judge it by running it
     for node in ast.walk(tree):
         if isinstance(node, ast.Raise) and node.exc is not None:
             target = node.exc.func if isinstance(node.exc, ast.Call) else node.exc
@@ -180,7 +177,7 @@ def learner_frame(error: BaseException) -> str | None:
     while traceback is not None:
         code = traceback.tb_frame.f_code
         filename = os.path.abspath(code.co_filename) if not code.co_filename.startswith("<") else code.co_filename
-        if not any(filename.startswith(path) for path in skip) or filename.startswith("<planted"):
+        if not any(filename.startswith(path) for path in skip):
             found = f"in {code.co_name}, line {traceback.tb_lineno}"
         traceback = traceback.tb_next
     return found
@@ -191,48 +188,3 @@ def first_line(error: BaseException) -> str:
     text = str(error).strip().splitlines()
     return f"{type(error).__name__}: {text[0] if text else ''}".rstrip(": ")
 
-
-# ---- planting a mistake into the solution's source --------------------------------------------
-
-
-def replaced(function, *edits):
-    """``function`` recompiled with each (old, new) snippet of its source replaced (once each).
-
-    Globals and closure variables (a kernel factory's constants) are kept. A snippet that is not
-    in the source raises ValueError: the solution changed, and the planted mistake with it.
-    """
-    function = getattr(function, "py_func", function)
-    source = textwrap.dedent(inspect.getsource(function))
-    source = "\n".join(line for line in source.splitlines() if not line.lstrip().startswith("@"))
-    for old, new in edits:
-        if old not in source:
-            raise ValueError(f"cannot plant a mistake in {function.__name__}: {old!r} is not in its source")
-        source = source.replace(old, new, 1)
-    namespace = dict(function.__globals__)
-    if function.__closure__:
-        namespace.update(zip(function.__code__.co_freevars, (cell.cell_contents for cell in function.__closure__)))
-    exec(compile(source, f"<planted {function.__name__}>", "exec"), namespace)
-    return namespace[function.__name__]
-
-
-def planted_step(base: type, method: str, *edits, name: str = "Planted"):
-    """A subclass of ``base`` whose ``method`` has the snippets replaced."""
-    return type(name, (base,), {method: replaced(getattr(base, method), *edits)})
-
-
-def planted_kernel(kernel, *edits):
-    """The kernel with the snippets replaced, compiled for the device (or the simulator)."""
-    from numba import cuda
-
-    return cuda.jit(replaced(kernel, *edits))
-
-
-def planter(target, *args):
-    """An exercise's ``_plant``: ``_plant(*edits)`` is a ``Mistake.plant``, which plants the snippets
-    each time it is called. ``planter(Step, "method")``: a subclass of the step with that method edited
-    (``planted_step``); ``planter(kernel)``: the kernel edited; ``planter(kernel_factory, *constants)``:
-    the kernel the factory builds, edited, and built only when the mistake is planted (``planted_kernel``).
-    """
-    if isinstance(target, type):
-        return lambda *edits: lambda: planted_step(target, *args, *edits)
-    return lambda *edits: lambda: planted_kernel(target(*args) if args else target, *edits)

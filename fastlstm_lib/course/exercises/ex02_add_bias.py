@@ -12,7 +12,7 @@ import numpy as np
 
 from ...kernels import pointwise
 from ...kernels.geometry import POINTWISE_THREADS
-from .base import Mistake, planter
+from .base import Mistake
 from .kernel_runs import KernelExercise, Probe, pointwise_launch
 from . import symptoms
 
@@ -20,7 +20,6 @@ ROWS = 3
 #: Columns: odd, and enough that ROWS x COLS needs a second, partly used block of threads.
 COLS = POINTWISE_THREADS // ROWS + (3 if (POINTWISE_THREADS // ROWS) % 2 == 0 else 4)
 ODD = f"{ROWS} x {COLS}: a block of {POINTWISE_THREADS} threads and part of a second"
-_plant = planter(pointwise._add_bias)
 
 
 def odd_inputs() -> dict:
@@ -54,27 +53,23 @@ EXERCISE = KernelExercise(
             "unguarded_tail", "threads past the last element are not guarded",
             "the grid has more threads than elements (whole blocks): wrap the body in `if i < out.size:`",
             "IndexError on the simulator, or a write into the NaN padding after out on a GPU",
-            symptoms.past_edge(ODD, "out"),
-            _plant(("    if i < out.size:\n", "    if True:\n"))),
+            symptoms.past_edge(ODD, "out")),
         Mistake(
             "same_elements_every_block", "every block computes the same elements",
             "cuda.threadIdx.x numbers the threads of one block only; cuda.grid(1) (= blockIdx.x * blockDim.x + "
             "threadIdx.x) numbers them across the grid",
             "the elements of the first block are right, all those after it stay NaN",
-            symptoms.unwritten_from(ODD, "out", POINTWISE_THREADS),
-            _plant(("i = cuda.grid(1)", "i = cuda.threadIdx.x"))),
+            symptoms.unwritten_from(ODD, "out", POINTWISE_THREADS)),
         Mistake(
             "bias_missing", "the bias is not added",
             "out[r, c] = a[r, c] + bias[c]",
             "out equals a exactly",
-            symptoms.equals(ODD, "out", lambda inputs: inputs["a"].astype(np.float64), "a, without the bias"),
-            _plant(("a[r, c] + bias[c]", "a[r, c]"))),
+            symptoms.equals(ODD, "out", lambda inputs: inputs["a"].astype(np.float64), "a, without the bias")),
         Mistake(
             "bias_along_rows", "the bias is indexed by the row instead of the column",
             "one bias value per column (per gate unit): bias[c], not bias[r]",
             "out equals a + bias[r] (the bias broadcast along the wrong axis)",
             symptoms.equals(ODD, "out", lambda inputs: inputs["a"].astype(np.float64) + inputs["bias"][:ROWS, None],
-                            "a + bias[row]"),
-            _plant(("bias[c]", "bias[r]"))),
+                            "a + bias[row]")),
     ),
 )

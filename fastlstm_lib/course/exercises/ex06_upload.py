@@ -13,15 +13,11 @@ import numpy as np
 
 from ...config import LSTMConfig
 from ...copies import fresh
-from ...steps.step02_baseline import Baseline
-from ...steps.step06_pretransposed import Pretransposed
 from .memory import device_layout
-from .base import Mistake, first_line, planter
+from .base import Mistake, first_line
 from .step_runs import StepExercise
 
 FIELDS = ("kernel", "recurrent", "bias", "transposed")
-UPLOAD_KERNEL = "kernel=cuda.to_device(layer.kernel)"
-_plant = planter(Pretransposed, "upload_weights")
 
 
 def uploaded(evidence):
@@ -94,31 +90,27 @@ EXERCISE = StepExercise(
     catalog=(
         Mistake("upload_raises", "upload_weights raises", "it gets one layer (kernel, recurrent_kernel, bias) "
                 "of NumPy arrays and returns device arrays", "calling it on layer 0 raises",
-                layout_problem("error"), _plant(("layer.kernel)", "layer.weights)"))),
+                layout_problem("error")),
         Mistake("field_missing", "the namespace lacks a field", "the GEMMs and the cell read weights.kernel, "
                 "weights.recurrent, weights.bias and weights.transposed", "a field is missing from what it returns",
-                layout_problem("missing"), _plant(("bias=cuda.to_device(layer.bias),", ""))),
+                layout_problem("missing")),
         Mistake("host_arrays", "the weights stay in host memory",
                 "upload means copying to the GPU: cuda.to_device(array) returns a device array; a NumPy array (or a "
                 "list) stays on the host", "a field of what it returns is not a device array",
-                layout_problem("host"), _plant((UPLOAD_KERNEL, "kernel=layer.kernel"))),
+                layout_problem("host")),
         Mistake("still_transposed", "the weights are uploaded the way the previous step did",
                 "that is the baseline's upload: W^T (4H x in) read with the 'T' flag; upload layer.kernel itself",
                 "kernel is (4H x in) with transposed=True: right numbers, old layout",
-                layout_problem("previous"), lambda: type("Planted", (Pretransposed,),
-                                                         {"upload_weights": Baseline.upload_weights})),
+                layout_problem("previous")),
         Mistake("transposed_flag_kept", "transposed=True is kept",
                 "the arrays are W and U in the GEMM's layout: transposed=False, or the GEMM reads them transposed again",
-                "kernel is (in x 4H) but the flag asks for a transpose", layout_problem("flag"),
-                _plant(("transposed=False", "transposed=True"))),
+                "kernel is (in x 4H) but the flag asks for a transpose", layout_problem("flag")),
         Mistake("uploads_w", "W^T is uploaded instead of W",
                 "layer.kernel is already W (Keras' layout, in x 4H); layer.kernel.T is W^T, the baseline's layout",
-                "kernel has shape (4H x in) while transposed=False", layout_problem("shape"),
-                _plant((UPLOAD_KERNEL, "kernel=cuda.to_device(layer.kernel.T.copy())"))),
+                "kernel has shape (4H x in) while transposed=False", layout_problem("shape")),
         Mistake("column_major", "W is uploaded column by column",
                 "the shape is only half of the layout: np.asfortranarray (or a .T of a transposed array) keeps the "
                 "shape and stores it column-major, which in memory is W^T again; upload C-contiguous arrays",
-                "kernel has the right shape but Fortran (column-major) strides", layout_problem("order"),
-                _plant((UPLOAD_KERNEL, "kernel=cuda.to_device(layer.kernel.T.copy().T)"))),
+                "kernel has the right shape but Fortran (column-major) strides", layout_problem("order")),
     ),
 )

@@ -17,7 +17,7 @@ import numpy as np
 from ...kernels import persistent
 from ...runtime.device import DEVICE
 from . import locate, mutants, symptoms
-from .base import Mistake, planter
+from .base import Mistake
 from .kernel_runs import KernelExercise, Probe
 
 BATCH, HIDDEN, STEPS, INPUTS = 3, 13, 3, 5
@@ -28,9 +28,7 @@ UNITS = HIDDEN if DEVICE.small else 5
 #: stage an element are not the ones that wrote it, and a missing grid barrier shows.
 PLAN = persistent.Plan(HIDDEN, BATCH, units=UNITS, blocks=-(-HIDDEN // UNITS), splits=1, k_chunk=4)
 ODD = f"batch {BATCH}, hidden {HIDDEN}, {STEPS} steps, {PLAN.blocks} block(s) of {PLAN.threads} threads"
-BIAS_LINES = ("+ bias_i\n", "+ bias_f\n", "+ bias_c\n", "+ bias_o\n")
 AXES = ("step", "batch row", "unit")
-_plant = planter(persistent.persistent_layer_kernel, *PLAN.kernel_key)
 
 
 def layer_inputs() -> dict:
@@ -101,27 +99,23 @@ EXERCISE = KernelExercise(
                 "grid.sync() at the end of every step (reached by every thread, even those with j >= HIDDEN): step "
                 "t+1 reads all of h_t, written by every thread of every block",
                 "the result changes with the order the threads run in (one at a time, ascending or descending)",
-                symptoms.order_dependent(ODD), _plant(("grid.sync()", "pass"))),
+                symptoms.order_dependent(ODD)),
         Mistake("no_first_step_case", "step 0 reads an h_{-1} that does not exist",
                 "at t = 0 there is no recurrent term (h_{-1} = 0): skip the dot products; hs[t - 1] is hs[-1] there, "
                 "the last step's slot, still NaN",
-                "NaN from step 0 on", nan_from_step(0), _plant(("if t > 0:", "if True:"))),
+                "NaN from step 0 on", nan_from_step(0)),
         Mistake("reads_current_step", "the recurrent term reads h_t instead of h_{t-1}",
                 "step t reads hs[t - 1], the previous step's output; hs[t] is what this step writes",
                 "step 0 right, NaN from step 1 on (hs[t] is still NaN when it is read)",
-                nan_from_step(1), _plant(("hs[t - 1, row, uint64(k0) + kk]", "hs[t, row, uint64(k0) + kk]"))),
+                nan_from_step(1)),
         Mistake("c_reset_each_step", "c is reset at every step",
                 "c lives across the whole sequence: set it to 0 once, before the time loop, and update it in place",
-                "the output equals an LSTM with c = i*g", symptoms.cell_variant(ODD, "c_not_carried", layer_outputs),
-                _plant(("    for t in range(hs.shape[0]):\n",
-                        "    for t in range(hs.shape[0]):\n        for m in range(mine):\n            c[m] = float32(0.0)\n"))),
+                "the output equals an LSTM with c = i*g", symptoms.cell_variant(ODD, "c_not_carried", layer_outputs)),
         Mistake("gate_order", "the gates are taken in the wrong order",
                 "gates i, f, c, o: column g*HIDDEN + j of x_gates, U and bias; c = f*c + i*tanh(z_c), h = o*tanh(c)",
-                "the output equals an LSTM that reads the gate blocks in another order", symptoms.any_gate_order(ODD, layer_outputs),
-                _plant(("sigmoidf(z_f) * c[m] + sigmoidf(z_i)", "sigmoidf(z_i) * c[m] + sigmoidf(z_f)"))),
+                "the output equals an LSTM that reads the gate blocks in another order", symptoms.any_gate_order(ODD, layer_outputs)),
         Mistake("bias_twice", "the bias is added twice",
                 "x_gates holds x_t @ W without the bias: add the bias once per gate",
-                "the output equals an LSTM with twice the bias", symptoms.cell_variant(ODD, "bias_twice", layer_outputs),
-                _plant(*((line, line.rstrip("\n") + " " + line.strip() + "\n") for line in BIAS_LINES))),
+                "the output equals an LSTM with twice the bias", symptoms.cell_variant(ODD, "bias_twice", layer_outputs)),
     ),
 )

@@ -23,7 +23,7 @@ from numba import cuda, float32
 from ...kernels.geometry import blocks_for
 from ...kernels.persistent import MAX_ROWS
 from . import locate, symptoms
-from .base import Mistake, planter
+from .base import Mistake
 from .kernel_runs import KernelExercise, Probe
 
 #: Batch rows per thread (the library's kernel does up to as many), units per block, the length
@@ -35,7 +35,6 @@ ODD = f"batch {BATCH}: {GROUPS} groups of rows, the last of {BATCH % ROWS}; {UNI
 HELD = (f"batch {HELD_BATCH}: {blocks_for(HELD_BATCH, ROWS)} groups, the last of {HELD_BATCH % ROWS}; z holding "
         "numbers before the launch")
 AXES = ("batch row", "column")
-ZEROING = "    for r in range(ROWS):\n        for g in range(4):\n            acc[g, r] = float32(0.0)\n"
 
 
 @cuda.jit
@@ -83,9 +82,6 @@ def dots_inputs(batch: int, seed: int, held: bool = False):
 def dots(inputs: dict, ks=slice(None)) -> np.ndarray:
     """h @ u in float64, over the k of ``ks`` only."""
     return inputs["h"][:, ks].astype(np.float64) @ inputs["u"][ks].astype(np.float64)
-
-
-_plant = planter(gate_dots)
 
 
 def written_part(evidence):
@@ -216,53 +212,44 @@ EXERCISE = KernelExercise(
                 "the last group has fewer than ROWS rows: a row b = group * ROWS + r exists only if b < h.shape[0], "
                 "both where h is read and where z is written",
                 "IndexError on the simulator, a write into the NaN padding after z on a GPU",
-                symptoms.past_edge(ODD, "z"), _plant(("if b < batch:", "if True:"), ("if b < batch:", "if True:"))),
+                symptoms.past_edge(ODD, "z")),
         Mistake("one_row_per_thread", "each thread does one batch row, not ROWS",
                 "the check launches one thread per unit and group of ROWS rows: each thread loops over its rows "
                 "group * ROWS + r, r < ROWS, and each weight it loads feeds one FMA per row",
                 "only one batch row per group of ROWS is written; the rest of z is never written",
-                only_written(rows=lambda found: found.size == GROUPS),
-                _plant(("for r in range(ROWS):  # ...each", "for r in range(1):  # ...each"),
-                       ("for r in range(ROWS):\n        b", "for r in range(1):\n        b"))),
+                only_written(rows=lambda found: found.size == GROUPS)),
         Mistake("rows_overlap", "a thread's rows start at its group number, not group * ROWS",
                 "group g owns rows g * ROWS .. g * ROWS + ROWS - 1: b = group * ROWS + r (with group + r, neighbouring "
                 "groups share rows and the last rows belong to nobody)",
                 "the first rows are written, the last ones never",
-                only_written(rows=lambda found: np.array_equal(found, np.arange(GROUPS + ROWS - 1))),
-                _plant(("b = group * ROWS + r", "b = group + r"), ("b = group * ROWS + r", "b = group + r"))),
+                only_written(rows=lambda found: np.array_equal(found, np.arange(GROUPS + ROWS - 1)))),
         Mistake("thread_index_swapped", "the thread index is split the wrong way round",
                 "consecutive threads take consecutive units: jj = tid % UNITS, group = tid // UNITS",
                 "only the first units are written, in every batch row",
-                only_written(units=lambda found: np.array_equal(found, np.arange(GROUPS))),
-                _plant(("group = tid // UNITS", "group = tid % UNITS"), ("jj = tid % UNITS", "jj = tid // UNITS"))),
+                only_written(units=lambda found: np.array_equal(found, np.arange(GROUPS)))),
         Mistake("sums_not_zeroed", "the 4 x ROWS sums are not set to zero before the loop over k",
                 "a local array holds whatever was there (NaN on the simulator): set every acc[g, r] to 0.0 first",
                 "z is NaN everywhere, even where it held numbers before the launch",
-                nan_in_both, _plant((ZEROING, "")), stage="again"),
+                nan_in_both, stage="again"),
         Mistake("added_to_z", "the sums are added to z instead of written into it",
                 "z is an output: write it (`z[...] = acc[g, r]`); what it held before the launch does not count",
                 "z is NaN where it started as NaN, and its old values plus the sums where it held numbers",
-                symptoms.equals(HELD, "z", lambda inputs: inputs["z"] + dots(inputs), "its old values plus the sums"),
-                _plant(("z[b, g * UNITS + jj] = acc[g, r]", "z[b, g * UNITS + jj] += acc[g, r]")), stage="again"),
+                symptoms.equals(HELD, "z", lambda inputs: inputs["z"] + dots(inputs), "its old values plus the sums"), stage="again"),
         Mistake("k_stops_early", "the loop over k stops early",
                 "the sums run over every k: range(h.shape[1]), the hidden size (h.shape[0] is the batch)",
-                "z equals the sums over the first values of k only", k_stops_early,
-                _plant(("range(h.shape[1])", "range(h.shape[0])"))),
+                "z equals the sums over the first values of k only", k_stops_early),
         Mistake("last_k_only", "each k replaces the sums instead of adding to them",
                 "add into the sums (`acc[g, r] += ...`), and set them to zero once, before the loop over k, not in it",
                 "z equals the products of the last k alone",
-                symptoms.equals(ODD, "z", lambda inputs: dots(inputs, slice(K - 1, K)), "the last k's products alone"),
-                _plant(*((f"acc[{g}, r] += x", f"acc[{g}, r] = x") for g in range(4)))),
+                symptoms.equals(ODD, "z", lambda inputs: dots(inputs, slice(K - 1, K)), "the last k's products alone")),
         Mistake("gate_columns_interleaved", "the gate columns are taken as 4 * jj + g, not g * UNITS + jj",
                 "the gates are side by side in blocks of UNITS columns (i, then f, c, o, as in Keras): gate g of unit "
                 "jj is column g * UNITS + jj, in u and in z alike",
                 "z holds the right sums in the wrong columns",
-                columns_interleaved,
-                _plant(("u[k, jj]", "u[k, 4 * jj]"), ("u[k, UNITS + jj]", "u[k, 4 * jj + 1]"),
-                       ("u[k, 2 * UNITS + jj]", "u[k, 4 * jj + 2]"), ("u[k, 3 * UNITS + jj]", "u[k, 4 * jj + 3]"))),
+                columns_interleaved),
         Mistake("one_h_row_per_thread", "the rows of a thread all read the same row of h",
                 "each row has its own h: inside the row loop read h[b, k], with b = group * ROWS + r",
                 "each row of z holds the sums of another batch row, the same one for every row of a thread",
-                one_h_row_per_thread, _plant(("x = h[b, k]", "x = h[group, k]"))),
+                one_h_row_per_thread),
     ),
 )

@@ -13,7 +13,7 @@ from __future__ import annotations
 import numpy as np
 
 from ...kernels import gemm
-from .base import Mistake, planter
+from .base import Mistake
 from .kernel_runs import KernelExercise, Probe
 from . import symptoms
 
@@ -21,12 +21,6 @@ TILE = gemm.TILE
 ODD = f"odd sizes: C ({TILE + 1} x {2 * TILE - 1}) = A @ B, K = {2 * TILE + 1}"
 EXACT = f"exact tiles: C ({2 * TILE} x {2 * TILE}), K = {2 * TILE}"
 ONE_SLAB = f"one slab: C ({TILE + 1} x {TILE + 3}), K = {TILE - 1}"
-
-LOAD_A = "a_tile[ty, tx] = a[row, a_col] if (row < m and a_col < k_total) else float32(0.0)"
-LOAD_B = "b_tile[ty, tx] = b[b_row, col] if (b_row < k_total and col < n) else float32(0.0)"
-SYNC_AFTER_LOADS = "        cuda.syncthreads()\n        for kk in range(tile):"
-SYNC_AFTER_USE = "        cuda.syncthreads()  # nobody overwrites"
-_plant = planter(gemm.tiled_gemm_kernel, TILE)
 
 
 def gemm_inputs(m: int, n: int, k: int, seed: int):
@@ -89,36 +83,30 @@ EXERCISE = KernelExercise(
             "a thread whose row, column or k falls outside A or B must load 0.0 instead of reading: "
             "`a[row, a_col] if (row < m and a_col < k_total) else float32(0.0)`",
             "IndexError on the simulator, NaN read from the padding past the edge on a GPU; exact tile sizes are right",
-            symptoms.past_edge(ODD, "c"),
-            _plant((LOAD_A, "a_tile[ty, tx] = a[row, a_col]"), (LOAD_B, "b_tile[ty, tx] = b[b_row, col]"))),
+            symptoms.past_edge(ODD, "c")),
         Mistake(
             "missing_sync_after_loads", "no barrier between loading the tiles and reading them",
             "cuda.syncthreads() right after the two loads: every thread reads a whole row of one tile and a whole "
             "column of the other, most of them loaded by other threads",
             "with K within one slab, the result changes with the order the threads run in",
-            symptoms.order_dependent(ONE_SLAB),
-            _plant((SYNC_AFTER_LOADS, "        for kk in range(tile):"))),
+            symptoms.order_dependent(ONE_SLAB)),
         Mistake(
             "missing_sync_before_next_loads", "no barrier between reading the tiles and loading the next slab",
             "cuda.syncthreads() at the end of each slab: otherwise a fast thread loads the next slab over values "
             "that slower threads are still multiplying",
             "right with one slab along K; with several, the result changes with the order the threads run in",
-            symptoms.order_dependent(ODD),
-            _plant((SYNC_AFTER_USE, "        pass  # nobody overwrites"))),
+            symptoms.order_dependent(ODD)),
         Mistake(
             "wrong_load_index", "the loads put elements in the wrong places of the tiles",
             "thread (ty, tx) stores A's element at a_tile[ty, tx] and B's at b_tile[ty, tx]; the multiply-adds read "
             "a_tile[ty, kk] (a row of A) and b_tile[kk, tx] (a column of B)",
             "wrong even at exact tile sizes (no edge involved), the same in both thread orders",
-            wrong_without_edges,
-            _plant(("a_tile[ty, tx] = a[row, a_col]", "a_tile[tx, ty] = a[row, a_col]"))),
+            wrong_without_edges),
         Mistake(
             "edge_not_zeroed", "the tile entries past an edge are skipped, not zeroed",
             "an `if` that skips the load leaves the previous slab's value in the tile, and it is multiplied in: "
             "store 0.0 there instead (`... else float32(0.0)`)",
             "right at exact tile sizes, wrong when K ends inside a tile (the stale entries add in)",
-            right_on_tiles_only,
-            _plant((LOAD_A, "if row < m and a_col < k_total:\n                a_tile[ty, tx] = a[row, a_col]"),
-                   (LOAD_B, "if b_row < k_total and col < n:\n                b_tile[ty, tx] = b[b_row, col]"))),
+            right_on_tiles_only),
     ),
 )
