@@ -18,7 +18,6 @@ import dataclasses
 import functools
 import inspect
 from collections import Counter
-from types import SimpleNamespace
 
 import numpy as np
 
@@ -30,7 +29,7 @@ from ...reference import reference_forward
 from ...steps.base import LSTMStep
 from . import locate, mutants
 from .base import Exercise, first_line
-from .trace import Trace
+from .trace import Trace, state_items
 
 #: What each ordering mistake that the trace can point to usually is.
 RACE_CAUSES = {
@@ -58,21 +57,6 @@ class Run:
     host: list = dataclasses.field(default_factory=list)  # where the state keeps NumPy arrays (host memory)
 
 
-def host_arrays(value, path: str, depth: int = 0) -> list[str]:
-    """Where a step's state keeps NumPy arrays: host memory, which no kernel can read (the library's
-    steps keep only device arrays there)."""
-    if isinstance(value, np.ndarray):
-        return [path]
-    found = []
-    if depth < 4 and isinstance(value, (list, tuple)):
-        for i, item in enumerate(value):
-            found += host_arrays(item, f"{path}[{i}]", depth + 1)
-    elif depth < 4 and isinstance(value, SimpleNamespace):  # the steps' state, as ``trace`` walks it
-        for key, item in vars(value).items():
-            found += host_arrays(item, f"{path}.{key}", depth + 1)
-    return found
-
-
 def traced_run(step: LSTMStep, x, params, options: dict, launches: int) -> Run:
     """Set up ``step`` and launch it ``launches`` times back to back, traced."""
     run = Run()
@@ -83,7 +67,9 @@ def traced_run(step: LSTMStep, x, params, options: dict, launches: int) -> Run:
         except Exception as error:
             run.error = error
             return run
-        run.host = host_arrays(runner.state, "state")
+        # NumPy arrays in the state: host memory, which no kernel can read (the library's steps keep
+        # only device arrays there)
+        run.host = [path for path, item in state_items(runner.state, "state") if isinstance(item, np.ndarray)]
         if run.host:
             return run
         trace.name_things({"state": runner.state, "x": runner.x})

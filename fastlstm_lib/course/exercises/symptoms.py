@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from . import locate, mutants, schedule
+from . import locate, mutants, schedule, step_runs
 from .base import first_line
 
 # ---- kernels ------------------------------------------------------------------------------------
@@ -108,9 +108,11 @@ def any_gate_order(probe: str, compute):
 # ---- steps --------------------------------------------------------------------------------------
 
 
-def raised(error_type: str, contains: str = "", stage: str = "first"):
+def raised(error_type: str, contains: str = ""):
+    """The first run raised an ``error_type`` whose message has ``contains`` in it."""
+
     def detect(evidence):
-        error = evidence.run(stage).error
+        error = evidence.first.error
         if error is not None and type(error).__name__ == error_type and contains in str(error):
             return f"it raised {first_line(error)}"
         return None
@@ -138,9 +140,12 @@ def race(cause: str | None = None, buffer: str | None = None, overwrite: bool | 
     return detect
 
 
-def read_before_write(buffer: str | None = None, stage: str = "first"):
+def read_before_write(buffer: str | None = None):
+    """The trace of the first run: a kernel read ``buffer`` (None: any) before any kernel of the run
+    wrote it."""
+
     def detect(evidence):
-        run = evidence.run(stage)
+        run = evidence.first
         finding = run.trace.first("read_before_write") if run.trace else None
         if finding and (buffer is None or finding.buffer.startswith(buffer)):
             return finding.text
@@ -161,12 +166,12 @@ def variant(name: str):
 
 
 def more_launches():
-    def detect(evidence):
-        from .step_runs import more_launches as compare
+    """The first run's output is right, but it takes more launches than the solution's."""
 
+    def detect(evidence):
         run = evidence.first
         if run.error is None and run.y is not None and evidence.wrong() is None:
-            return compare(run.launches, evidence.exercise.solution_launches())
+            return step_runs.more_launches(run.launches, evidence.exercise.solution_launches())
         return None
 
     return detect

@@ -62,6 +62,19 @@ def is_default_stream(stream) -> bool:
         return False
 
 
+def state_items(value, path: str, depth: int = 0):
+    """(path, value) of everything ``value`` (a step's state) keeps, through lists, tuples and
+    namespaces down to 4 levels: ("state.x_seq[2]", a device array), ("state.side", a stream)..."""
+    if depth < 4 and isinstance(value, (list, tuple)):
+        for i, item in enumerate(value):
+            yield from state_items(item, f"{path}[{i}]", depth + 1)
+    elif depth < 4 and isinstance(value, SimpleNamespace):
+        for key, item in vars(value).items():
+            yield from state_items(item, f"{path}.{key}", depth + 1)
+    else:
+        yield path, value
+
+
 @dataclasses.dataclass
 class Finding:
     kind: str  # "read_before_write", "race" or "unwritten_output"
@@ -119,26 +132,17 @@ class Trace:
     def name_things(self, roots: dict) -> None:
         """Name buffers, streams and events after where ``roots`` keep them ({"state": state, ...})."""
         stream_type, event_type = type(cuda.default_stream()), type(cuda.event())
-        for name, value in roots.items():
-            self._walk(value, name, (stream_type, event_type), depth=0)
-
-    def _walk(self, value, path, types, depth):
-        stream_type, event_type = types
-        if device_layout(value) is not None:
-            buffer = self.memory.buffer_of(value, scratch=False)
-            if buffer.start == device_layout(value)[0] and buffer.name.startswith(UNNAMED):
-                buffer.name = path
-        elif isinstance(value, event_type):
-            self._events.append(value)
-            self._event_names.setdefault(id(value), path)
-        elif isinstance(value, stream_type):
-            self._streams.setdefault(id(value), (value, path))
-        elif depth < 4 and isinstance(value, (list, tuple)):
-            for i, item in enumerate(value):
-                self._walk(item, f"{path}[{i}]", types, depth + 1)
-        elif depth < 4 and isinstance(value, SimpleNamespace):
-            for key, item in vars(value).items():
-                self._walk(item, f"{path}.{key}", types, depth + 1)
+        for root, value in roots.items():
+            for path, item in state_items(value, root):
+                if device_layout(item) is not None:
+                    buffer = self.memory.buffer_of(item, scratch=False)
+                    if buffer.start == device_layout(item)[0] and buffer.name.startswith(UNNAMED):
+                        buffer.name = path
+                elif isinstance(item, event_type):
+                    self._events.append(item)
+                    self._event_names.setdefault(id(item), path)
+                elif isinstance(item, stream_type):
+                    self._streams.setdefault(id(item), (item, path))
 
     def set_output(self, array) -> None:
         """The step's output: written in full by every run, never read before it is written."""
