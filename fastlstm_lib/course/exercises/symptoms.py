@@ -50,7 +50,7 @@ def order_dependent(probe: str):
 
 
 def equals(probe: str, output: str, wrong_formula, what: str):
-    """The output equals ``wrong_formula(inputs)`` (a planted-mistake formula) instead of the right one."""
+    """The output equals ``wrong_formula(inputs)`` (what a typical mistake computes) instead of the right one."""
 
     def detect(evidence):
         result = evidence.probe(probe)
