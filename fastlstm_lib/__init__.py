@@ -43,7 +43,8 @@ else:
     set_tensorflow_defaults()  # before anything imports TensorFlow (a test's importorskip, a notebook)
     from .config import LSTMConfig, flops
     from .params import GATES, LayerParams, init_params, random_input, validate_input, validate_params
-    from .reference import RTOL, matches, reference_forward, relative_error
+    from .numerics import RTOL, relative_error
+    from .reference import matches, reference_forward
     from .runtime.device import DEVICE, device_info, is_simulator
     from . import steps
     from .launches import count_launches, launch_overhead_us

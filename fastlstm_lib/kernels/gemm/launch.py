@@ -11,7 +11,7 @@ import numbers
 import numpy as np
 from numba import cuda
 
-from ...reference import TOLERANCES
+from ...numerics import TOLERANCES
 from ...runtime.device import DEVICE
 from ..case import Case, f32, poisoned
 from ..spec import BACKWARD_STEPS, Spec

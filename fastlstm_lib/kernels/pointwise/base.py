@@ -10,7 +10,7 @@ import math
 import numpy as np
 from numba import cuda, float32
 
-from ...reference import sigmoid64
+from ...numerics import sigmoid64
 from ...runtime.device import DEVICE
 from ..case import Case, f32, poisoned
 from ..geometry import pointwise_grid

@@ -18,7 +18,7 @@ import math
 import numpy as np
 from numba import cuda, float32
 
-from ...reference import sigmoid64
+from ...numerics import sigmoid64
 from ..spec import BACKWARD_STEPS, Traffic, elementwise
 from ..views import view_of
 from .base import A1, A2, SIGMOID_FLOP, TANH_FLOP, elementwise_cases, launch_elementwise, sigmoidf, spec
