@@ -125,6 +125,15 @@ def test_the_kernels_import_nothing_above_them():
     assert not {name: targets for name, targets in below.items() if targets}
 
 
+def test_the_recorder_knows_no_kernel():
+    """The launch recorder (``launches``, ``replay``) records whatever kernel is launched: it
+    imports nothing of ``kernels/`` (a kernel's name comes from ``runtime/numba_compat``)."""
+    wrong = {name: sorted(target for target in imported_modules(name, MODULES[name])
+                          if target.startswith("fastlstm_lib.kernels"))
+             for name in ("fastlstm_lib.launches", "fastlstm_lib.replay")}
+    assert not {name: targets for name, targets in wrong.items() if targets}
+
+
 def test_kernels_and_steps_ask_the_device_object_not_the_test_modes():
     """Kernels and steps ask ``runtime.device.DEVICE`` what the machine allows; only
     ``runtime/device.py`` reads the simulator's flags, and nothing names the fake GPU's package."""

@@ -15,8 +15,8 @@ from fastlstm_lib.config import LSTMConfig
 from fastlstm_lib.course.exercises.memory import ACCESS
 from fastlstm_lib.gpus import chip
 from fastlstm_lib.kernels import catalog, gemm
-from fastlstm_lib.kernels.spec import function_name
 from fastlstm_lib.kernels.versions import every, spec_of
+from fastlstm_lib.runtime.numba_compat import function_name
 from fastlstm_lib.course.profile.formulas import FORMULAS, argument_names
 from fastlstm_lib.course.profile.record import record_pass
 from fastlstm_lib.course.timeline.blocks import GEMM_ROWS

@@ -83,12 +83,6 @@ class Spec:
         return self.name.lstrip("_")
 
 
-def function_name(kernel) -> str:
-    """The name of a kernel's Python function: what a recorded launch calls it."""
-    function = getattr(kernel, "py_func", None) or getattr(kernel, "fn", None)
-    return getattr(function, "__name__", repr(kernel))
-
-
 def elementwise(args, out_name: str, inputs: tuple, flop_per_element: int) -> Traffic:
     """An element-wise kernel's traffic: one thread per element of ``out`` (rows x cols), each
     loading its element of every input once and storing its output once."""

@@ -12,9 +12,10 @@ from numba import cuda, float32
 
 from ...numerics import sigmoid64
 from ...runtime.device import DEVICE
+from ...runtime.numba_compat import function_name
 from ..case import Case, f32, poisoned
 from ..geometry import pointwise_grid
-from ..spec import Build, Spec, Traffic, function_name
+from ..spec import Build, Spec, Traffic
 from ..views import view_of
 
 #: Below this, exp(-z) overflows float32 (ln of its largest value is 88.72): sigmoid is 0 there.
