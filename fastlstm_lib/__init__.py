@@ -50,7 +50,8 @@ else:
     from .launches import count_launches, launch_overhead_us
     from .course.article import article_numbers, article_source, ladder_comparison
     from .gpus import fp32_peak_tflops, gpu
-    from .course.results import committed_results, format_table, load_results, save_results
+    from .results import load_results, save_results
+    from .course.results import committed_results, format_table
     from .harness import WrongResultError, bench, bench_batch_sweep, bench_steps, host_and_device_times
     # Binds fl.profile to the function (the subpackage stays importable:
     # ``from fastlstm_lib.course.profile import charts``).

@@ -101,6 +101,15 @@ def test_the_core_never_imports_the_course_or_the_topics():
     assert not {name: targets for name, targets in runtime.items() if targets}  # where we run: below everything
 
 
+def test_the_topics_never_import_the_course():
+    """The side topics (CNN layouts, data feeding, the Keras layer) stand beside the course, not on
+    it: nothing of ``topics/`` imports ``course/`` (the results files they share are the root's
+    ``results.py``)."""
+    wrong = {name: sorted(target for target in imported_modules(name, path) if part_of(target) == "course")
+             for name, path in MODULES.items() if part_of(name) == "topics"}
+    assert not {name: targets for name, targets in wrong.items() if targets}
+
+
 #: What the kernels stand on, the ground floor: the argument checks, the GPU table, the tolerances
 #: and float64 numerics, the table helper, the timer, and runtime/ (where we run). Not the LSTM's
 #: sizes, weights or reference (config, params, reference), nor the recorder, the replay, the
