@@ -53,11 +53,10 @@ def launch_elementwise(kernel, out, *args, stream=0):
     kernel[blocks, threads, stream](*args)
 
 
-def spec(family: str, number: int, kernel, what: str, steps: tuple, access: tuple, traffic, signature: tuple,
-         built: str) -> Spec:
+def spec(family: str, number: int, kernel, what: str, access: tuple, traffic, signature: tuple, built: str) -> Spec:
     """An element-wise version's spec; the compile matrix builds ``kernel`` once, for ``signature``."""
     name = function_name(kernel)
-    return Spec(family, number, name, what, steps, access, traffic,
+    return Spec(family, number, name, what, access, traffic,
                 lambda: (Build(name.lstrip("_"), lambda: (kernel, signature), built),))
 
 
