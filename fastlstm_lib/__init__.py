@@ -43,13 +43,15 @@ else:
     set_tensorflow_defaults()  # before anything imports TensorFlow (a test's importorskip, a notebook)
     from .config import LSTMConfig, flops
     from .params import GATES, LayerParams, init_params, random_input, validate_input, validate_params
-    from .reference import RTOL, matches, reference_forward, relative_error
+    from .numerics import RTOL, relative_error
+    from .reference import matches, reference_forward
     from .runtime.device import DEVICE, device_info, is_simulator
     from . import steps
     from .launches import count_launches, launch_overhead_us
     from .course.article import article_numbers, article_source, ladder_comparison
     from .gpus import fp32_peak_tflops, gpu
-    from .course.results import committed_results, format_table, load_results, save_results
+    from .results import load_results, save_results
+    from .course.results import committed_results, format_table
     from .harness import WrongResultError, bench, bench_batch_sweep, bench_steps, host_and_device_times
     # Binds fl.profile to the function (the subpackage stays importable:
     # ``from fastlstm_lib.course.profile import charts``).

@@ -21,7 +21,8 @@ from .copies import fresh, frozen
 from .runtime.graphs import checked_graph
 from .params import init_params, random_input
 from .progress import progress_bar
-from .reference import RTOL, reference_forward, where_nonfinite
+from .numerics import RTOL
+from .reference import reference_forward, where_nonfinite
 from .steps.simulator_budget import refuse_slow_simulation, simulated_passes
 from .runtime.device import DEVICE
 from . import steps as steps_registry

@@ -38,9 +38,9 @@ from collections import Counter
 
 from numba import cuda
 
-from .runtime.device import DEVICE
 from .checks import check_int
-from .kernels.spec import function_name as kernel_name
+from .runtime.device import DEVICE
+from .runtime.numba_compat import function_name as kernel_name
 from .timing import wall_times
 
 

@@ -80,11 +80,11 @@ def part_of(name: str) -> str:
 
 
 def test_the_package_lists_the_lstm_first():
-    """The root holds at most 15 modules, and the LSTM core's own folders; what is not the LSTM
+    """The root holds at most 17 modules, and the LSTM core's own folders; what is not the LSTM
     is in one of course/, topics/, setup/."""
     modules = sorted(path.name for path in PACKAGE.glob("*.py"))
     folders = sorted(path.name for path in PACKAGE.iterdir() if (path / "__init__.py").exists())
-    assert len(modules) <= 15, modules
+    assert len(modules) <= 17, modules
     assert folders == sorted(CORE_FOLDERS + AROUND), folders
 
 
@@ -101,10 +101,20 @@ def test_the_core_never_imports_the_course_or_the_topics():
     assert not {name: targets for name, targets in runtime.items() if targets}  # where we run: below everything
 
 
-#: What the kernels stand on: the float64 reference, the timer, the argument checks, the GPU table,
-#: the sizes, the weights, the table helper, and runtime/ (where we run).
-BELOW_THE_KERNELS = {f"fastlstm_lib.{name}" for name in
-                     ("checks", "config", "gpus", "params", "reference", "tables", "timing")}
+def test_the_topics_never_import_the_course():
+    """The side topics (CNN layouts, data feeding, the Keras layer) stand beside the course, not on
+    it: nothing of ``topics/`` imports ``course/`` (the results files they share are the root's
+    ``results.py``)."""
+    wrong = {name: sorted(target for target in imported_modules(name, path) if part_of(target) == "course")
+             for name, path in MODULES.items() if part_of(name) == "topics"}
+    assert not {name: targets for name, targets in wrong.items() if targets}
+
+
+#: What the kernels stand on, the ground floor: the argument checks, the GPU table, the tolerances
+#: and float64 numerics, the table helper, the timer, and runtime/ (where we run). Not the LSTM's
+#: sizes, weights or reference (config, params, reference), nor the recorder, the replay, the
+#: harness, the steps, the course or the topics: they stand on the kernels.
+BELOW_THE_KERNELS = {f"fastlstm_lib.{name}" for name in ("checks", "gpus", "numerics", "tables", "timing")}
 
 
 def below_the_kernels(name: str) -> bool:
@@ -122,6 +132,15 @@ def test_the_kernels_import_nothing_above_them():
     below = {name: sorted(target for target in imported_modules(name, MODULES[name]) if not below_the_kernels(target))
              for name in BELOW_THE_KERNELS}
     assert not {name: targets for name, targets in below.items() if targets}
+
+
+def test_the_recorder_knows_no_kernel():
+    """The launch recorder (``launches``, ``replay``) records whatever kernel is launched: it
+    imports nothing of ``kernels/`` (a kernel's name comes from ``runtime/numba_compat``)."""
+    wrong = {name: sorted(target for target in imported_modules(name, MODULES[name])
+                          if target.startswith("fastlstm_lib.kernels"))
+             for name in ("fastlstm_lib.launches", "fastlstm_lib.replay")}
+    assert not {name: targets for name, targets in wrong.items() if targets}
 
 
 def test_kernels_and_steps_ask_the_device_object_not_the_test_modes():

@@ -12,7 +12,7 @@ import numpy as np
 import pytest
 
 import fastlstm_lib.topics.cnn as cnn
-from fastlstm_lib.course.results import RESULTS
+from fastlstm_lib.results import RESULTS
 
 pytest.importorskip("keras")
 

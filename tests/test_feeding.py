@@ -438,7 +438,7 @@ def test_measure_devices_records_each_device(monkeypatch):
 
 def test_committed_device_runs_reads_only_feeding_results(tmp_path, monkeypatch):
     from fastlstm_lib.topics.feeding import devices
-    from fastlstm_lib.course.results import save_results
+    from fastlstm_lib.results import save_results
 
     save_results([{"measurement": "feeding", "device": "gpu:0"}], tmp_path / "feeding-x.json")
     save_results([{"step": "baseline"}], tmp_path / "ladder-x.json")

@@ -96,6 +96,6 @@ def test_the_prefetching_and_vector_versions_equal_the_exact_tile_one_bit_for_bi
         out[name] = c.copy_to_host()
     assert np.array_equal(out["exact"], out["prefetch"]) and np.array_equal(out["exact"], out["vector"])
     want = a.astype(np.float64) @ b + (c0 if accumulate else 0)
-    from fastlstm_lib.reference import relative_error
+    from fastlstm_lib.numerics import relative_error
 
     assert relative_error(out["prefetch"], want) <= 1e-5

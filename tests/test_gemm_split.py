@@ -12,7 +12,7 @@ import fastlstm_lib as fl
 from conftest import problem
 from fastlstm_lib.gpus import gpu
 from fastlstm_lib.kernels import gemm as g, pointwise as pw
-from fastlstm_lib.reference import relative_error
+from fastlstm_lib.numerics import relative_error
 
 #: The split path runs exact tiles only, so no odd size can take it: batch 8 and 4H = 64 are
 #: multiples of the simulator's 8 x 8 tile, and hidden 16 in 2 parts of K two slabs each. The

@@ -6,7 +6,7 @@ import pytest
 from numba import cuda
 
 from fastlstm_lib.kernels import gemm as g, vector
-from fastlstm_lib.reference import relative_error
+from fastlstm_lib.numerics import relative_error
 from fastlstm_lib.kernels.versions import every, spec_of
 
 #: (blocking, its vector width): 4 floats and runs of 2 outputs; 2 floats and runs of 1 (the simulator's

@@ -1,7 +1,7 @@
 """Each kernel version's facts are written once, beside its kernel (``fastlstm_lib/kernels/spec.py``),
-and they hold: every kernel has a spec, every spec names the steps a dry run of every step shows
-launching it, its access positions are arguments of its kernel, its builds are the compile
-matrix's rows, and its case is in the catalog. The readers (the profile's formulas, the
+and they hold: every kernel has a spec, the steps a dry run of every step shows launching it are
+the ones written here (``STEPS_OF``), its access positions are arguments of its kernel, its builds
+are the compile matrix's rows, and its case is in the catalog. The readers (the profile's formulas, the
 exercises' access table, the timeline's GEMM rows, the compile matrix) take them from there."""
 
 import ast
@@ -15,8 +15,8 @@ from fastlstm_lib.config import LSTMConfig
 from fastlstm_lib.course.exercises.memory import ACCESS
 from fastlstm_lib.gpus import chip
 from fastlstm_lib.kernels import catalog, gemm
-from fastlstm_lib.kernels.spec import function_name
 from fastlstm_lib.kernels.versions import every, spec_of
+from fastlstm_lib.runtime.numba_compat import function_name
 from fastlstm_lib.course.profile.formulas import FORMULAS, argument_names
 from fastlstm_lib.course.profile.record import record_pass
 from fastlstm_lib.course.timeline.blocks import GEMM_ROWS
@@ -48,10 +48,43 @@ def test_every_gemm_version_has_a_kernel_of_its_own_name():
             assert {function_name(build.make()[0]) for build in spec.builds()} == {spec.name}, spec.number
 
 
-def test_the_backward_ladder_is_named_once():
-    from fastlstm_lib.kernels.spec import BACKWARD_STEPS
+#: The backward ladder's steps (``backward/``), in order.
+BACKWARD = ("bwd_op_by_op", "bwd_fused_pointwise", "bwd_combined_gemms", "bwd_combined_weights", "bwd_wavefront")
+#: The forward steps that launch the element-wise kernels one operation at a time (steps 02-04) ...
+UNFUSED = ("baseline", "combined_gemms", "streams")
+#: ... and those that launch the fused cell (steps 05-08).
+FUSED = ("fused_pointwise", "pretransposed", "combined_inputs", "wavefront")
 
-    assert BACKWARD_STEPS == tuple(fl.backward.names())
+#: Kernel name -> the steps whose pass launches it at the article's size with an H100's launch
+#: geometry (``launched``, a dry run of every step, must show exactly these).
+STEPS_OF = {
+    "tiled_gemm": (),
+    "blocked_gemm": BACKWARD[:3],
+    "exact_gemm": UNFUSED + FUSED + ("persistent",) + BACKWARD,
+    "prefetch_gemm": (),
+    "vector_gemm": (),
+    "split_gemm": (),
+    "recurrent_gemm": (),
+    "_fill": UNFUSED + FUSED + BACKWARD,  # steps 02-08 zero the cell state with it; the backward ladder, the gradients
+    "_add": UNFUSED + ("bwd_op_by_op",),
+    "_add_bias": UNFUSED,
+    "_mul": UNFUSED + ("bwd_op_by_op",),
+    "_sigmoid": UNFUSED,
+    "_tanh": UNFUSED + ("bwd_op_by_op",),
+    "_lstm_cell": FUSED,
+    "_lstm_cell_split": (),
+    "_lstm_cell_train": BACKWARD,
+    "_sigmoid_backward": BACKWARD[:1],
+    "_tanh_backward": BACKWARD[:1],
+    "_lstm_cell_backward": BACKWARD[1:],
+    "column_sum": BACKWARD[3:],
+    "persistent_layer": ("persistent",),
+    "persistent_registers": (),
+}
+
+
+def test_the_backward_ladder_is_named_once():
+    assert BACKWARD == tuple(fl.backward.names())
 
 #: The kernels one factory builds under each version's name (``gemm/v4_prefetch.double_buffered``):
 #: no decorator names them in the source; ``test_every_gemm_version_has_a_kernel_of_its_own_name`` does.
@@ -79,9 +112,10 @@ def launched() -> dict:
     return found
 
 
-def test_each_spec_names_the_steps_that_launch_it(launched):
+def test_each_kernel_is_launched_by_the_steps_written_for_it(launched):
+    assert set(STEPS_OF) == {spec.name for spec in every()}
     for spec in every():
-        assert set(spec.steps) == set(launched.get(spec, ())), (spec.label, spec.number)
+        assert set(STEPS_OF[spec.name]) == set(launched.get(spec, ())), (spec.label, spec.number)
 
 
 def test_access_positions_are_arguments_and_builds_are_kernels():
@@ -105,7 +139,7 @@ def test_the_readers_take_the_specs():
     assert len(rows) == len(set(rows))
     assert set(GEMM_ROWS.values()) <= set(rows)
     for spec in every():  # every GEMM version a step launches has a timed row for each blocking it runs
-        if spec.family == "gemm" and spec.steps:
+        if spec.family == "gemm" and STEPS_OF[spec.name]:
             assert any(name == spec.name for _, name in GEMM_ROWS), spec.label
     # one runner entry per version file, cuBLAS (version 0) first and gemm() after the GEMM versions
     assert [spec for version in catalog.VERSIONS for spec in version.specs] == [

@@ -20,7 +20,7 @@ def test_the_weight_gradient_is_checked_to_the_backward_tolerance():
     cases = gemm.weight_gradient_cases((3, 5, 7), np.random.default_rng(0))
     assert set(cases) == {"per_step", "all_steps"}
     for case in cases.values():
-        assert case.rtol == fl.reference.TOLERANCES["backward"] == fl.backward.reference.BACKWARD_RTOL
+        assert case.rtol == fl.numerics.TOLERANCES["backward"] == fl.backward.reference.BACKWARD_RTOL
         assert catalog.checked(case) <= case.rtol
 
 

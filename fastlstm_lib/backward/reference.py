@@ -24,7 +24,8 @@ import numpy as np
 from ..checks import check_array
 from ..config import LSTMConfig
 from ..params import LayerParams, validate_input
-from ..reference import TOLERANCES, lstm_layer64, reference_forward, relative_error
+from ..numerics import TOLERANCES, lstm_layer64, relative_error
+from ..reference import reference_forward
 
 #: Tolerance of the float32 backward steps: max |grad - ref| / max |ref| <= BACKWARD_RTOL for y,
 #: dx and every weight gradient. Ten times the forward's 1e-5: every weight-gradient element is a

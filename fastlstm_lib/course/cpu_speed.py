@@ -34,7 +34,7 @@ from .cpu_cells import fused_cell_libm, fused_cell_rational, numpy_cell
 from ..harness import WrongResultError
 from .plots import figure_axes
 from ..progress import progress_bar
-from ..reference import RTOL, relative_error, sigmoid64
+from ..numerics import RTOL, relative_error, sigmoid64
 from ..tables import Column, table
 from ..timing import IDLE_ENOUGH, cpu_busy_elsewhere, cpu_snapshot, summarize, wall_times
 

@@ -36,7 +36,7 @@ from ..kernels.versions import gemm_names, persistent_names
 from ..launches import count_launches
 from ..runtime.nvtx import DOMAIN as DOMAIN_NAME
 from .profile.record import shared_profile as profile  # read-only here: no copy needed
-from ..reference import RTOL, relative_error
+from ..numerics import RTOL, relative_error
 from .results import check_results, committed_results, format_table
 from ..tables import Column, table
 

@@ -1,22 +1,18 @@
-"""Benchmark results as files: writing, reading, the committed ones, and a plain-text table.
+"""The ladder's benchmark results for the course: the committed ones, their check, and a plain-text table.
 
 A result is the JSON-able dict ``fl.bench`` returns (device, versions, config, timing method,
-errors and times inside). Files under ``data/results/`` are the GPU measurements the notebooks
-show; nothing measured on the simulator belongs there. ``check_results`` is the one check of a
-list of results, shared by the table, the charts (``plots``) and ``fl.ladder_comparison``.
+errors and times inside); the files under ``data/results/`` and their reading and writing are
+``fastlstm_lib/results.py``. ``check_results`` is the one check of a list of results, shared by
+the table, the charts (``plots``) and ``fl.ladder_comparison``.
 """
 
 from __future__ import annotations
 
-import json
 import math
 import numbers
-from pathlib import Path
 
-from ..checks import check_path, check_writable_path
+from ..results import RESULTS, load_results
 from ..tables import Column, Span, table
-
-RESULTS = Path(__file__).resolve().parents[2] / "data" / "results"
 
 #: What ``format_table`` reads of a measured result ("a.b": key b of the dict under key a).
 TABLE_KEYS = ("step", "config", "device.name", "times_meaningful", "time_ms.median", "time_ms.min", "time_ms.max",
@@ -60,37 +56,6 @@ def check_results(name: str, results, *, keys=TABLE_KEYS) -> list[dict]:
                 raise ValueError(f"{name}[{i}] (step {row['step']!r}) {key} must be a finite number "
                                  f"{'> 0' if key == 'time_ms.median' else '>= 0'}, got {value!r}")
     return list(results)
-
-
-def save_results(results: list[dict], path) -> Path:
-    """Write results as JSON (device, config and versions are inside every entry). Any list of
-    JSON-able dicts may be saved (GEMM rows, bounds); missing folders are made."""
-    path = check_writable_path("path", path, make_parents=True)
-    if not isinstance(results, (list, tuple)) or not all(isinstance(row, dict) for row in results):
-        raise TypeError(f"results must be a list of dicts, got {type(results).__name__} {results!r:.80}")
-    try:
-        text = json.dumps({"results": list(results)}, indent=2) + "\n"
-    except (TypeError, ValueError) as error:
-        raise TypeError(f"results must be JSON-able (numbers, strs, lists, dicts): {error}") from None
-    path.parent.mkdir(parents=True, exist_ok=True)
-    path.write_text(text)
-    return path
-
-
-def load_results(path) -> list[dict]:
-    """The results a ``save_results`` file holds: ValueError if it is missing or not such a file."""
-    path = check_path("path", path)
-    if not path.is_file():
-        raise ValueError(f"path must name a results file (save_results), got {str(path)!r}: "
-                         + ("it is a directory" if path.is_dir() else "no such file"))
-    try:
-        record = json.loads(path.read_text())
-    except (UnicodeDecodeError, json.JSONDecodeError) as error:
-        raise ValueError(f"path must name a results file (save_results), got {str(path)!r}: not JSON ({error})") from None
-    if not isinstance(record, dict) or not isinstance(record.get("results"), list):
-        raise ValueError(f"path must name a results file (save_results), got {str(path)!r}: "
-                         'JSON without {"results": [...]}')
-    return record["results"]
 
 
 #: Options a ladder step's result may carry: how it was launched or what was timed, not what ran.

@@ -11,7 +11,7 @@ from typing import Callable
 import numpy as np
 from numba import cuda
 
-from ..reference import RTOL, relative_error
+from ..numerics import RTOL, relative_error
 
 
 class Unavailable(RuntimeError):
@@ -30,7 +30,7 @@ class Case:
     flop: float
     bytes: float
     reset: Callable[[], None] = lambda: None  # puts in-place outputs back before a check
-    rtol: float = RTOL  # its tolerance, from the one table (reference.TOLERANCES)
+    rtol: float = RTOL  # its tolerance, from the one table (numerics.TOLERANCES)
     variant: str = ""  # what else sets this case apart from the version's plain run at ``shape``
 
     def error(self) -> float:

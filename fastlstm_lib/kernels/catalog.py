@@ -6,7 +6,7 @@ names, one line on what it adds) and its ``case(size, rng)``: fresh inputs at ``
 dimension a multiple of any tile or block, except the exact-tile GEMMs, which run only where their
 tile divides the shape; "article": the article's shapes, for a GPU), its outputs poisoned with
 NaN, and ``Case`` s (``case.py``) that launch it and know the float64 answer, the work done and
-the tolerance (``reference.TOLERANCES``). The families' version files are ``gemm/v<N>_*.py``
+the tolerance (``numerics.TOLERANCES``). The families' version files are ``gemm/v<N>_*.py``
 (version 0 is cuBLAS, the yardstick every GEMM version is set beside in ``gemm_table``; after them,
 ``gemm/launch.py``: ``gemm()`` as the backward pass calls it), ``pointwise/v<N>_*.py``,
 ``pointwise_backward/v<N>_*.py``, ``reduce/v<N>_*.py``, ``persistent/v<N>_*.py``.

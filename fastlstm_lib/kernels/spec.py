@@ -5,8 +5,6 @@ One ``Spec`` per kernel of a numbered version (``SPECS`` where a version is seve
 
 - ``family``, ``number``: its place in its family's list; ``name``: the kernel's function, as a
   recorded launch, a SASS listing and a table name it (every version its own); ``what``: one line.
-- ``steps``: the steps whose pass launches it at the article's size with an H100's launch
-  geometry (``tests/test_kernel_specs.py`` holds this to a dry run of every step).
 - ``access``: the positions of the arguments it reads and the ones it writes (the exercises' trace
   checks a pass's order on them).
 - ``traffic``: its FLOPs and global-memory traffic as a formula of one launch (``Traffic``; the
@@ -27,11 +25,6 @@ from typing import Callable, NamedTuple
 
 from .views import view_of
 
-
-#: The backward ladder's steps (``backward/``), in order: the ``steps`` of the kernels they launch,
-#: written once for the three family files that name them (``fl.backward.names()`` is the same).
-BACKWARD_STEPS = ("bwd_op_by_op", "bwd_fused_pointwise", "bwd_combined_gemms", "bwd_combined_weights",
-                  "bwd_wavefront")
 
 @dataclasses.dataclass(frozen=True)
 class Traffic:
@@ -72,7 +65,6 @@ class Spec:
     number: int
     name: str
     what: str
-    steps: tuple
     access: tuple | None
     traffic: Callable | None
     builds: Callable[[], tuple] = lambda: ()
@@ -81,12 +73,6 @@ class Spec:
     def label(self) -> str:
         """'exact_gemm', 'lstm_cell': the kernel's name without its underscore."""
         return self.name.lstrip("_")
-
-
-def function_name(kernel) -> str:
-    """The name of a kernel's Python function: what a recorded launch calls it."""
-    function = getattr(kernel, "py_func", None) or getattr(kernel, "fn", None)
-    return getattr(function, "__name__", repr(kernel))
 
 
 def elementwise(args, out_name: str, inputs: tuple, flop_per_element: int) -> Traffic:

@@ -10,7 +10,8 @@ from __future__ import annotations
 import functools
 
 from . import gemm, persistent, pointwise, pointwise_backward, reduce
-from .spec import Spec, function_name
+from ..runtime.numba_compat import function_name
+from .spec import Spec
 
 
 @functools.lru_cache(maxsize=1)

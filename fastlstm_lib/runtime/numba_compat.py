@@ -12,7 +12,8 @@ The two place some modules differently (numba-cuda's CUDA settings are in
 ``numba.cuda.core.config``, the built-in ones in ``numba.core.config``) and the built-in
 simulator lacks a few calls (``cuda.default_stream``, ``cuda.get_current_device``), which
 ``complete_builtin_simulator`` supplies as numba-cuda's simulator defines them, and a few
-signatures differ (its ``cuda.local.array`` takes no ``alignment``). Everything here that touches ``numba.cuda``
+signatures differ (its ``cuda.local.array`` takes no ``alignment``). A kernel object names its
+Python function differently on a GPU and on a simulator: ``function_name`` reads either. Everything here that touches ``numba.cuda``
 imports it lazily: ``fastlstm_lib.runtime.simulator`` must choose ``NUMBA_ENABLE_CUDASIM`` before
 ``numba.cuda`` is first imported.
 """
@@ -96,6 +97,13 @@ def as_numpy_dtype(dtype):
     if isinstance(dtype, core_types.Type):
         return core_support.as_dtype(dtype)
     return np.dtype(dtype)
+
+
+def function_name(kernel) -> str:
+    """The name of a kernel's Python function: what a recorded launch calls it (a compiled
+    kernel holds its function as ``py_func``, a simulated one as ``fn``)."""
+    function = getattr(kernel, "py_func", None) or getattr(kernel, "fn", None)
+    return getattr(function, "__name__", repr(kernel))
 
 
 def complete_builtin_simulator() -> None:

@@ -33,7 +33,8 @@ from ..config import LSTMConfig, flops
 from ..runtime.device import DEVICE, device_info
 from ..runtime.graphs import PassGraph, checked_graph
 from ..params import validate_input
-from ..reference import RTOL, reference_forward, relative_error
+from ..numerics import RTOL, relative_error
+from ..reference import reference_forward
 from ..replay import recording
 from ..runtime.nvtx import nvtx_range
 from ..timing import issue_and_run_times, time_launches

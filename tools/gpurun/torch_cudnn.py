@@ -115,7 +115,7 @@ def bench_torch_lstm(cfg, *, backward: bool = False, warmup: int = 3, repeats: i
         if device == "cuda":
             torch.cuda.synchronize()
         error = fl.relative_error(out.cpu().numpy(), ref)
-        if not error <= fl.reference.RTOL:
+        if not error <= fl.RTOL:
             raise RuntimeError(f"cuDNN's LSTM (torch) is wrong {when} timing: relative error {error:.3g}")
         if backward:
             found = {"dx": fl.relative_error(x_t.grad.detach().cpu().numpy(), dx_ref)}
@@ -129,7 +129,7 @@ def bench_torch_lstm(cfg, *, backward: bool = False, warmup: int = 3, repeats: i
             if not found[worst] <= fl.backward.BACKWARD_RTOL:
                 raise RuntimeError(f"cuDNN's LSTM (torch) gradients are wrong {when} timing: {worst} relative error "
                                    f"{found[worst]:.3g} > {fl.backward.BACKWARD_RTOL:g}")
-            error = max(error, found[worst] * fl.reference.RTOL / fl.backward.BACKWARD_RTOL)
+            error = max(error, found[worst] * fl.RTOL / fl.backward.BACKWARD_RTOL)
         return error
 
     before = check("before")
@@ -144,7 +144,7 @@ def bench_torch_lstm(cfg, *, backward: bool = False, warmup: int = 3, repeats: i
             "times_meaningful": device == "cuda", "warmup": warmup, "repeats": repeats, "time_ms": time_ms,
             "flop": flop, "flop_note": "forward GEMM FLOPs x 3 for forward + backward" if backward else "forward GEMM FLOPs",
             "gflops": flop / (time_ms["median"] * 1e-3) / 1e9,
-            "relative_error": {"before": before, "after": after, "rtol": fl.reference.RTOL,
+            "relative_error": {"before": before, "after": after, "rtol": fl.RTOL,
                                **({"gradients_rtol": fl.backward.BACKWARD_RTOL,
                                    "note": "gradient errors scaled by RTOL / BACKWARD_RTOL"} if backward else {})},
             "values_checked": True, "options": {"tf32": False, "timed": "forward+backward" if backward else "forward"},

@@ -6,7 +6,8 @@ from __future__ import annotations
 
 import numpy as np
 
-from ...reference import OUTPUT_AXES as STEP_AXES, RTOL  # a step's output axes, (batch, seq_len, hidden)
+from ...numerics import RTOL
+from ...reference import OUTPUT_AXES as STEP_AXES  # a step's output axes, (batch, seq_len, hidden)
 
 
 def wrong_mask(y: np.ndarray, ref: np.ndarray, rtol: float = RTOL) -> np.ndarray:

@@ -17,7 +17,7 @@ import itertools
 import numpy as np
 
 from ...params import GATES
-from ...reference import relative_error, sigmoid64
+from ...numerics import relative_error, sigmoid64
 
 #: A candidate "is" a variant when it is within this of it (float32 rounding of a few steps)...
 MATCH_RTOL = 1e-4

@@ -33,9 +33,9 @@ from types import SimpleNamespace
 import numpy as np
 from numba import cuda
 
-from ...kernels.spec import function_name
 from ...launches import patched  # the one place that patches Numba
 from ...replay import recording
+from ...runtime.numba_compat import function_name
 from .memory import ACCESS, UNNAMED, Buffer, Memory, device_layout, element_offsets
 from ..profile.graph import Order
 

@@ -25,9 +25,10 @@ from __future__ import annotations
 
 import inspect
 
-from ...kernels.spec import Traffic, function_name
+from ...kernels.spec import Traffic
 from ...kernels.versions import every
 from ...kernels.views import is_array, view_of
+from ...runtime.numba_compat import function_name
 
 #: Kernel name -> its formula, for every kernel version that has one (the training kernels have none).
 FORMULAS = {spec.name: spec.traffic for spec in every() if spec.traffic is not None}

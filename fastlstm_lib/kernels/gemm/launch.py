@@ -11,10 +11,10 @@ import numbers
 import numpy as np
 from numba import cuda
 
-from ...reference import TOLERANCES
+from ...numerics import TOLERANCES
 from ...runtime.device import DEVICE
 from ..case import Case, f32, poisoned
-from ..spec import BACKWARD_STEPS, Spec
+from ..spec import Spec
 from ..vector import aligned
 from .tiles import SHARED_PADDING, TILE, Blocking, choose_blocking, choose_splits, divides, gemm_shape, \
     recurrent_blocking, vector_fits, vector_width
@@ -122,7 +122,7 @@ def tiled_gemm(a, b, c, *, accumulate: bool = False, tile: int | None = None, st
 WEIGHT_GRADIENT = {"odd": (3, 5, 7), "article": (100, 64, 512)}
 #: ``gemm()`` in the runner's list: no version of its own (number None), it launches 2 or 3.
 SPEC = Spec("gemm", None, "gemm", "as the backward pass calls it: the weight gradient, one launch a step or one in all",
-            BACKWARD_STEPS, None, None)
+            None, None)
 
 
 def case(size: str, rng) -> list:

@@ -118,9 +118,9 @@ def build(row: str, blocking: Blocking, make, signature: tuple, what: str = "", 
 _ACCESS = ((0, 1), (2,))  # reads a and b, writes c
 
 
-def spec(number: int, name: str, what: str, steps: tuple, builds) -> Spec:
+def spec(number: int, name: str, what: str, builds) -> Spec:
     """A GEMM version's spec: it reads A and B and writes C; ``gemm_traffic``; its compiled rows."""
-    return Spec("gemm", number, name, what, steps, _ACCESS, gemm_traffic, builds)
+    return Spec("gemm", number, name, what, _ACCESS, gemm_traffic, builds)
 
 
 #: (M, N, K): odd, and the article's GEMMs: a step's (recurrent or input), the wavefront's 5-step

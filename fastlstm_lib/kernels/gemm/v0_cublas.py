@@ -77,4 +77,4 @@ def case(size: str, rng) -> list:
     return cases
 
 
-SPEC = Spec("gemm", 0, "cublas", WHAT, (), None, None)
+SPEC = Spec("gemm", 0, "cublas", WHAT, None, None)

@@ -57,5 +57,5 @@ def case(size: str, rng) -> list:
                  (tiled_gemm_kernel(TILE), (-(-n // TILE), -(-m // TILE)), (TILE, TILE)), exact=False)
 
 
-SPEC = spec(1, "tiled_gemm", "a shared-memory tile, one output per thread (notebook 02)", (),
+SPEC = spec(1, "tiled_gemm", "a shared-memory tile, one output per thread (notebook 02)",
             lambda: (Build("tiled_gemm", lambda: (tiled_gemm_kernel(16), ANY), "16x16 tile"),))

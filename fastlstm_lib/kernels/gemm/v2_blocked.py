@@ -38,7 +38,6 @@ import functools
 
 from numba import cuda, float32
 
-from ..spec import BACKWARD_STEPS
 from .tiles import ANY, GPU_LARGE, GPU_SMALL, B_LAYOUTS, SHARED_PADDING, Blocking, build, cases, spec
 
 
@@ -148,5 +147,4 @@ def _v2_rows() -> tuple:
             build("blocked_gemm_ta_tb", S, lambda: blocked_gemm_kernel(S, True, False, True), ANY, ", A^T B^T", False))
 
 
-SPEC = spec(2, "blocked_gemm", "tm x tn outputs per thread in registers, every edge checked", BACKWARD_STEPS[:3],
-            _v2_rows)
+SPEC = spec(2, "blocked_gemm", "tm x tn outputs per thread in registers, every edge checked", _v2_rows)

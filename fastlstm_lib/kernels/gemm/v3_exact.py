@@ -34,7 +34,6 @@ import functools
 
 from numba import cuda, float32, uint32
 
-from ..spec import BACKWARD_STEPS
 from .slab import patch_store, unrolled_slab
 from .tiles import B_LAYOUTS, CONTIGUOUS, GPU_LARGE, GPU_SMALL, GPU_WIDE, SHARED_PADDING, build, cases, spec
 
@@ -108,6 +107,4 @@ def _v3_rows() -> tuple:
             build("exact_gemm_wide", W, lambda: exact_gemm_kernel(W, False, False, pad), CONTIGUOUS, ", exact"))
 
 
-SPEC = spec(3, "exact_gemm", "2 without the checks, unrolled, where the tile divides the shape",
-            ("baseline", "combined_gemms", "streams", "fused_pointwise", "pretransposed", "combined_inputs", "wavefront",
-             "persistent") + BACKWARD_STEPS, _v3_rows)
+SPEC = spec(3, "exact_gemm", "2 without the checks, unrolled, where the tile divides the shape", _v3_rows)

@@ -133,4 +133,4 @@ def _v4_rows() -> tuple:
             build("prefetch_gemm_small", S, lambda: prefetch_gemm_kernel(S, pad), CONTIGUOUS, ", exact, prefetch"))
 
 
-SPEC = spec(4, "prefetch_gemm", "3 with the next slab loaded into registers during this one's FFMAs", (), _v4_rows)
+SPEC = spec(4, "prefetch_gemm", "3 with the next slab loaded into registers during this one's FFMAs", _v4_rows)

@@ -60,4 +60,4 @@ def _v5_rows() -> tuple:
             build("vector_gemm_small", S, lambda: vector_gemm_kernel(S, pad), CONTIGUOUS, ", exact, vector"))
 
 
-SPEC = spec(5, "vector_gemm", "4 with 128-bit loads: global float4, shared outputs in runs of 4", (), _v5_rows)
+SPEC = spec(5, "vector_gemm", "4 with 128-bit loads: global float4, shared outputs in runs of 4", _v5_rows)

@@ -74,4 +74,4 @@ def _v6_rows() -> tuple:
             build("split_gemm_wide", W, lambda: split_gemm_kernel(W, pad), SPLIT, ", exact, vector, split-K"))
 
 
-SPEC = spec(6, "split_gemm", "5 over one part of K per grid layer, each part's product kept apart", (), _v6_rows)
+SPEC = spec(6, "split_gemm", "5 over one part of K per grid layer, each part's product kept apart", _v6_rows)

@@ -126,6 +126,6 @@ def case(size: str, rng) -> list:
 
 
 SPEC = spec(7, "recurrent_gemm", "6 for the recurrent GEMM: 4 x 4 runs read by 128-bit shared loads, a double-buffered "
-            "tile filled half-way through each slab", (),
+            "tile filled half-way through each slab",
             lambda: (build("recurrent_gemm", GPU_LARGE, lambda: recurrent_gemm_kernel(GPU_LARGE, SHARED_PADDING),
                            SPLIT, ", exact, runs, double-buffered, split-K"),))

@@ -58,12 +58,10 @@ import numpy as np
 from numba import cuda, float32, uint64
 
 from ...checks import check_int, check_int_list, check_str
-from ...config import LSTMConfig
 from ...gpus import Chip, chip as chip_limits
-from ...params import init_params, random_input
-from ...reference import lstm_layer64
+from ...numerics import lstm_layer64
 from ...runtime.device import DEVICE
-from ..case import Case, poisoned
+from ..case import Case, f32, poisoned
 from ..pointwise.base import CELL_FLOP, sigmoidf
 from ..spec import Build, Spec, Traffic
 from ..views import view_of
@@ -391,11 +389,13 @@ def layer_case(batch: int, steps: int, hidden: int, plan_, launch_, describe) ->
     hs)`` for one layer of unsaturated gates, its output poisoned first, against float64 from x;
     ``describe(plan)`` says what the plan is."""
     grid_ = plan_(hidden, batch)
-    cfg = LSTMConfig(batch=batch, seq_len=steps, input_size=hidden, hidden=hidden, layers=1)
-    (layer,), x = init_params(cfg, seed=0), random_input(cfg, seed=1)  # unsaturated gates
-    kernel, recurrent, bias = layer
+    weights = np.random.default_rng(0)
+    scale = 0.5 / math.sqrt(2 * hidden)  # gate pre-activations near N(0, 0.5^2): unsaturated gates
+    kernel, recurrent = f32(weights, hidden, 4 * hidden, scale=scale), f32(weights, hidden, 4 * hidden, scale=scale)
+    bias = f32(weights, 4 * hidden, scale=0.1)
+    x = f32(np.random.default_rng(1), batch, steps, hidden)  # (B, T, in), in = hidden
     x_gates = np.ascontiguousarray((x @ kernel).transpose(1, 0, 2))  # (T, B, 4H)
-    want = lstm_layer64(x, layer)[0].transpose(1, 0, 2)
+    want = lstm_layer64(x, (kernel, recurrent, bias))[0].transpose(1, 0, 2)
     arrays = [cuda.to_device(a) for a in (x_gates, recurrent, bias)]
     hs = poisoned(steps, batch, hidden)
     flop = steps * batch * hidden * (8.0 * hidden + 40.0)
@@ -424,6 +424,6 @@ def _builds() -> tuple:
 
 SPECS = (
     Spec("persistent", 1, "persistent_layer", "a layer's whole sequence in one launch, U in shared memory (notebook 09)",
-         ("persistent",), ((0, 1, 2), (3,)),  # it reads the h it writes itself, inside the launch
+         ((0, 1, 2), (3,)),  # it reads the h it writes itself, inside the launch
          persistent_traffic, _builds),
 )

@@ -10,11 +10,12 @@ import math
 import numpy as np
 from numba import cuda, float32
 
-from ...reference import sigmoid64
+from ...numerics import sigmoid64
 from ...runtime.device import DEVICE
+from ...runtime.numba_compat import function_name
 from ..case import Case, f32, poisoned
 from ..geometry import pointwise_grid
-from ..spec import Build, Spec, Traffic, function_name
+from ..spec import Build, Spec, Traffic
 from ..views import view_of
 
 #: Below this, exp(-z) overflows float32 (ln of its largest value is 88.72): sigmoid is 0 there.
@@ -52,11 +53,10 @@ def launch_elementwise(kernel, out, *args, stream=0):
     kernel[blocks, threads, stream](*args)
 
 
-def spec(family: str, number: int, kernel, what: str, steps: tuple, access: tuple, traffic, signature: tuple,
-         built: str) -> Spec:
+def spec(family: str, number: int, kernel, what: str, access: tuple, traffic, signature: tuple, built: str) -> Spec:
     """An element-wise version's spec; the compile matrix builds ``kernel`` once, for ``signature``."""
     name = function_name(kernel)
-    return Spec(family, number, name, what, steps, access, traffic,
+    return Spec(family, number, name, what, access, traffic,
                 lambda: (Build(name.lstrip("_"), lambda: (kernel, signature), built),))
 
 

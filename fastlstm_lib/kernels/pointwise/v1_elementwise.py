@@ -18,8 +18,8 @@ import math
 import numpy as np
 from numba import cuda, float32
 
-from ...reference import sigmoid64
-from ..spec import BACKWARD_STEPS, Traffic, elementwise
+from ...numerics import sigmoid64
+from ..spec import Traffic, elementwise
 from ..views import view_of
 from .base import A1, A2, SIGMOID_FLOP, TANH_FLOP, elementwise_cases, launch_elementwise, sigmoidf, spec
 
@@ -121,21 +121,17 @@ def add_bias_traffic(args, grid, block, constants) -> Traffic:
                                reads=traffic.reads + (bias,), inputs=traffic.inputs + (bias,))
 
 
-def _op(kernel, inputs: tuple, flop: int, access: tuple, steps: tuple, signature: tuple, traffic=None):
+def _op(kernel, inputs: tuple, flop: int, access: tuple, signature: tuple, traffic=None):
     traffic = traffic or (lambda args, grid, block, constants: elementwise(args, "out", inputs, flop))
-    return spec("pointwise", 1, kernel, "one element-wise operation per launch (steps 02-04)", steps, access, traffic,
+    return spec("pointwise", 1, kernel, "one element-wise operation per launch (steps 02-04)", access, traffic,
                 signature, "element-wise")
 
 
-_UNFUSED = ("baseline", "combined_gemms", "streams")
-#: Steps 02-08 zero the cell state with it; the backward ladder, the gradients.
-_FILLED = _UNFUSED + ("fused_pointwise", "pretransposed", "combined_inputs", "wavefront") + BACKWARD_STEPS
-
 SPECS = (
-    _op(_fill, (), 0, ((), (0,)), _FILLED, (A2, float32)),
-    _op(_add, ("a", "b"), 1, ((0, 1), (2,)), _UNFUSED + ("bwd_op_by_op",), (A2, A2, A2)),
-    _op(_add_bias, ("a",), 1, ((0, 1), (2,)), _UNFUSED, (A2, A1, A2), add_bias_traffic),
-    _op(_mul, ("a", "b"), 1, ((0, 1), (2,)), _UNFUSED + ("bwd_op_by_op",), (A2, A2, A2)),
-    _op(_sigmoid, ("a",), SIGMOID_FLOP, ((0,), (1,)), _UNFUSED, (A2, A2)),
-    _op(_tanh, ("a",), TANH_FLOP, ((0,), (1,)), _UNFUSED + ("bwd_op_by_op",), (A2, A2)),
+    _op(_fill, (), 0, ((), (0,)), (A2, float32)),
+    _op(_add, ("a", "b"), 1, ((0, 1), (2,)), (A2, A2, A2)),
+    _op(_add_bias, ("a",), 1, ((0, 1), (2,)), (A2, A1, A2), add_bias_traffic),
+    _op(_mul, ("a", "b"), 1, ((0, 1), (2,)), (A2, A2, A2)),
+    _op(_sigmoid, ("a",), SIGMOID_FLOP, ((0,), (1,)), (A2, A2)),
+    _op(_tanh, ("a",), TANH_FLOP, ((0,), (1,)), (A2, A2)),
 )

@@ -52,7 +52,6 @@ def case(size: str, rng) -> list:
                  reset=lambda: c_d.copy_to_device(c0))]  # per row: 2 x 4H in, c in and out, h out
 
 
-SPECS = (spec("pointwise", 2, _lstm_cell, "the whole cell of a layer-step in one launch (notebook 05)",
-              ("fused_pointwise", "pretransposed", "combined_inputs", "wavefront"), CELL_ACCESS,
+SPECS = (spec("pointwise", 2, _lstm_cell, "the whole cell of a layer-step in one launch (notebook 05)", CELL_ACCESS,
               lambda args, grid, block, constants: cell_traffic(args, "h_gates", ()), (C2, C2, C1, C2, C2),
               "fused cell"),)

@@ -61,6 +61,6 @@ def case(size: str, rng) -> list:
                  4.0 * rows * words + 16.0 * units, reset=lambda: c_d.copy_to_device(c0))]
 
 
-SPECS = (spec("pointwise", 3, _lstm_cell_split, "2 adding the recurrent product's split-K parts as it reads them", (),
+SPECS = (spec("pointwise", 3, _lstm_cell_split, "2 adding the recurrent product's split-K parts as it reads them",
               CELL_ACCESS, lambda args, grid, block, constants: cell_traffic(args, "h_parts", (args["h_parts"].shape[0],)),
               (C2, C3, C1, C2, C2), "fused cell, split-K parts"),)

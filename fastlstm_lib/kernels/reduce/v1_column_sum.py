@@ -153,7 +153,7 @@ def column_sum_traffic(args, grid, block, constants) -> Traffic:
 
 SPECS = (
     Spec("reduce", 1, "column_sum", "out[j] = sum of column j, a shared-memory tree (bwd04-05)",
-         ("bwd_combined_weights", "bwd_wavefront"), ((0,), (1,)), column_sum_traffic,
+         ((0,), (1,)), column_sum_traffic,
          lambda: (Build("column_sum", lambda: (column_sum_kernel(GPU_ROW_THREADS), (float32[:, :], float32[:], boolean)),
                         f"{COLUMNS} columns x {GPU_ROW_THREADS} threads down them, a shared-memory tree"),)),
 )

@@ -18,7 +18,7 @@ from pathlib import Path
 from ...checks import check_bool, check_choice, check_int, check_path, check_str, check_str_list, check_writable_path
 from ...runtime.keras_backend import backend_name, environment, set_tf32
 from ...progress import progress_bar
-from ...course.results import RESULTS, load_results, save_results
+from ...results import RESULTS, load_results, save_results
 from .compare import compare_layouts, format_results, verdict
 from .images import load_images
 from .models import FULL_SIZE, check_model_name

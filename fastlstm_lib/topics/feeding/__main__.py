@@ -17,7 +17,7 @@ def main(argv=None) -> int:
     args = parser.parse_args(argv)
 
     from fastlstm_lib.topics.feeding.devices import BATCH_SIZES, measure_devices
-    from fastlstm_lib.course.results import save_results
+    from fastlstm_lib.results import save_results
 
     results = measure_devices(args.batch_sizes or BATCH_SIZES, progress=True)
     for result in results:

@@ -16,7 +16,7 @@ import os
 
 from ...checks import check_bool, check_int, check_int_list
 from ...runtime.keras_backend import cpu_name, environment, gpu_device
-from ...course.results import RESULTS, load_results
+from ...results import RESULTS, load_results
 from .batch_size import CPU, training_throughput
 from .small_calls import small_call_latency
 
