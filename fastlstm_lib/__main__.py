@@ -54,9 +54,6 @@ def build_parser(fl) -> argparse.ArgumentParser:
     doctor = commands.add_parser("doctor", help="will the course run here? each problem with the command that fixes it "
                                                 "(exit status 0 only if it will)")
     doctor_arguments(doctor)  # for --help; `doctor` itself is dispatched above
-    gemm = commands.add_parser("gemm", help="the kernel runner's GEMM family, cuBLAS (via torch, TF32 off) its version 0, "
-                                                "at the article's GEMM shapes, kept with --out; GPU only")
-    gemm.add_argument("--out", metavar="FILE", help="also write the rows as JSON (measurement: kernel_version)")
     bench = commands.add_parser("bench", help="check and time the steps on this device")
     bench.add_argument("--steps", nargs="+", metavar="STEP", type=any_step,
                        help=f"default: all ({', '.join(fl.steps.names())})")
@@ -122,8 +119,8 @@ def main(argv=None) -> int:
         args = build_parser(fl).parse_args(argv)
     except SystemExit as exit_:  # argparse has printed "error: ..." (status 2), or --help (status 0)
         return exit_.code if isinstance(exit_.code, int) else 2
-    command = {"info": info_command, "gemm": gemm_command, "bench": bench_command, "sweep": sweep_command,
-               "clocks": clocks_command, "profile": profile_command}[args.command]
+    command = {"info": info_command, "bench": bench_command, "sweep": sweep_command, "clocks": clocks_command,
+               "profile": profile_command}[args.command]
     try:
         check_outputs(args)
         status, rows = command(fl, args)
@@ -146,22 +143,6 @@ def set_tf32_for(fl, args) -> None:
         from fastlstm_lib.runtime.keras_backend import set_tf32
 
         set_tf32(args.tf32 == "on")
-
-
-def gemm_command(fl, args) -> tuple:
-    """The kernel runner's GEMM family (``python -m fastlstm_lib.kernels gemm``: every version beside
-    cuBLAS, version 0, checked, timed and checked again at the article's shapes), its rows kept in
-    ``--out`` as ``measurement: kernel_version``, the device named; a GPU only."""
-    from fastlstm_lib.kernels import __main__ as runner, catalog
-
-    if fl.is_simulator():
-        print("error: the GEMM benchmark needs a GPU: on the CUDA simulator there is no cuBLAS and times mean "
-              "nothing (python -m fastlstm_lib.kernels gemm validates every version there)", file=sys.stderr)
-        return 2, None
-    rows: list[dict] = []
-    failed = runner.run(catalog.select("gemm"), rows=rows)
-    device, checked = fl.device_info(), fl.DEVICE.computes
-    return 1 if failed else 0, [dict(row, measurement="kernel_version", checked=checked, device=device) for row in rows]
 
 
 def clocks_command(fl, args) -> tuple:

@@ -111,10 +111,11 @@ def test_the_topics_never_import_the_course():
 
 
 #: What the kernels stand on, the ground floor: the argument checks, the GPU table, the tolerances
-#: and float64 numerics, the table helper, the timer, and runtime/ (where we run). Not the LSTM's
-#: sizes, weights or reference (config, params, reference), nor the recorder, the replay, the
-#: harness, the steps, the course or the topics: they stand on the kernels.
-BELOW_THE_KERNELS = {f"fastlstm_lib.{name}" for name in ("checks", "gpus", "numerics", "tables", "timing")}
+#: and float64 numerics, the results files (the runner's --out), the table helper, the timer, and
+#: runtime/ (where we run). Not the LSTM's sizes, weights or reference (config, params, reference),
+#: nor the recorder, the replay, the harness, the steps, the course or the topics: they stand on
+#: the kernels.
+BELOW_THE_KERNELS = {f"fastlstm_lib.{name}" for name in ("checks", "gpus", "numerics", "results", "tables", "timing")}
 
 
 def below_the_kernels(name: str) -> bool:

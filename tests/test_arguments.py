@@ -270,7 +270,7 @@ def cli_error(capsys, argv) -> str:
     return captured.err
 
 
-@pytest.mark.parametrize("command", [["bench"], ["sweep"], ["clocks"], ["gemm"], ["profile"]])
+@pytest.mark.parametrize("command", [["bench"], ["sweep"], ["clocks"], ["profile"]])
 def test_cli_refuses_an_output_file_it_cannot_write(no_work, capsys, tmp_path, command):
     (tmp_path / "file").write_text("x")
     for out, words in [(tmp_path / "missing" / "r.json", "directory .* does not exist"),

@@ -1,15 +1,16 @@
 """What notebook 06 adds to the library: the GEMM with B in each layout, as cases of the kernel
-runner's versions 2 and 3 (kernels/catalog.py), and the runner's one tolerance table."""
+runner's versions 2 and 3 (kernels/runner.py), and the runner's one tolerance table."""
 
 import numpy as np
 
 import fastlstm_lib as fl
-from fastlstm_lib.kernels import catalog, gemm
+from fastlstm_lib.kernels import gemm, runner
+from fastlstm_lib.kernels.case import Unavailable
 
 
 def test_every_layout_of_b_is_a_checked_case_of_versions_2_and_3():
     for number in (2, 3):
-        rows = catalog.measure(catalog.select("gemm", number)[0], sizes=("odd",))
+        rows = runner.measure(runner.select("gemm", number)[0], sizes=("odd",))
         first = [row for row in rows if row["shape"] == rows[0]["shape"]]
         # the plain run is B stored (K, N); the others name their layout
         assert [row["variant"] for row in first] == ["", *(label for label, _, _ in gemm.B_LAYOUTS[1:])], number
@@ -21,14 +22,14 @@ def test_the_weight_gradient_is_checked_to_the_backward_tolerance():
     assert set(cases) == {"per_step", "all_steps"}
     for case in cases.values():
         assert case.rtol == fl.numerics.TOLERANCES["backward"] == fl.backward.reference.BACKWARD_RTOL
-        assert catalog.checked(case) <= case.rtol
+        assert runner.checked(case) <= case.rtol
 
 
 def test_cublas_is_the_gemm_familys_version_0_and_says_why_it_cannot_run():
-    (version,) = catalog.select("gemm", 0)
+    (version,) = runner.select("gemm", 0)
     assert version.kernel == "cublas" and version.specs == (gemm.v0_cublas.SPEC,)
     if fl.is_simulator():
         import pytest
 
-        with pytest.raises(catalog.Unavailable, match="cuBLAS needs a real GPU"):
-            catalog.measure(version, sizes=("odd",))
+        with pytest.raises(Unavailable, match="cuBLAS needs a real GPU"):
+            runner.measure(version, sizes=("odd",))

@@ -40,7 +40,7 @@ def bench_weight_gradients(cfg: LSTMConfig, *, warmup: int = 3, repeats: int = 2
     """dW = X^T dZ of layer 1 (in = H) over all steps: one tall GEMM vs T GEMMs of B rows, accumulating:
     the kernel runner's two weight-gradient cases (``kernels/gemm/launch.weight_gradient_cases``) at
     ``cfg``'s steps, batch and hidden, each checked (the backward tolerance), timed and checked again."""
-    from ..kernels import catalog, gemm
+    from ..kernels import gemm, runner
 
     _check_cfg(cfg)
     warmup, repeats = check_int("warmup", warmup, minimum=0), check_int("repeats", repeats)
@@ -51,10 +51,10 @@ def bench_weight_gradients(cfg: LSTMConfig, *, warmup: int = 3, repeats: int = 2
     result = {"shape": f"({H} x {T * B}) @ ({T * B} x {4 * H})", "per_step_launches": T, "all_steps_launches": 1}
     for label, case in cases.items():
         try:
-            error = catalog.checked(case, check=computed)
+            error = runner.checked(case, check=computed)
         except AssertionError as failure:
             raise RuntimeError(f"the {label} weight gradient is wrong: {failure}") from None
-        result[f"{label}_ms"] = catalog.timed(case.launch, (1, warmup, repeats))
+        result[f"{label}_ms"] = runner.timed(case.launch, (1, warmup, repeats))
         result[f"{label}_relative_error"] = error if computed else None
     result["speedup"] = result["per_step_ms"]["median"] / result["all_steps_ms"]["median"]
     return result

@@ -1,6 +1,6 @@
 """One run of a kernel version, as its file writes it: ``Case`` (what to launch, its outputs, the
 float64 answers, its work and tolerance), ``Unavailable`` (a version that cannot run here), and the
-helpers every version's ``case(size, rng)`` uses. The runner (``catalog.py``) checks and times them.
+helpers every version's ``case(size, rng)`` uses. The runner (``runner.py``) checks and times them.
 """
 
 from __future__ import annotations

@@ -19,7 +19,7 @@ import traceback
 
 
 def _item(results: dict, name: str, call) -> None:
-    from fastlstm_lib.kernels.catalog import Unavailable
+    from fastlstm_lib.kernels.case import Unavailable
     from fastlstm_lib.kernels.persistent import PersistentLimitError
     from . import state
 
@@ -83,11 +83,12 @@ def run(parts=("forward", "backward", "harness", "keras")) -> dict:
                 raise RuntimeError("python -m fastlstm_lib clocks failed")
 
         _item(results, "clocks command tiny", clocks_command)
-        from fastlstm_lib.kernels import catalog
+        from fastlstm_lib.kernels.catalog import VERSIONS
+        from fastlstm_lib.kernels.runner import measure
 
-        for version in catalog.VERSIONS:  # each alone, at odd sizes and the article's (python -m fastlstm_lib.kernels)
+        for version in VERSIONS:  # each alone, at odd sizes and the article's (python -m fastlstm_lib.kernels)
             _item(results, f"kernel {version.label}",
-                  lambda version=version: catalog.measure(version, check=False, counts=(2, 0, 2)))
+                  lambda version=version: measure(version, check=False, counts=(2, 0, 2)))
         _item(results, "persistent_limits", lambda: fl.persistent_limits())
 
         def doctor():

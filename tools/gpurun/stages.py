@@ -15,7 +15,7 @@ brings them back and a second, resumed (runner.py), the rest. Each fills one res
                 against the float64 reference at odd sizes and at a size of many blocks per kernel;
                 the persistent kernel at hidden 512, batch 1-64, and a plan over 48 KiB of shared
                 memory; every run twice, bitwise identical; every other family's kernel versions
-                on their own, checked, then timed at the article's shapes (kernels/catalog.py);
+                on their own, checked, then timed at the article's shapes (kernels/runner.py);
                 the exercises' own solutions (every timed pass of the stages before checks its
                 own result before and after timing)
  6 clocks       per step, the host's time to issue a pass against the GPU's     -> clocks-DATE.json
@@ -333,19 +333,21 @@ def kernel_versions(ctx, gemm: bool) -> list[dict]:
     sizes, then at the article's shapes checked, timed (CUDA events) and checked again, one row per
     case. On the fake GPU every launch and event is made, nothing compared, with few repeats. A
     version that cannot run here (cuBLAS without torch) is a skipped row, saying why."""
-    from fastlstm_lib.kernels import catalog
+    from fastlstm_lib.kernels.case import Unavailable
+    from fastlstm_lib.kernels.catalog import VERSIONS
+    from fastlstm_lib.kernels.runner import INNER, REPEATS, WARMUP, measure
 
     computed = values_computed()
-    counts = (catalog.INNER, catalog.WARMUP, catalog.REPEATS) if computed and not ctx.quick else (2, 0, 2)
+    counts = (INNER, WARMUP, REPEATS) if computed and not ctx.quick else (2, 0, 2)
     rows = []
-    for version in catalog.VERSIONS:
+    for version in VERSIONS:
         if (version.family == "gemm") != gemm:
             continue
 
         def one(version=version):
             try:
-                measured = catalog.measure(version, check=computed, counts=counts)
-            except catalog.Unavailable as error:
+                measured = measure(version, check=computed, counts=counts)
+            except Unavailable as error:
                 ctx.rows.append({"item": f"kernel {version.label}", "outcome": f"skipped: {error}"})
                 return None
             rows.extend(measured)
@@ -522,10 +524,10 @@ def clocks(ctx) -> dict:
 def gemm(ctx) -> dict:
     """The GEMM family through the kernel runner: every version, cuBLAS (version 0) among them,
     checked and timed at the article's shapes, B in each layout, and the weight gradient."""
-    from fastlstm_lib.kernels import catalog
+    from fastlstm_lib.kernels.runner import gemm_table
 
     rows = kernel_versions(ctx, gemm=True)
-    table = catalog.gemm_table(rows)
+    table = gemm_table(rows)
     return {"headline": table.splitlines()[-1].strip() if table else "", "table": table}
 
 
