@@ -107,7 +107,6 @@ def build_arch(cc: tuple[int, int], where: Path, kernels: list[str] | None = Non
                      "layout": job["layout"], "what": job["what"]})
         if (name, arch_name(cc)) in LISTED:
             rows[-1]["sass"] = main_loop_text(listing, job["entry"])
-    (where / "rows.json").write_text(json.dumps(rows, indent=1))
     return rows
 
 
