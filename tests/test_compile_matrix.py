@@ -4,12 +4,13 @@ compile matrix: tools/compile_matrix/, on the path through conftest.py).
 
 The compilers are pip test dependencies (CUDA 13 for sm_75 and newer, CUDA 12 for sm_52), so on
 Linux nothing here skips; elsewhere there are no such wheels, and the module skips, saying so.
-Cold (an empty .cache/compile_matrix/) the matrix takes about 1.5 minutes on two cores; warm, with
-nothing changed in the kernels or the compilers, about a second.
+Cold (an empty .cache/compile_matrix/) the matrix takes about 1.5 minutes on two cores; warm, it
+compiles only the kernels whose key changed (nothing changed: about a second).
 """
 
 import ast
 import os
+import shutil
 import subprocess
 import sys
 from pathlib import Path
@@ -17,6 +18,7 @@ from pathlib import Path
 import pytest
 
 import compile_matrix as cm
+from compile_matrix import keys
 from compile_matrix.sass import (Instruction, ffma_after_load, int64_multiplies_divides, load_use_distance, loop_ffma_chain,
                                  main_loop_mix, parse_nvdisasm, reads, staged_loads, staging_per_float, writes)
 from compile_matrix.toolkits import ARCHS, arch_name, assemble, resources, tool
@@ -48,7 +50,7 @@ def rows():
 def test_the_table_is_current():
     """Built from today's sources and compilers (the key each file records), and a fresh build of one
     architecture, the H100's, reproduces its rows and listings: the compilers really give the table."""
-    assert cm.stale(cm.TABLE, cm.LISTINGS) == [], f"stale: run `{cm.COMMAND}`"
+    assert cm.stale(cm.TABLE, cm.LISTINGS) == {}, f"stale: run `{cm.COMMAND}`"
     fresh = cm.build(archs=[(9, 0)])
     committed = [row for row in cm.committed_rows() if row["arch"] == "sm_90"]
     assert [{k: v for k, v in row.items() if k != "sass"} for row in fresh] == \
@@ -292,22 +294,83 @@ def test_the_exact_tile_kernels_spend_their_slab_on_ffma(rows):
             assert share[exact] > 2 * share[checked], share
 
 
-def test_the_check_says_whether_the_table_is_current(rows, tmp_path, capsys):
+def test_the_check_says_which_kernels_are_stale(rows, tmp_path, capsys):
+    """Each row and listing records its kernel's key; ``--check`` names the kernels whose rows or
+    listings record another (or are missing), and only those."""
+    today = keys.kernel_keys()
+    rows = [{**row, "key": today[row["kernel"]]} for row in rows]  # as built today
     current = tmp_path / "current.csv"
     current.write_text(cm.render(rows))
-    stale = tmp_path / "stale.csv"
-    stale.write_text(cm.render(rows, key="0123456789abcdef"))  # built from other sources or compilers
     listings = cm.listings(rows, tmp_path / "kernel_sass")
     for path, text in listings.items():
         path.parent.mkdir(exist_ok=True)
         path.write_text(text)
-    assert cm.recorded_key(current) == cm.cache_key() and cm.recorded_key(next(iter(listings))) == cm.cache_key()
+    assert {cm.recorded_key(path) for path in listings if path.name.startswith("exact_gemm.")} == {today["exact_gemm"]}
+    assert cm.stale(current, tmp_path / "kernel_sass") == {}
     assert cm.main(["--check", "--out", str(current)]) == 0
-    assert cm.main(["--check", "--out", str(stale)]) == 1
-    first = next(iter(listings))
-    first.write_text("stale\n")  # a current table with a stale listing is stale too
+    stale = tmp_path / "stale.csv"  # one kernel's rows built from other sources or compilers
+    stale.write_text(cm.render([{**row, "key": "0123456789abcdef"} if row["kernel"] == "add" else row for row in rows]))
+    assert cm.stale(stale, tmp_path / "kernel_sass") == {"add": [str(stale)]}
+    missing = tmp_path / "missing.csv"  # a kernel built today that the table lacks
+    missing.write_text(cm.render([row for row in rows if row["kernel"] != "column_sum"]))
+    assert list(cm.stale(missing, tmp_path / "kernel_sass")) == ["column_sum"]
+    (tmp_path / "kernel_sass" / "blocked_gemm.sm_90.sass").write_text("stale\n")  # a current table, a stale listing
+    assert cm.stale(current, tmp_path / "kernel_sass") == {"blocked_gemm": [str(tmp_path / "kernel_sass" / "blocked_gemm.sm_90.sass")]}
     assert cm.main(["--check", "--out", str(current)]) == 1
-    assert cm.COMMAND in capsys.readouterr().err
+    assert cm.main(["--check", "--out", str(stale)]) == 1
+    err = capsys.readouterr().err
+    assert cm.COMMAND in err and "  blocked_gemm: " in err and "  add: " in err and "exact_gemm" not in err
+
+
+def _changed(before: dict, after: dict) -> set:
+    return {row for row in after if before.get(row) != after[row]}
+
+
+def test_a_kernels_key_changes_with_its_own_sources_only(tmp_path):
+    """Keys (compile_matrix.keys) in a copy of the project: the same as here (they depend on the
+    files alone); a new version file (v99_scratch.py) adds its own key and changes no other; an
+    edit of one version file changes the keys of its rows only, and only their listings' key
+    lines; a module the versions share (gemm/tiles.py) changes its importers', the chip data
+    (data/gpus.csv) the persistent kernels'."""
+    for pattern in ("fastlstm_lib/**/*.py", "data/gpus.csv", *keys.MATRIX):
+        for path in cm.ROOT.glob(pattern):
+            (tmp_path / path.relative_to(cm.ROOT)).parent.mkdir(parents=True, exist_ok=True)
+            shutil.copyfile(path, tmp_path / path.relative_to(cm.ROOT))
+    files = {row: tmp_path / path.relative_to(cm.ROOT) for row, path in keys.owners().items()}
+    before = keys.kernel_keys(files, tmp_path)
+    assert before == keys.kernel_keys()
+    gemm = tmp_path / "fastlstm_lib" / "kernels" / "gemm"
+    exact = keys.kernel_files(gemm / "v3_exact.py", tmp_path)
+    assert gemm / "tiles.py" in exact and gemm / "slab.py" in exact and gemm / "__init__.py" not in exact
+    assert tmp_path / "data" / "gpus.csv" in keys.kernel_files(files["persistent_b4"], tmp_path)
+
+    scratch = gemm / "v99_scratch.py"
+    scratch.write_text('"""A scratch version."""\n\nfrom ..spec import Build\nfrom .v4_prefetch import slab_parts\n')
+    added = keys.kernel_keys({**files, "scratch_gemm": scratch}, tmp_path)
+    assert _changed(before, added) == {"scratch_gemm"} and added["scratch_gemm"] not in before.values()
+    assert gemm / "v4_prefetch.py" in keys.kernel_files(scratch, tmp_path)
+
+    def edited(path):
+        original = path.read_bytes()
+        path.write_bytes(original + b"\n# edited\n")
+        try:
+            return keys.kernel_keys(files, tmp_path)
+        finally:
+            path.write_bytes(original)
+
+    after = edited(gemm / "v3_exact.py")
+    assert _changed(before, after) == {row for row, path in files.items() if path.name == "v3_exact.py"} == {
+        "exact_gemm", "exact_gemm_t", "exact_gemm_wide"}
+    listed = [{"kernel": kernel, "arch": arch, "what": "", "loop_instructions": 1, "sass": "FFMA R1, R2, R3, R1 ;\n"}
+              for kernel, arch in sorted(cm.LISTED)]
+    old = cm.listings([{**row, "key": before[row["kernel"]]} for row in listed])
+    new = cm.listings([{**row, "key": after[row["kernel"]]} for row in listed])
+    assert {path.name for path in old if old[path] != new[path]} == {
+        f"{kernel}.{arch}.sass" for kernel, arch in cm.LISTED if kernel.startswith("exact_gemm")}
+    assert _changed(before, edited(gemm / "tiles.py")) == {
+        row for row, path in files.items() if path.parent == gemm}
+    assert _changed(before, edited(tmp_path / "data" / "gpus.csv")) == {
+        row for row in files if row.startswith("persistent")}
 
 
 def test_ptxas_reports_and_disassemblies_are_read():
@@ -350,6 +413,8 @@ def test_bad_arguments_are_named(tmp_path):
         cm.build(archs=[(7, 0)])
     with pytest.raises(ValueError, match="rows"):
         cm.render([])
+    with pytest.raises(ValueError, match="files"):
+        keys.kernel_keys({})
 
 
 def test_the_library_reads_the_matrix_without_importing_it():

@@ -10,11 +10,15 @@ what it writes (``fastlstm_lib.course.sass``: ``read_table``, the listings), and
 For each architecture a worker process compiles every kernel to PTX (``jobs``), ptxas assembles
 it as the driver would and reports its resources (``toolkits``), and the cubin is disassembled to
 count its main loop's instructions (``sass``).
-Results are cached under ``.cache/compile_matrix/``, keyed by a hash of the kernels' sources, the
-matrix's own code and the compilers' versions: with nothing changed, a run only reads the cache.
-The table (and each SASS listing) records that key in its header: ``--check`` says it is current
-when its key is today's, without compiling (the sources and compilers it was built from are the
-ones here, and the build is deterministic); ``committed_rows`` reads it back as ``build`` returns it.
+Each kernel has a key (``keys``): a hash of what decides its machine code, its version file and
+the files that imports, the matrix's own code and the compilers' versions. Results are cached
+under ``.cache/compile_matrix/ARCH/``, one file per kernel and key: a run compiles only the
+kernels whose key changed (with nothing changed, it only reads the cache). Each row of the table
+records its kernel's key (its ``key`` column), and each SASS listing its kernel's in its key
+line: ``--check`` says which kernels are stale, without compiling (a row is current when its key
+is today's: the sources and compilers it was built from are the ones here, and the build is
+deterministic), and a commit that changes one kernel changes only its rows and listings.
+``committed_rows`` reads the table back as ``build`` returns it.
 """
 
 from __future__ import annotations
@@ -22,7 +26,6 @@ from __future__ import annotations
 import argparse
 import concurrent.futures
 import csv
-import hashlib
 import io
 import json
 import os
@@ -34,20 +37,15 @@ from pathlib import Path
 
 from fastlstm_lib.course.sass import LISTED, LISTINGS, TABLE, read_table  # what it writes, as the library reads it
 
+from .keys import kernel_keys
 from .sass import (LOOP_COLUMNS, disassembly, int64_multiplies_divides, load_use_distance, loop_ffma_chain, main_loop_mix,
                    main_loop_text, parse_nvdisasm, slab_mix, staged_loads, staging_per_float)
-from .toolkits import ARCHS, arch_name, assemble, resources, toolkit_of, version_line, versions
+from .toolkits import ARCHS, arch_name, assemble, resources, toolkit_of, version_line
 
 ROOT = Path(__file__).resolve().parents[2]
 TOOLS = ROOT / "tools"
 CACHE = ROOT / ".cache" / "compile_matrix"
 COMMAND = "PYTHONPATH=tools python -m compile_matrix --out data/kernel_resources.csv"
-#: Files whose content decides the table (besides the compilers): the kernels, the chip data the
-#: persistent kernel is planned with, the instruction classes the loop mix counts by, and the
-#: matrix's own modules.
-SOURCES = ("fastlstm_lib/kernels/**/*.py", "fastlstm_lib/gpus.py", "data/gpus.csv", "fastlstm_lib/course/sass.py",
-           "tools/compile_matrix/*.py")
-
 #: column -> what it holds (the table's header says it too).
 COLUMNS = {
     "kernel": "the kernel (persistent_bN: the persistent kernel planned for batch N)",
@@ -76,23 +74,18 @@ COLUMNS = {
     "load_use_distance": "the fewest instructions a thread issues from a global load to the first use of what it loaded, in the loop that feeds the main loop, around to its next trip (compile_matrix.sass.load_use_distance): memory latency a warp hides by itself",
     "layout": "its array arguments' layouts as compiled, in order: C (C-contiguous, as the article-size launches pass them) or A (any stride)",
     "what": "the variant",
+    "key": "a hash of what decided its machine code: its kernel's sources, the matrix's code, the compilers (compile_matrix.keys); --check compares it with today's",
 }
+#: The columns that hold text, not numbers.
+TEXT_COLUMNS = ("kernel", "arch", "layout", "what", "key")
 
 
-def cache_key() -> str:
-    """A hash of everything the table depends on: ``SOURCES``' contents and the compilers' versions."""
-    digest = hashlib.sha256(json.dumps(versions(), sort_keys=True).encode())
-    for pattern in SOURCES:
-        for path in sorted(ROOT.glob(pattern)):
-            digest.update(str(path.relative_to(ROOT)).encode() + b"\0" + path.read_bytes())
-    return digest.hexdigest()[:16]
-
-
-def build_arch(cc: tuple[int, int], where: Path) -> list[dict]:
-    """Compile, assemble and disassemble every kernel for ``cc`` in ``where``; the table's rows."""
+def build_arch(cc: tuple[int, int], where: Path, kernels: list[str] | None = None) -> list[dict]:
+    """Compile, assemble and disassemble ``kernels`` (row names; default every kernel) for ``cc``
+    in ``where``; their rows of the table, without their keys."""
     from .jobs import command
 
-    argv, env = command(cc, where)
+    argv, env = command(cc, where, kernels)
     done = subprocess.run(argv, env=env, capture_output=True, text=True, timeout=1200, cwd=ROOT)
     if done.returncode != 0:
         raise RuntimeError(f"compiling the kernels for {arch_name(cc)} failed:\n{done.stderr[-4000:]}")
@@ -114,26 +107,30 @@ def build_arch(cc: tuple[int, int], where: Path) -> list[dict]:
                      "layout": job["layout"], "what": job["what"]})
         if (name, arch_name(cc)) in LISTED:
             rows[-1]["sass"] = main_loop_text(listing, job["entry"])
-    (where / "rows.json").write_text(json.dumps(rows, indent=1))
     return rows
 
 
-def cached_rows(cc: tuple[int, int], cache: Path, key: str) -> list[dict]:
-    """The rows for ``cc``: from the cache when its key matches, else built (and cached)."""
-    final = cache / key / arch_name(cc)
-    if (final / "rows.json").exists():
-        return json.loads((final / "rows.json").read_text())
-    final.parent.mkdir(parents=True, exist_ok=True)
-    scratch = Path(tempfile.mkdtemp(prefix=f"{arch_name(cc)}-", dir=final.parent))
-    try:
-        rows = build_arch(cc, scratch)
+def cached_rows(cc: tuple[int, int], cache: Path, keys: dict[str, str]) -> list[dict]:
+    """The rows for ``cc`` of the kernels ``keys`` names (row name -> key), in that order, each
+    with its key: from ``cache``/ARCH/KERNEL.KEY.json where there, the others built (one worker
+    for all of them) and cached. Cached rows of other kernels or keys are removed: stale."""
+    folder = cache / arch_name(cc)
+    folder.mkdir(parents=True, exist_ok=True)
+    files = {kernel: folder / f"{kernel}.{key}.json" for kernel, key in keys.items()}
+    for old in folder.glob("*.json"):
+        if old not in files.values():
+            old.unlink(missing_ok=True)
+    missing = [kernel for kernel, path in files.items() if not path.exists()]
+    if missing:
+        scratch = Path(tempfile.mkdtemp(prefix="build-", dir=folder))
         try:
-            os.replace(scratch, final)
-        except OSError:  # another run finished it meanwhile
-            pass
-    finally:
-        shutil.rmtree(scratch, ignore_errors=True)
-    return rows
+            for row in build_arch(cc, scratch, missing):
+                row["key"] = keys[row["kernel"]]
+                (scratch / "row.json").write_text(json.dumps(row, indent=1))
+                os.replace(scratch / "row.json", files[row["kernel"]])  # whole, or not at all
+        finally:
+            shutil.rmtree(scratch, ignore_errors=True)
+    return [json.loads(files[kernel].read_text()) for kernel in keys]
 
 
 def build(cache: Path = CACHE, workers: int | None = None, archs=None) -> list[dict]:
@@ -147,30 +144,30 @@ def build(cache: Path = CACHE, workers: int | None = None, archs=None) -> list[d
     from fastlstm_lib.runtime.numba_compat import require_numba_cuda
 
     require_numba_cuda("the compile matrix")  # it compiles with numba-cuda's real path, never the simulator
-    key = cache_key()
+    keys = kernel_keys()
     cache = Path(cache)
     for old in cache.glob("*") if cache.exists() else []:
-        if old.name != key:  # results of other sources or compilers: stale
+        if old.name not in map(arch_name, ARCHS):  # another layout of the cache: stale
             shutil.rmtree(old, ignore_errors=True)
     # Start the biggest share first: sm_52's worker is the only CUDA 12 one.
     archs = sorted(chosen, key=lambda cc: toolkit_of(cc) != "12")
     with concurrent.futures.ThreadPoolExecutor(workers or os.cpu_count() or 1) as pool:
-        per_arch = dict(zip(archs, pool.map(lambda cc: cached_rows(cc, cache, key), archs)))
+        per_arch = dict(zip(archs, pool.map(lambda cc: cached_rows(cc, cache, keys), archs)))
     ordered = [cc for cc in ARCHS if cc in per_arch]
     return [per_arch[cc][i] for i in range(len(per_arch[ordered[0]])) for cc in ordered]
 
 
-#: The header line that records the key (``cache_key``) of the sources and compilers a table was built from.
+#: A SASS listing's line that records the key (``keys``) of the sources and compilers its kernel was built from.
 KEY_LINE = "# Built from sources and compilers with key "
 
 
-def render(rows: list[dict], key: str | None = None) -> str:
-    """The table as committed: a ``#`` header (columns, compilers, the key of what it was built
-    from, the command), then CSV."""
+def render(rows: list[dict]) -> str:
+    """The table as committed: a ``#`` header (columns, compilers, the command), then CSV (each
+    row's ``key`` saying what it was built from)."""
     if not isinstance(rows, list) or not rows:
         raise ValueError("rows must be a non-empty list of dicts")
     header = ["# Every CUDA kernel of fastlstm_lib, compiled for each GPU architecture without a GPU:",
-              f"# {version_line()}.", f"{KEY_LINE}{key or cache_key()} (compile_matrix.cache_key).",
+              f"# {version_line()}.",
               "# ptxas -O3 as the driver's JIT does; the persistent kernel with -c (its grid barrier calls the",
               "# device runtime) and its register cap. Main loop: see tools/compile_matrix/sass.py.",
               "# sm_52 has no SASS columns: no disassembler on PyPI reads it (nvdisasm 13 dropped Maxwell).",
@@ -183,20 +180,20 @@ def render(rows: list[dict], key: str | None = None) -> str:
     return "\n".join(header) + "\n" + out.getvalue()
 
 
-def listings(rows: list[dict], where: Path = LISTINGS, key: str | None = None) -> dict[Path, str]:
-    """The SASS files to commit: ``where``/KERNEL.ARCH.sass, the main loop of each ``LISTED`` row."""
+def listings(rows: list[dict], where: Path = LISTINGS) -> dict[Path, str]:
+    """The SASS files to commit: ``where``/KERNEL.ARCH.sass, the main loop of each ``LISTED`` row,
+    its key line saying the row's key."""
     found = {}
-    key = key or cache_key()
     for row in rows:
         if "sass" in row:
             header = (f"# {row['kernel']} ({row['what']}) on {row['arch']}: its main loop, {row['loop_instructions']}"
-                      f" instructions. {version_line()}. Regenerate: {COMMAND}\n{KEY_LINE}{key}.\n")
+                      f" instructions. {version_line()}. Regenerate: {COMMAND}\n{KEY_LINE}{row['key']}.\n")
             found[Path(where) / f"{row['kernel']}.{row['arch']}.sass"] = header + row["sass"]
     return found
 
 
-def recorded_key(path: Path = TABLE) -> str | None:
-    """The key a table (or a SASS listing) records, or None where it records none."""
+def recorded_key(path: Path) -> str | None:
+    """The key a SASS listing records (its key line), or None where it records none."""
     text = Path(path).read_text() if Path(path).exists() else ""
     for line in text.splitlines():
         if line.startswith(KEY_LINE):
@@ -209,7 +206,7 @@ def committed_rows(path: Path = TABLE, where: Path = LISTINGS) -> list[dict]:
     where empty), and each listed row's SASS from its file."""
     rows = []
     for row in read_table(path):
-        row = {column: (value if column in ("kernel", "arch", "layout", "what") or value == ""
+        row = {column: (value if column in TEXT_COLUMNS or value == ""
                         else float(value) if "." in value else int(value))
                for column, value in row.items()}
         if (row["kernel"], row["arch"]) in LISTED:
@@ -219,27 +216,41 @@ def committed_rows(path: Path = TABLE, where: Path = LISTINGS) -> list[dict]:
     return rows
 
 
-def stale(out: Path, where: Path) -> list[str]:
-    """What is not current: the table or a listing that is missing or records another key than today's."""
-    key = cache_key()
-    paths = [Path(out)] + [Path(where) / f"{kernel}.{arch}.sass" for kernel, arch in sorted(LISTED)]
-    return [str(path) for path in paths if recorded_key(path) != key]
+def stale(out: Path, where: Path) -> dict[str, list[str]]:
+    """The kernels that are not current -> where: the table (``out``) where one of the kernel's rows
+    is missing or records another key than today's (``kernel_keys``), or it has a row of no kernel
+    built today; each listing in ``where`` that is missing or records another key. Empty: all current."""
+    keys = kernel_keys()
+    table = read_table(out) if Path(out).exists() else []
+    recorded = {(row["kernel"], row["arch"]): row.get("key") for row in table}
+    found = {}
+    for kernel, arch in sorted(set(recorded) | {(kernel, arch_name(cc)) for kernel in keys for cc in ARCHS}):
+        if kernel not in keys or recorded.get((kernel, arch)) != keys[kernel]:
+            found.setdefault(kernel, []).append(str(out))
+    for kernel, arch in sorted(LISTED):
+        path = Path(where) / f"{kernel}.{arch}.sass"
+        if kernel not in keys or recorded_key(path) != keys[kernel]:
+            found.setdefault(kernel, []).append(str(path))
+    return {kernel: list(dict.fromkeys(paths)) for kernel, paths in found.items()}
 
 
 def main(argv: list[str] | None = None) -> int:
     """Command line: ``--out PATH`` writes the table, ``--check`` compares it with ``--out``'s file."""
     parser = argparse.ArgumentParser(prog="python -m compile_matrix", description=__doc__.split("\n\n")[0])
     parser.add_argument("--out", type=Path, default=TABLE, help="the table (default: data/kernel_resources.csv)")
-    parser.add_argument("--check", action="store_true", help="write nothing, compile nothing; exit 1 when the "
-                        "table or a listing was built from other sources or compilers than today's")
+    parser.add_argument("--check", action="store_true", help="write nothing, compile nothing; exit 1, naming the "
+                        "kernels, when a row of the table or a listing was built from other sources or compilers "
+                        "than today's (its key)")
     parser.add_argument("--cache", type=Path, default=CACHE, help="where compiled kernels are kept")
     parser.add_argument("--workers", type=int, default=None, help="parallel compilations (default: CPU count)")
     args = parser.parse_args(argv)
-    if args.check:  # no compiling: the keys of what each file was built from against today's
+    if args.check:  # no compiling: the key each row and listing records against its kernel's today
         outdated = stale(args.out, args.out.parent / LISTINGS.name)
         if outdated:
-            print(f"{', '.join(outdated)}: stale (built from other sources or compilers): regenerate with `{COMMAND}`",
-                  file=sys.stderr)
+            print(f"{len(outdated)} kernels stale (built from other sources or compilers, or missing): regenerate "
+                  f"with `{COMMAND}`", file=sys.stderr)
+            for kernel, paths in outdated.items():
+                print(f"  {kernel}: {', '.join(paths)}", file=sys.stderr)
             return 1
         print(f"{args.out} is current")
         return 0

@@ -1,5 +1,5 @@
-"""The compile matrix's worker: every kernel of the library, compiled to PTX for one GPU
-architecture, in a process of its own (``command``).
+"""The compile matrix's worker: the kernels of the library (every one, or those named), compiled to
+PTX for one GPU architecture, in a process of its own (``command``).
 
 A process of its own because a process loads one libNVVM: CUDA 12's for sm_52, CUDA 13's for the
 others. The worker (1) imports numba.cuda before ``import fastlstm_lib`` (``BOOTSTRAP``) with the
@@ -26,7 +26,7 @@ from pathlib import Path
 
 from .toolkits import arch_name, tool, toolkit_of
 
-#: The worker's command line, ``python -c BOOTSTRAP MAJOR.MINOR DIR`` (tools/ on its PYTHONPATH).
+#: The worker's command line, ``python -c BOOTSTRAP MAJOR.MINOR DIR [KERNEL,KERNEL...]`` (tools/ on its PYTHONPATH).
 #: numba.cuda imported first, with the simulator off, and ``import fastlstm_lib`` keeps Numba's
 #: real compiler, GPU or not.
 BOOTSTRAP = "import sys, numba.cuda; from compile_matrix.jobs import main; main(sys.argv[1:])"
@@ -34,15 +34,17 @@ BOOTSTRAP = "import sys, numba.cuda; from compile_matrix.jobs import main; main(
 TOOLS = Path(__file__).resolve().parents[1]
 
 
-def command(cc: tuple[int, int], out: Path) -> tuple[list[str], dict[str, str]]:
-    """(argv, environment) of the worker that compiles every kernel for ``cc`` into ``out``."""
+def command(cc: tuple[int, int], out: Path, kernels: list[str] | None = None) -> tuple[list[str], dict[str, str]]:
+    """(argv, environment) of the worker that compiles ``kernels`` (row names; default every
+    kernel) for ``cc`` into ``out``."""
     env = {name: value for name, value in os.environ.items()
            if name not in ("NUMBA_FORCE_CUDA_CC", "FASTLSTM_SIMULATOR", "FASTLSTM_FAKE_GPU")}
     env["NUMBA_ENABLE_CUDASIM"] = "0"
     env["PYTHONPATH"] = os.pathsep.join([str(TOOLS)] + [p for p in env.get("PYTHONPATH", "").split(os.pathsep) if p])
     if toolkit_of(cc) == "12":
         env["NUMBA_FORCE_CUDA_CC"] = f"{cc[0]}.{cc[1]}"
-    return [sys.executable, "-c", BOOTSTRAP, f"{cc[0]}.{cc[1]}", str(out)], env
+    names = [] if kernels is None else [",".join(kernels)]
+    return [sys.executable, "-c", BOOTSTRAP, f"{cc[0]}.{cc[1]}", str(out), *names], env
 
 
 def prepare(cc: tuple[int, int]) -> None:
@@ -69,29 +71,36 @@ def prepare(cc: tuple[int, int]) -> None:
         raise RuntimeError(f"Numba would use {used} and {libs.get_libdevice()}, not CUDA {toolkit}'s")
 
 
-def inventory(cc: tuple[int, int]) -> dict:
+def inventory(cc: tuple[int, int], kernels: list[str] | None = None) -> dict:
     """name -> (kernel, signature, what it is, max_registers or None, relocatable, a blocked GEMM's
-    trip counts or None) for every kernel: every ``Build`` of every version's spec
-    (``fastlstm_lib.kernels.spec``; a new kernel version gets its spec there, not a line here)."""
+    trip counts or None) for every kernel, or those ``kernels`` names: every ``Build`` of every
+    version's spec (``fastlstm_lib.kernels.spec``; a new kernel version gets its spec there, not a
+    line here)."""
     from fastlstm_lib.kernels.versions import every
 
     found = {}
     for spec in every():
         for build in spec.builds():
+            if kernels is not None and build.row not in kernels:
+                continue
             kernel, signature = build.make()
             b = build.blocking  # the blocking's trip counts: sass.slab_mix
             trips = None if b is None else {"k": b.bk * b.tm * b.tn, "loads": (-(-b.bm * b.bk // b.threads),
                                                                                -(-b.bn * b.bk // b.threads))}
             found[build.row] = (kernel, signature, build.what, build.max_registers, build.relocatable, trips)
+    unknown = sorted(set(kernels or ()) - set(found))
+    if unknown:
+        raise ValueError(f"kernels {unknown} are built by no spec")
     return found
 
 
-def compile_all(cc: tuple[int, int], out: Path) -> None:
-    """Write NAME.ptx for every kernel and manifest.json (what each is, its entry point, cap)."""
+def compile_all(cc: tuple[int, int], out: Path, kernels: list[str] | None = None) -> None:
+    """Write NAME.ptx for every kernel (or those ``kernels`` names) and manifest.json (what each
+    is, its entry point, cap)."""
     from numba import cuda, types
 
     manifest = {}
-    for name, (kernel, signature, what, max_registers, relocatable, trips) in inventory(cc).items():
+    for name, (kernel, signature, what, max_registers, relocatable, trips) in inventory(cc, kernels).items():
         ptx, _ = cuda.compile_ptx(kernel.py_func, signature, cc=cc)
         if f".target {arch_name(cc)}" not in ptx:
             raise RuntimeError(f"{name}: PTX is not for {arch_name(cc)}")
@@ -104,12 +113,12 @@ def compile_all(cc: tuple[int, int], out: Path) -> None:
 
 
 def main(argv: list[str]) -> None:
-    """``CC DIR``: e.g. ``9.0 /tmp/ptx``."""
-    if len(argv) != 2:
-        raise SystemExit("usage: PYTHONPATH=tools python -m compile_matrix.jobs MAJOR.MINOR DIR")
+    """``CC DIR [KERNEL,KERNEL...]``: e.g. ``9.0 /tmp/ptx`` (every kernel), ``9.0 /tmp/ptx exact_gemm,add``."""
+    if len(argv) not in (2, 3):
+        raise SystemExit("usage: PYTHONPATH=tools python -m compile_matrix.jobs MAJOR.MINOR DIR [KERNEL,KERNEL...]")
     cc = tuple(int(part) for part in argv[0].split("."))
     prepare(cc)
     out = Path(argv[1])
     out.mkdir(parents=True, exist_ok=True)
-    compile_all(cc, out)
+    compile_all(cc, out, argv[2].split(",") if len(argv) == 3 else None)
 
