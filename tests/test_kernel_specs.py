@@ -2,10 +2,12 @@
 and they hold: every kernel has a spec, the steps a dry run of every step shows launching it are
 the ones written here (``STEPS_OF``), its access positions are arguments of its kernel, its builds
 are the compile matrix's rows, and its case is in the catalog. The readers (the profile's formulas, the
-exercises' access table, the timeline's GEMM rows, the compile matrix) take them from there."""
+exercises' access table, the timeline's GEMM rows, the compile matrix, the course's charts, counts
+and estimates) take them from there: the course names no kernel."""
 
 import ast
 import collections
+import re
 from pathlib import Path
 
 import pytest
@@ -146,3 +148,51 @@ def test_the_readers_take_the_specs():
         gemm.v0_cublas.SPEC, *gemm.SPECS, gemm.launch.SPEC] + [spec for spec in every() if spec.family != "gemm"]
     assert all(len({spec.number for spec in version.specs}) == 1 for version in catalog.VERSIONS)
     assert [module.SPEC.number for module in gemm.VERSIONS] == list(range(len(gemm.VERSIONS)))  # its files, in order
+
+
+#: Kernels the course names on purpose, outside its exercises (which teach kernels by name): the
+#: compile-matrix rows notebook 12 reads as SASS text (``course/sass.py``'s ``LISTED``).
+NAMED_ON_PURPOSE = {"sass.py": {"blocked_gemm", "exact_gemm"}}
+
+
+def string_literals(tree: ast.Module) -> list[ast.Constant]:
+    """The str constants of a module that are no docstring."""
+    docstrings = {id(node.body[0].value) for node in ast.walk(tree)
+                  if isinstance(node, (ast.Module, ast.ClassDef, ast.FunctionDef, ast.AsyncFunctionDef))
+                  and node.body and isinstance(node.body[0], ast.Expr) and isinstance(node.body[0].value, ast.Constant)}
+    return [node for node in ast.walk(tree)
+            if isinstance(node, ast.Constant) and isinstance(node.value, str) and id(node) not in docstrings]
+
+
+def test_the_course_reads_a_kernel_from_its_spec_not_its_name():
+    """No string in the course (its exercises aside) is a kernel's name, or its label where that is
+    no plain word ("fill", "tanh": words the course uses as words): what the course knows of a
+    kernel (its family, its role and colour in the charts, its compiled rows, how it stages h) it
+    reads from its spec, so a new version is a new file and no course edit."""
+    names = {spec.name for spec in every()} | {spec.label for spec in every() if "_" in spec.label}
+    course = Path(fl.__file__).parent / "course"
+    found = []
+    for path in sorted(course.rglob("*.py")):
+        if "exercises" in path.relative_to(course).parts:
+            continue
+        for node in string_literals(ast.parse(path.read_text())):
+            if node.value in names and node.value not in NAMED_ON_PURPOSE.get(path.name, ()):
+                found.append(f"{path.relative_to(course)}:{node.lineno}: {node.value!r}")
+    assert not found, "the course names kernels; read their specs instead:\n" + "\n".join(found)
+
+
+def test_the_chart_and_timeline_facts_hold():
+    """Every role has a colour in the profile's timeline, every colour is Matplotlib's, a per-batch
+    row pattern names its kernel's compiled rows, and a staging width is a whole number of floats."""
+    from matplotlib.colors import is_color_like
+
+    from fastlstm_lib.course.profile.charts import ELEMENTWISE, ROLE_COLORS
+
+    for spec in every():
+        assert spec.role in set(ROLE_COLORS) | {ELEMENTWISE}, spec.label
+        assert spec.colour is None or is_color_like(spec.colour), spec.label
+        assert isinstance(spec.staged_floats, int) and spec.staged_floats >= 1, spec.label
+        if spec.batch_row is not None:
+            pattern = re.escape(spec.batch_row).replace(re.escape("{batch}"), r"\d+")
+            rows = [build.row for build in spec.builds()]
+            assert rows and all(re.fullmatch(pattern, row) for row in rows), (spec.label, rows)

@@ -32,7 +32,7 @@ from ..config import LSTMConfig
 from ..gpus import find_gpu
 from ..harness import bench_steps, problem
 from .kept import kept
-from ..kernels.versions import gemm_names, persistent_names
+from ..kernels.versions import every, family_of
 from ..launches import count_launches
 from ..runtime.nvtx import DOMAIN as DOMAIN_NAME
 from .profile.record import shared_profile as profile  # read-only here: no copy needed
@@ -47,7 +47,7 @@ CHIP = ARTICLE_GPU
 #: The GPUs and hosts the bounds are shown for: the article's GPU and a current one.
 BOUND_GPUS = (ARTICLE_GPU, "H100")
 #: The GEMM family's kernels (kernels/gemm/), as recorded launches name them.
-GEMM_KERNELS = gemm_names()
+GEMM_KERNELS = tuple(spec.name for spec in every() if spec.family == "gemm")
 
 
 def steps_so_far(step: str) -> list[str]:
@@ -83,8 +83,8 @@ def launch_rows(names, cfg: LSTMConfig | None = None, *, chip: str = CHIP) -> li
     rows = []
     for name in names:
         kernels = profile(name, cfg, chip=chip).kernels()
-        gemms = sum(n for kernel, n in kernels.items() if kernel in GEMM_KERNELS)
-        layers = sum(n for kernel, n in kernels.items() if kernel in persistent_names())
+        gemms = sum(n for kernel, n in kernels.items() if family_of(kernel) == "gemm")
+        layers = sum(n for kernel, n in kernels.items() if family_of(kernel) == "persistent")
         total = sum(kernels.values())
         rows.append({"step": name, "launches": total, "gemm": gemms, "persistent": layers,
                      "other": total - gemms - layers, "kernels": kernels,

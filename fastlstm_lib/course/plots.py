@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from .article import article_numbers
 from ..checks import check_int, check_str, check_writable_path
-from ..kernels.versions import gemm_names
+from ..kernels.versions import family_of
 from .results import check_results
 
 #: What ``ladder_chart`` reads of a result (measured ones: those whose times mean something).
@@ -94,8 +94,8 @@ def launch_chart(counts: dict, layer_steps: int, *, ax=None):
     layer_steps = check_int("layer_steps", layer_steps)
     fig, ax = figure_axes(ax, (8, 0.9 + 0.45 * len(counts)))
     names = list(counts)[::-1]
-    gemms = [sum(n for k, n in counts[s].items() if k in gemm_names()) / layer_steps for s in names]
-    others = [sum(n for k, n in counts[s].items() if k not in gemm_names()) / layer_steps for s in names]
+    gemms = [sum(n for k, n in counts[s].items() if family_of(k) == "gemm") / layer_steps for s in names]
+    others = [sum(n for k, n in counts[s].items() if family_of(k) != "gemm") / layer_steps for s in names]
     ax.barh(names, gemms, color="tab:blue", label="GEMM launches")
     ax.barh(names, others, left=gemms, color="tab:orange", label="element-wise launches")
     for y, (g, o) in enumerate(zip(gemms, others)):

@@ -11,11 +11,22 @@ One ``Spec`` per kernel of a numbered version (``SPECS`` where a version is seve
   profile's lower bound reads it). None where no formula is written (the training kernels).
 - ``builds``: how the compile matrix compiles it (``Build``: one row of data/kernel_resources.csv
   each); the timeline reads the GEMMs' rows from the same place.
+- ``role``: what the profile's timeline calls it in its legend ("GEMM", "fused cell", "persistent
+  layer", "fill"; "element-wise" by default). ``colour``: its colour in an estimated pass's
+  timeline (a Matplotlib colour; None: one picked from its name).
+- ``batch_row``: where the compile matrix builds it once per batch (the persistent kernels), the
+  row of data/kernel_resources.csv a launch at batch ``{batch}`` ran (its ``builds``' rows);
+  None: the row its name without the underscore names (or, a blocked GEMM, its blocking's).
+- ``staged_floats``: the floats of h_{t-1} a thread of a persistent kernel stages per load where
+  the hidden size is a multiple of it (1 otherwise).
 
-Who reads them (``versions.every()`` collects them): ``course/profile/formulas.py`` (the
-formulas), ``course/exercises/memory.py`` (the access table), ``tools/compile_matrix`` (what to
-compile), ``course/timeline/blocks.py`` (which compiled row a GEMM launch ran),
-``kernels/catalog.py`` and ``tools/readme_table.py`` (names and lines).
+Who reads them (``versions.every()`` collects them; ``versions.spec_of`` finds a launch's):
+``course/profile/formulas.py`` (the formulas), ``course/exercises/memory.py`` (the access table),
+``tools/compile_matrix`` (what to compile), ``course/timeline/blocks.py`` (which compiled row a
+launch ran, how a persistent kernel stages h), the course's charts (roles and colours), the course's
+counts, bounds and estimates (which launches are GEMMs, which persistent layers: ``family``),
+``kernels/catalog.py`` and ``tools/readme_table.py`` (names and lines). So a new version is a
+new file: the course names no kernel outside its exercises.
 """
 
 from __future__ import annotations
@@ -68,6 +79,10 @@ class Spec:
     access: tuple | None
     traffic: Callable | None
     builds: Callable[[], tuple] = lambda: ()
+    role: str = "element-wise"
+    colour: str | None = None
+    batch_row: str | None = None
+    staged_floats: int = 1
 
     @property
     def label(self) -> str:

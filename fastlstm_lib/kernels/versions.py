@@ -1,8 +1,9 @@
 """Every kernel version of the library: the family files' ``SPECS`` (``spec.py``), in one tuple.
 
 ``every()`` lists them family by family (gemm, pointwise, pointwise_backward, reduce, persistent);
-``spec_of(kernel)`` finds a launched kernel's (every kernel has its own name); ``gemm_names()``
-names the GEMM family's kernels.
+``spec_of(kernel)`` finds a launched kernel's, by the kernel or by its name (every kernel has its
+own name); ``family_of(kernel)`` says which family it is in. What the course knows of a kernel it
+reads there, never from its name.
 """
 
 from __future__ import annotations
@@ -20,20 +21,20 @@ def every() -> tuple[Spec, ...]:
     return gemm.SPECS + pointwise.SPECS + pointwise_backward.SPECS + reduce.SPECS + persistent.SPECS
 
 
-def spec_of(kernel) -> Spec | None:
-    """The spec of a library kernel, by its function's name; None for a kernel of no spec (one a
-    learner wrote)."""
-    name = function_name(kernel)
-    return next((spec for spec in every() if spec.name == name), None)
-
-
 @functools.lru_cache(maxsize=1)
-def persistent_names() -> tuple[str, ...]:
-    """The function names of the persistent family's kernels: a pass that launches one has a grid
-    planned for one chip, and needs a grid barrier."""
-    return tuple(dict.fromkeys(spec.name for spec in every() if spec.family == "persistent"))
+def _by_name() -> dict:
+    return {spec.name: spec for spec in every()}
 
 
-def gemm_names() -> tuple[str, ...]:
-    """The function names of the GEMM family's kernels (``tiled_gemm``, ``blocked_gemm``, ``exact_gemm``, ...)."""
-    return tuple(dict.fromkeys(spec.name for spec in every() if spec.family == "gemm"))
+def spec_of(kernel) -> Spec | None:
+    """The spec of a library kernel, given the kernel or its function's name (a str: what a
+    recorded launch and ``count_launches`` call it); None for a kernel of no spec (one a learner
+    wrote)."""
+    return _by_name().get(kernel if isinstance(kernel, str) else function_name(kernel))
+
+
+def family_of(kernel) -> str | None:
+    """The family of a library kernel (``spec_of``: the kernel or its name): "gemm", "pointwise",
+    "pointwise_backward", "reduce" or "persistent"; None for a kernel of no spec."""
+    spec = spec_of(kernel)
+    return None if spec is None else spec.family

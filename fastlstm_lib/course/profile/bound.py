@@ -44,7 +44,6 @@ from pathlib import Path
 
 from ...checks import check_number, check_str
 from ...gpus import Chip, gpu as gpu_row
-from ...kernels.versions import persistent_names
 from .graph import longest_path
 from .record import Profile
 from .schedule import critical_parts, simulate
@@ -133,12 +132,11 @@ def lower_bound(profile: Profile, gpu: str, host="cpp") -> Bound:
         raise TypeError(f"profile must be a Profile (fl.profile(...)), got {type(profile).__name__}")
     row = gpu_row(check_str("gpu", gpu, example="H100"))
     host_label = checked_host(host)
-    persistent = bool(set(persistent_names()) & set(profile.kernels()))
-    if persistent:
+    if profile.persistent:
         from ...kernels.persistent import require_grid_barrier  # planning loads on first use
 
         require_grid_barrier(Chip.from_row(row))  # PersistentLimitError: no grid barrier on this GPU (M40)
-    if persistent and profile.chip != row["name"]:  # its grid is planned per chip
+    if profile.persistent and profile.chip != row["name"]:  # its grid is planned per chip
         raise ValueError(f"the persistent kernel's grid was planned for {profile.chip}, not {row['name']}: "
                          f"profile it with chip={row['name']!r}")
     alone = [Alone.of(launch, row) for launch in profile.launches]

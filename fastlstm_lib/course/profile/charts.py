@@ -12,15 +12,21 @@ Each returns its figure.
 from __future__ import annotations
 
 from ...checks import check_int
-from ...kernels.versions import gemm_names
+from ...kernels.versions import spec_of
 from ..plots import figure_axes
 from .bound import Bound
 
-KERNEL_COLORS = {**{name: "tab:blue" for name in gemm_names()}, "_lstm_cell": "tab:green",
-                 "persistent_layer": "tab:purple", "persistent_registers": "tab:purple", "_fill": "tab:gray"}
+#: The colour of each role a kernel's spec gives it (``Spec.role``), the legend's groups.
+ROLE_COLORS = {"GEMM": "tab:blue", "fused cell": "tab:green", "persistent layer": "tab:purple", "fill": "tab:gray"}
+ELEMENTWISE = "element-wise"
 ELEMENTWISE_COLOR = "tab:orange"
-KERNEL_LABELS = {**{name: "GEMM" for name in gemm_names()}, "_lstm_cell": "fused cell",
-                 "persistent_layer": "persistent layer", "persistent_registers": "persistent layer", "_fill": "fill"}
+
+
+def role(kernel: str) -> str:
+    """The legend's group of a launch's kernel (its name): its spec's role; "element-wise" for a
+    kernel of no spec."""
+    spec = spec_of(kernel)
+    return ELEMENTWISE if spec is None else spec.role
 
 
 def _window(bound: Bound, first: int, count: int) -> tuple[float, float]:
@@ -49,7 +55,7 @@ def timeline_chart(bound: Bound, first: int | None = None, count: int = 30, *, a
     fig, ax = figure_axes(ax, (10, 1.4 + 0.55 * (len(streams) + 1)))
     row = {stream: i for i, stream in enumerate(streams)}
     for e in shown:
-        color = KERNEL_COLORS.get(e["kernel"], ELEMENTWISE_COLOR)
+        color = ROLE_COLORS.get(role(e["kernel"]), ELEMENTWISE_COLOR)
         left = max(e["start_ms"], start)
         ax.barh(row[e["stream"]], (min(e["end_ms"], end) - left) * 1e3, left=(left - start) * 1e3, height=0.6,
                 color=color, edgecolor="black", linewidth=0.4, hatch="//" if e["limit"] == "bytes" else None)
@@ -61,9 +67,8 @@ def timeline_chart(bound: Bound, first: int | None = None, count: int = 30, *, a
     ax.set_xlabel(f"time in the lower-bound schedule (µs after {start:.3f} ms)\n"
                   "the lower bound's schedule: each launch drawn at the whole GPU's peak; "
                   "kernels that overlap here in fact share the SMs")
-    kinds = dict.fromkeys(KERNEL_LABELS.get(e["kernel"], "element-wise") for e in shown)
-    colors = {label: KERNEL_COLORS.get(name, ELEMENTWISE_COLOR) for name, label in KERNEL_LABELS.items()}
-    ax.legend(handles=[Patch(color=colors.get(kind, ELEMENTWISE_COLOR), label=kind) for kind in kinds],
+    kinds = dict.fromkeys(role(e["kernel"]) for e in shown)
+    ax.legend(handles=[Patch(color=ROLE_COLORS.get(kind, ELEMENTWISE_COLOR), label=kind) for kind in kinds],
               loc="upper left", bbox_to_anchor=(1.0, 1.0), fontsize="small")
     ax.set_title(title or f"{bound.step} on {bound.gpu}, host {bound.host}: bound {bound.bound_ms:.2f} ms "
                           f"per pass, set by {bound.binding}")

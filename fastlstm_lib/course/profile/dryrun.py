@@ -11,7 +11,8 @@ Inside ``dry_run()`` a step's own ``setup`` and ``run`` code runs unchanged, but
 - ``cuda.to_device(host)`` allocates an uninitialised device array of the same shape instead of
   uploading: no kernel runs, so no value is needed (on the simulator an untouched NumPy buffer
   costs no memory);
-- the persistent kernel is not compiled (on a GPU its ``launch`` compiles it first);
+- the persistent kernels are not compiled (on a GPU each version's ``launch`` compiles it first,
+  its ``prepared``);
 - with a ``chip`` (a ``gpus.Chip``), the GEMM blockings, the element-wise block size and the
   column sum's threads per column are a GPU's, and the chip's SM count picks between the GEMM
   blockings and the recurrent GEMM's parts of K, as ``gemm()`` and ``gemm.choose_splits`` do on it.
@@ -87,9 +88,8 @@ def dry_run(chip=None):
     with recording(perform=False) as rec:
         patches = [(cuda, "stream", lambda: DryStream(rec)),
                    (cuda, "event", lambda *args, **kwargs: DryEvent(rec)),
-                   (cuda, "to_device", allocate_like),
-                   (persistent.v1_layer, "prepared", lambda *args, **kwargs: None),
-                   (persistent.v2_registers, "prepared", lambda *args, **kwargs: None)]
+                   (cuda, "to_device", allocate_like)]
+        patches += [(version, "prepared", lambda *args, **kwargs: None) for version in persistent.VERSIONS]
         if chip is not None:
             patches += gpu_geometry(chip)
         with patched(patches):

@@ -17,7 +17,6 @@ from ...gpus import gpu as gpu_row
 from ...kernels.persistent import PersistentLimitError
 from ...steps import names as ladder_names
 from ...tables import Column, table
-from ...kernels.versions import persistent_names
 from .bound import checked_host, lower_bound
 from .record import ladder_step, shared_profile as profile  # read-only: no copy needed
 
@@ -35,7 +34,7 @@ def _profiles_for(step: str, cfg: LSTMConfig, gpus, chip: str) -> tuple:
     per_gpu = {}
     for gpu in gpus:
         candidate = base
-        if isinstance(base, PersistentLimitError) or (base.chip != gpu and set(persistent_names()) & set(base.kernels())):
+        if isinstance(base, PersistentLimitError) or (base.chip != gpu and base.persistent):
             try:
                 candidate = profile(step, cfg, chip=gpu)
             except PersistentLimitError as error:

@@ -32,7 +32,7 @@ from ...checks import check_str
 from ...config import LSTMConfig
 from ...gpus import chip as chip_limits, find_gpu
 from ..kept import kept
-from ...kernels.versions import gemm_names
+from ...kernels.versions import family_of
 from ...kernels.views import distinct_bytes
 from ...params import LayerParams
 from ...steps import LSTMStep, get as get_step, names as ladder_names
@@ -95,7 +95,7 @@ class Profile:
         return {
             "launches": len(self.launches),
             "flop": sum(launch.flop for launch in self.launches),
-            "gemm_flop": sum(launch.flop for launch in self.launches if launch.kernel in gemm_names()),
+            "gemm_flop": sum(launch.flop for launch in self.launches if family_of(launch.kernel) == "gemm"),
             "bytes_read": sum(launch.bytes_read for launch in self.launches),
             "bytes_written": sum(launch.bytes_written for launch in self.launches),
             "footprint": sum(launch.footprint for launch in self.launches),
@@ -106,6 +106,12 @@ class Profile:
     def kernels(self) -> dict:
         """Launches per kernel name (what ``fl.count_launches`` counts)."""
         return dict(Counter(launch.kernel for launch in self.launches))
+
+    @property
+    def persistent(self) -> bool:
+        """Whether it launches a kernel of the persistent family (its spec's): then its grid was
+        planned for one chip (``chip``), and needs a GPU with a grid barrier."""
+        return any(family_of(launch.kernel) == "persistent" for launch in self.launches)
 
     def critical_path(self, weights=None) -> dict:
         """The longest chain of dependent launches: by launch count, or by ``weights`` (a

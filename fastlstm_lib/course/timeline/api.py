@@ -14,7 +14,6 @@ from ...gpus import Chip, gpu as gpu_row
 from ..profile.bound import checked_host, launch_cost_us
 from ..profile.record import Profile
 from ..profile.schedule import critical_parts, simulate
-from ...kernels.versions import persistent_names
 from .blocks import block_cost
 from .constants import constant
 from .reuse import dram_input_bytes
@@ -49,7 +48,7 @@ def estimate(profile, gpu, host="cpp", gemm="ours") -> Estimate:
     if gemm not in GEMMS:
         raise ValueError(f"gemm must be one of {GEMMS}, got {gemm!r}")
     chip = Chip.from_row(row)
-    if set(persistent_names()) & set(profile.kernels()):
+    if profile.persistent:
         from ...kernels.persistent import require_grid_barrier
 
         require_grid_barrier(chip)

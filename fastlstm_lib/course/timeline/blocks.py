@@ -44,7 +44,7 @@ import math
 from ..sass import read_table
 from ...gpus import Chip, occupancy
 from ...kernels.gemm import GPU_LARGE, GPU_SMALL, GPU_WIDE
-from ...kernels.versions import every, gemm_names
+from ...kernels.versions import every, family_of, spec_of
 from . import cublas
 from .constants import constant
 
@@ -98,14 +98,14 @@ def arch_of(row: dict) -> str:
 
 
 def table_name(launch, batch: int) -> str:
-    """The kernel_resources.csv name of a recorded launch. A blocked GEMM kernel is compiled per
-    blocking (``GEMM_ROWS``): a launch's grid says which blocking it ran (``gpu_blocking`` picks
-    the 128 x 128 patch only where it divides the shape)."""
+    """The kernel_resources.csv name of a recorded launch. A kernel compiled per batch (the
+    persistent ones) names its row for ``batch`` (``Spec.batch_row``); a blocked GEMM kernel is
+    compiled per blocking (``GEMM_ROWS``): a launch's grid says which blocking it ran
+    (``gpu_blocking`` picks the 128 x 128 patch only where it divides the shape)."""
+    spec = spec_of(launch.kernel)
+    if spec is not None and spec.batch_row is not None:
+        return spec.batch_row.format(batch=batch)
     name = launch.kernel.lstrip("_")
-    if name == "persistent_layer":
-        return f"persistent_b{batch}"
-    if name == "persistent_registers":
-        return f"persistent_registers_b{batch}"
     if name in {kernel for _, kernel in GEMM_ROWS}:
         blocking = gemm_blocking(launch)
         if (blocking, name) not in GEMM_ROWS:
@@ -206,17 +206,18 @@ def gemm_work(launch, mix: dict) -> Work:
 
 def persistent_work(launch, mix: dict, config: dict, lat: dict) -> Work:
     """The persistent kernel: one iteration per time step, its dot-product loop run as often as the
-    step's FFMAs need, h_{t-1} staged from L2 (all of it, ``staged_loads`` in flight per thread, 4
-    floats a load for version 2 where hidden is a multiple of 4) and one grid barrier
-    (``grid_barrier_l2_trips``) per step. Version 2's sums over a unit's threads after the dot
-    products are not counted (about 1 instruction in 10 at batch 64: an underestimate)."""
+    step's FFMAs need, h_{t-1} staged from L2 (all of it, ``staged_loads`` in flight per thread,
+    ``Spec.staged_floats`` floats a load where hidden is a multiple of them: 4 for version 2) and
+    one grid barrier (``grid_barrier_l2_trips``) per step. Version 2's sums over a unit's threads
+    after the dot products are not counted (about 1 instruction in 10 at batch 64: an underestimate)."""
     steps, batch, hidden = config["seq_len"], config["batch"], config["hidden"]
     threads = launch.block[0] * launch.block[1] * launch.block[2]
     warps = math.ceil(threads / 32)
     blocks = launch.grid[0] * launch.grid[1] * launch.grid[2]
     ffma = launch.flop / (2 * 32 * warps * blocks * steps)  # per warp per step
     trips = ffma / (_int(mix["loop_ffma"]) or 1)
-    per_load = 4 if launch.kernel == "persistent_registers" and hidden % 4 == 0 else 1
+    staged = spec_of(launch.kernel).staged_floats
+    per_load = staged if hidden % staged == 0 else 1
     rounds = math.ceil(batch * hidden / per_load / threads / max(1, _int(mix["staged_loads"], 1)))
     return Work(iterations=steps, instructions=trips * _int(mix["loop_instructions"]), ffma=ffma,
                 chain=trips * _int(mix["loop_ffma_chain"]), distance=_int(mix["load_use_distance"]), shared=True,
@@ -263,18 +264,19 @@ def block_cost(launch, row: dict, chip: Chip, batch: int, gemm: str, config: dic
     warps = math.ceil(threads / 32)
     dram = dram_bytes(launch, row["l2_mib"] * 2**20) if dram is None else dram
     memory = dram / blocks / (row["memory_gb_s"] * 1e9 / row["sms"])
-    if launch.kernel in gemm_names() and gemm == "cublas":
+    family = family_of(launch.kernel)
+    if family == "gemm" and gemm == "cublas":
         alone, issued = cublas.gemm_times(row["name"], cublas.layout_of(launch), *cublas.gemm_shape(launch))
         waves = math.ceil(blocks / (per_sm * row["sms"]))
         arithmetic, alone = issued / blocks * row["sms"], alone / waves
     else:
-        if launch.kernel in gemm_names():
+        if family == "gemm":
             work = gemm_work(launch, mix)
-        elif name.startswith("persistent_"):
+        elif family == "persistent":
             work = persistent_work(launch, mix, config or {"seq_len": 1, "batch": batch, "hidden": 1}, lat)
         else:
             work = plain_work(launch, mix)
-        level = lat["dram"] if dram > 0 and not name.startswith("persistent_") else lat["l2"]
+        level = lat["dram"] if dram > 0 and family != "persistent" else lat["l2"]
         arithmetic = max(work.iterations * warps * max(work.instructions, work.ffma * 32.0 / lanes) / 4.0 / clock,
                          launch.flop / blocks / sm_flops)
         alone = alone_cycles(work, math.ceil(warps / 4), lanes, lat, level) / clock

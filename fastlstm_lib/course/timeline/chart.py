@@ -11,22 +11,23 @@ from __future__ import annotations
 
 import numbers
 
-from ...kernels.versions import gemm_names
+from ...kernels.versions import spec_of
 from .result import Estimate
 
 
 BY = ("stream", "sm")
-#: One colour per kernel, the same in every chart (tab10's order; "gemm": every blocked GEMM
-#: version); others take the rest in turn.
-KERNELS = ("gemm", "_lstm_cell", "_fill", "_add", "_add_bias", "_mul", "_sigmoid", "_tanh", "tiled_gemm",
-           "persistent_layer", "persistent_registers")
+#: Where a kernel's spec names no colour: tab10's, from its name (the offset keeps the colours
+#: these kernels have always had).
+NAME_OFFSET = 11
 
 
 def colour(kernel: str, plt):
-    """The kernel's colour (``KERNELS``)."""
-    kernel = "gemm" if kernel in gemm_names() and kernel != "tiled_gemm" else kernel
-    index = KERNELS.index(kernel) if kernel in KERNELS else len(KERNELS) + sum(map(ord, kernel))
-    return plt.get_cmap("tab10")(index % 10)
+    """The kernel's colour (its name), the same in every chart: its spec's (``Spec.colour``: every
+    blocked GEMM version shares one), else one of tab10's picked from its name."""
+    spec = spec_of(kernel)
+    if spec is not None and spec.colour is not None:
+        return spec.colour
+    return plt.get_cmap("tab10")((NAME_OFFSET + sum(map(ord, kernel))) % 10)
 
 
 def plot_timeline(estimate: Estimate, window=None, ax=None, by: str = "stream"):

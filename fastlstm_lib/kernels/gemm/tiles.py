@@ -118,9 +118,11 @@ def build(row: str, blocking: Blocking, make, signature: tuple, what: str = "", 
 _ACCESS = ((0, 1), (2,))  # reads a and b, writes c
 
 
-def spec(number: int, name: str, what: str, builds) -> Spec:
-    """A GEMM version's spec: it reads A and B and writes C; ``gemm_traffic``; its compiled rows."""
-    return Spec("gemm", number, name, what, _ACCESS, gemm_traffic, builds)
+def spec(number: int, name: str, what: str, builds, **facts) -> Spec:
+    """A GEMM version's spec: it reads A and B and writes C; ``gemm_traffic``; its compiled rows;
+    the charts' "GEMM", blue (``facts``: other ``Spec`` fields, or these otherwise)."""
+    facts = {"role": "GEMM", "colour": "tab:blue", **facts}
+    return Spec("gemm", number, name, what, _ACCESS, gemm_traffic, builds, **facts)
 
 
 #: (M, N, K): odd, and the article's GEMMs: a step's (recurrent or input), the wavefront's 5-step

@@ -58,4 +58,4 @@ def case(size: str, rng) -> list:
 
 
 SPEC = spec(1, "tiled_gemm", "a shared-memory tile, one output per thread (notebook 02)",
-            lambda: (Build("tiled_gemm", lambda: (tiled_gemm_kernel(16), ANY), "16x16 tile"),))
+            lambda: (Build("tiled_gemm", lambda: (tiled_gemm_kernel(16), ANY), "16x16 tile"),), colour="tab:olive")

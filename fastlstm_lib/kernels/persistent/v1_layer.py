@@ -425,5 +425,5 @@ def _builds() -> tuple:
 SPECS = (
     Spec("persistent", 1, "persistent_layer", "a layer's whole sequence in one launch, U in shared memory (notebook 09)",
          ((0, 1, 2), (3,)),  # it reads the h it writes itself, inside the launch
-         persistent_traffic, _builds),
+         persistent_traffic, _builds, role="persistent layer", colour="tab:cyan", batch_row="persistent_b{batch}"),
 )

@@ -450,4 +450,5 @@ def _builds() -> tuple:
 
 
 SPEC = Spec("persistent", 2, "persistent_registers", "1 with U in registers (16 k x 4 gates a thread), h staged "
-            "128 bits at a time, 32-bit indices", ((0, 1, 2), (3,)), registers_traffic, _builds)
+            "128 bits at a time, 32-bit indices", ((0, 1, 2), (3,)), registers_traffic, _builds,
+            role="persistent layer", colour="tab:cyan", batch_row="persistent_registers_b{batch}", staged_floats=4)

@@ -53,11 +53,13 @@ def launch_elementwise(kernel, out, *args, stream=0):
     kernel[blocks, threads, stream](*args)
 
 
-def spec(family: str, number: int, kernel, what: str, access: tuple, traffic, signature: tuple, built: str) -> Spec:
-    """An element-wise version's spec; the compile matrix builds ``kernel`` once, for ``signature``."""
+def spec(family: str, number: int, kernel, what: str, access: tuple, traffic, signature: tuple, built: str,
+         **facts) -> Spec:
+    """An element-wise version's spec; the compile matrix builds ``kernel`` once, for ``signature``;
+    ``facts``: other ``Spec`` fields (its role and colour in the charts)."""
     name = function_name(kernel)
     return Spec(family, number, name, what, access, traffic,
-                lambda: (Build(name.lstrip("_"), lambda: (kernel, signature), built),))
+                lambda: (Build(name.lstrip("_"), lambda: (kernel, signature), built),), **facts)
 
 
 def cell_traffic(args, product: str, parts: tuple) -> Traffic:

@@ -121,17 +121,17 @@ def add_bias_traffic(args, grid, block, constants) -> Traffic:
                                reads=traffic.reads + (bias,), inputs=traffic.inputs + (bias,))
 
 
-def _op(kernel, inputs: tuple, flop: int, access: tuple, signature: tuple, traffic=None):
+def _op(kernel, inputs: tuple, flop: int, access: tuple, signature: tuple, traffic=None, **facts):
     traffic = traffic or (lambda args, grid, block, constants: elementwise(args, "out", inputs, flop))
     return spec("pointwise", 1, kernel, "one element-wise operation per launch (steps 02-04)", access, traffic,
-                signature, "element-wise")
+                signature, "element-wise", **facts)
 
 
 SPECS = (
-    _op(_fill, (), 0, ((), (0,)), (A2, float32)),
-    _op(_add, ("a", "b"), 1, ((0, 1), (2,)), (A2, A2, A2)),
-    _op(_add_bias, ("a",), 1, ((0, 1), (2,)), (A2, A1, A2), add_bias_traffic),
-    _op(_mul, ("a", "b"), 1, ((0, 1), (2,)), (A2, A2, A2)),
-    _op(_sigmoid, ("a",), SIGMOID_FLOP, ((0,), (1,)), (A2, A2)),
-    _op(_tanh, ("a",), TANH_FLOP, ((0,), (1,)), (A2, A2)),
+    _op(_fill, (), 0, ((), (0,)), (A2, float32), role="fill", colour="tab:green"),
+    _op(_add, ("a", "b"), 1, ((0, 1), (2,)), (A2, A2, A2), colour="tab:red"),
+    _op(_add_bias, ("a",), 1, ((0, 1), (2,)), (A2, A1, A2), add_bias_traffic, colour="tab:purple"),
+    _op(_mul, ("a", "b"), 1, ((0, 1), (2,)), (A2, A2, A2), colour="tab:brown"),
+    _op(_sigmoid, ("a",), SIGMOID_FLOP, ((0,), (1,)), (A2, A2), colour="tab:pink"),
+    _op(_tanh, ("a",), TANH_FLOP, ((0,), (1,)), (A2, A2), colour="tab:gray"),
 )

@@ -54,4 +54,4 @@ def case(size: str, rng) -> list:
 
 SPECS = (spec("pointwise", 2, _lstm_cell, "the whole cell of a layer-step in one launch (notebook 05)", CELL_ACCESS,
               lambda args, grid, block, constants: cell_traffic(args, "h_gates", ()), (C2, C2, C1, C2, C2),
-              "fused cell"),)
+              "fused cell", role="fused cell", colour="tab:orange"),)
