@@ -24,15 +24,14 @@ def check_int(name: str, value, *, minimum: int = 1) -> int:
     return int(value)
 
 
-def check_number(name: str, value, *, minimum: float | None = None, maximum: float | None = None) -> float:
-    """A finite real number (not bool, never NaN or infinity), optionally within [minimum, maximum]."""
+def check_number(name: str, value, *, minimum: float | None = None) -> float:
+    """A finite real number (not bool, never NaN or infinity), optionally at least ``minimum``."""
     if isinstance(value, bool) or not isinstance(value, numbers.Real):
         raise TypeError(f"{name} must be a number, got {type(value).__name__} {value!r}")
     value = float(value)
     low = "" if minimum is None else f" >= {minimum:g}"
-    high = "" if maximum is None else f" <= {maximum:g}"
-    if not math.isfinite(value) or (minimum is not None and value < minimum) or (maximum is not None and value > maximum):
-        raise ValueError(f"{name} must be a finite number{low}{high}, got {value}")
+    if not math.isfinite(value) or (minimum is not None and value < minimum):
+        raise ValueError(f"{name} must be a finite number{low}, got {value}")
     return value
 
 

@@ -297,28 +297,50 @@ def test_a_python_older_than_311_is_told_so():
     assert "Python 3.11 or newer needed" in done.stdout and "problem" in done.stdout, done.stdout
 
 
-@pytest.mark.parametrize("marker, environment, holds", [
+PLAIN_MARKERS = [
     ("", {}, True),
     ("sys_platform != 'darwin'", {"sys_platform": "linux"}, True),
     ("sys_platform != 'darwin'", {"sys_platform": "darwin"}, False),
     ("sys_platform == 'darwin' and platform_machine == 'x86_64'", {"sys_platform": "darwin", "platform_machine": "x86_64"}, True),
     ("sys_platform == 'darwin' and platform_machine == 'x86_64'", {"sys_platform": "darwin", "platform_machine": "arm64"}, False),
     ("sys_platform != 'darwin' or platform_machine != 'x86_64'", {"sys_platform": "darwin", "platform_machine": "arm64"}, True),
-    ("(sys_platform == 'linux' or sys_platform == 'win32') and python_version < '3.13'", {"sys_platform": "win32", "python_version": "3.12"}, True),
+    ("(sys_platform == 'linux' or sys_platform == 'win32') and os_name == 'nt'", {"sys_platform": "win32", "os_name": "nt"}, True),
+    ('extra == "test" and sys_platform == "linux"', {"extra": "test", "sys_platform": "linux"}, True),
+]
+
+
+@pytest.mark.parametrize("marker, environment, holds", PLAIN_MARKERS + [
     ('python_version >= "3.10"', {"python_version": "3.9"}, False),  # as versions: "3.9" < "3.10"
     ("python_full_version == '3.11'", {"python_full_version": "3.11.0"}, True),
-    ('extra == "test" and sys_platform == "linux"', {"extra": "test", "sys_platform": "linux"}, True),
 ])
 def test_markers(marker, environment, holds):
     assert markers.evaluate(marker, markers.this_machine(**environment)) is holds
 
 
+@pytest.mark.parametrize("marker, environment, holds", PLAIN_MARKERS)
+def test_markers_without_packaging(marker, environment, holds, monkeypatch):
+    monkeypatch.setattr(markers, "marker_class", lambda: None)  # a bare Python: the fallback
+    assert markers.evaluate(marker, markers.this_machine(**environment)) is holds
+
+
 @pytest.mark.parametrize("marker", ["sys_platform in 'linux darwin'", "not sys_platform == 'linux'",
                                     "python_version ~= '3.11'", "platform_release == '5'", "sys_platform < 'linux'",
-                                    "(sys_platform == 'linux'", "sys_platform == 'linux' and", "'a' == 'a'"])
-def test_markers_outside_the_grammar_are_refused_loudly(marker):
+                                    "(sys_platform == 'linux'", "sys_platform == 'linux' and"])
+def test_markers_outside_the_fallbacks_grammar_are_refused_loudly(marker, monkeypatch):
+    monkeypatch.setattr(markers, "marker_class", lambda: None)
     with pytest.raises(ValueError, match="unsupported environment marker"):
         markers.evaluate(marker)
+
+
+def test_the_fallback_reads_every_pin():
+    import tomllib
+
+    project = tomllib.loads((probes.ROOT / "pyproject.toml").read_text())["project"]
+    lines = project["dependencies"] + [line for group in project["optional-dependencies"].values() for line in group]
+    for line in lines:
+        marker = markers.split(line)[1]
+        for machine in (markers.this_machine(), MAC_INTEL) if marker else ():
+            assert markers.fallback(marker, machine) == markers.evaluate(marker, machine), line
 
 
 MAC_ARM = markers.this_machine(sys_platform="darwin", platform_system="Darwin", platform_machine="arm64")

@@ -99,7 +99,7 @@ def test_column_sum_loads_are_coalesced():
     a = device((19, 2 * reduce.COLUMNS))  # 256-byte rows: every row starts a sector
     out = cuda.device_array(2 * reduce.COLUMNS, dtype=np.float32)
     kernel = reduce.column_sum_kernel(reduce.GPU_ROW_THREADS)
-    measured = run_instrumented(kernel, (2, (reduce.COLUMNS, reduce.GPU_ROW_THREADS)), (a, out, False), keep_log=True)
+    measured = run_instrumented(kernel, (2, (reduce.COLUMNS, reduce.GPU_ROW_THREADS)), (a, out, False))
     counts = sectors.sectors_per_warp_load(measured, "a")
     assert len(counts) == 2 * 19 and set(counts) == {4}
     assert np.allclose(out.copy_to_host(), a.copy_to_host().sum(axis=0), rtol=1e-5, atol=1e-5)

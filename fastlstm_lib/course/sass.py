@@ -33,8 +33,6 @@ INTEGER = frozenset({
 #: Loads: shared (LDS, Turing's LDSM), global (LDG, and LD: a generic address, global in our kernels).
 SHARED_LOADS = frozenset({"LDS", "LDSM"})
 GLOBAL_LOADS = frozenset({"LDG", "LD"})
-#: Local memory (spills): loads and stores.
-LOCAL = frozenset({"LDL", "STL"})
 
 
 def base(opcode: str) -> str:

@@ -25,9 +25,12 @@ import subprocess
 from pathlib import Path
 from typing import NamedTuple
 
-from fastlstm_lib.course.sass import GLOBAL_LOADS, INTEGER, LOCAL, SHARED_LOADS, base  # the instruction classes, defined once
+from fastlstm_lib.course.sass import GLOBAL_LOADS, INTEGER, SHARED_LOADS, base  # the instruction classes, defined once
 
 from .toolkits import tool, toolkit_of
+
+#: Local memory (spills): loads and stores (only the compile matrix counts them).
+LOCAL = frozenset({"LDL", "STL"})
 
 LOOP_COLUMNS = ("loop_instructions", "loop_ffma", "loop_shared_loads", "loop_global_loads", "loop_local",
                 "loop_integer", "loop_barriers")

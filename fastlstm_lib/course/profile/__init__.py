@@ -16,7 +16,7 @@ which the article's own M40 measurements then put to the test.
 Modules, one job each: ``formulas`` (each kernel's FLOPs and traffic, from the formulas its
 family file writes beside it), ``dryrun`` (recording a pass instead of running it), ``graph`` (dependencies
 and the longest chain), ``record`` (``profile``), ``bound`` (``lower_bound``), ``ladder`` (every
-step against the article), ``instrument`` (counting every element a simulated kernel touches),
+step against the article), ``instrument`` (logging every element a simulated kernel touches),
 ``sectors`` (32-byte sectors per warp-wide load), ``charts`` (matplotlib, imported when drawn).
 
 ``fl.profile`` is the function; this subpackage is ``fastlstm_lib.course.profile`` in ``sys.modules``,

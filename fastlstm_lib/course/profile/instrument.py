@@ -6,18 +6,15 @@ array and logs every element access, (write?, byte address, argument, (block, th
 passing it on: the kernel computes exactly what it would, and the log holds every global load
 and store it issued, in the order the threads issued them.
 
-``run_instrumented`` does that for one launch and summarizes it like ``fl.profile`` does: loads
-and stores per argument, distinct bytes read, written, touched, and read before being written.
-The tests run it for every launch of a real simulated run (e.g. a step's ``forward``, through
-``launches.intercept``: ``tests/instrumented.py``) and put the two side by side, launch by
-launch. ``sectors.py`` reads the same logs for coalescing.
+``run_instrumented`` does that for one launch. ``sectors.py`` reads the logs for coalescing; the
+tests summarize them as ``fl.profile`` does (``tests/instrumented.py``: loads and stores per
+argument, distinct bytes read, written, touched) and put the two side by side, launch by launch.
 """
 
 from __future__ import annotations
 
-import dataclasses
 import threading
-from collections import Counter
+from typing import NamedTuple
 
 import numpy as np
 
@@ -74,44 +71,19 @@ class InstrumentedArray:
         return len(self.array)
 
 
-@dataclasses.dataclass(frozen=True)
-class Measured:
-    """What one simulated launch really touched (``log`` kept only when asked for)."""
+class Instrumented(NamedTuple):
+    """One launch run with instrumented arrays: its configuration, the arrays by argument name, and
+    the log, (write?, byte address, argument, (block, thread)) per element access, in issue order."""
 
-    kernel: str
+    kernel: object
     grid: tuple
     block: tuple
     stream: object
-    loads: dict
-    stores: dict
-    footprint_read: int
-    footprint_written: int
-    footprint: int
-    footprint_in: int
     arrays: dict  # argument -> InstrumentedArray
-    log: tuple = ()
+    log: list
 
 
-def measured_launch(kernel, grid, block, stream, arrays: dict, log: list, keep_log: bool = False) -> Measured:
-    """Counts and distinct bytes of one launch's log."""
-    itemsize = {name: array.dtype.itemsize for name, array in arrays.items()}
-    loads = Counter(arg for write, _, arg, _ in log if not write)
-    stores = Counter(arg for write, _, arg, _ in log if write)
-    read, written, read_first = {}, {}, {}
-    for write, address, arg, _ in log:
-        if write:
-            written[address] = itemsize[arg]
-        else:
-            read[address] = itemsize[arg]
-            if address not in written:
-                read_first[address] = itemsize[arg]
-    return Measured(kernel=kernel_description(kernel)[0], grid=grid, block=block, stream=stream, loads=dict(loads),
-                    stores=dict(stores), footprint_read=sum(read.values()), footprint_written=sum(written.values()),
-                    footprint=sum({**read, **written}.values()), footprint_in=sum(read_first.values()),
-                    arrays=arrays, log=tuple(log) if keep_log else ())
-
-
-def run_instrumented(kernel, configuration, args, keep_log: bool = False, configure=None) -> Measured:
+def run_instrumented(kernel, configuration, args, configure=None) -> Instrumented:
     """Launch ``kernel[configuration](*args)`` on the simulator with every array argument instrumented.
     ``configure(kernel, configuration)``: how the launch is configured, inside a
     ``launches.intercept`` block the rest of its chain; by default the kernel class's
@@ -124,4 +96,4 @@ def run_instrumented(kernel, configuration, args, keep_log: bool = False, config
     wrapped = [arrays.get(name, value) for name, value in zip(names, args)]
     configure = configure or type(kernel).__getitem__
     configure(kernel, configuration)(*wrapped)
-    return measured_launch(kernel, grid, block, stream, arrays, log, keep_log)
+    return Instrumented(kernel, grid, block, stream, arrays, log)

@@ -31,9 +31,9 @@ WARP = 32
 
 
 def sectors_per_warp_load(measured, argument: str) -> list[int]:
-    """Sectors touched by each warp-wide load of ``argument`` in a launch (a ``Measured`` with its log)."""
-    if not measured.log:
-        raise ValueError("need a launch measured with keep_log=True")
+    """Sectors touched by each warp-wide load of ``argument`` in a launch (``run_instrumented``)."""
+    if argument not in measured.arrays:
+        raise ValueError(f"argument must be one of the launch's arrays ({', '.join(measured.arrays)}), got {argument!r}")
     base = measured.arrays[argument].root
     per_thread = defaultdict(list)
     for write, address, arg, thread in measured.log:
@@ -73,7 +73,7 @@ def _gemm_cases() -> list[dict]:
         kernel = gemm.blocked_gemm_kernel(gemm.GPU_LARGE, transpose_b, strided_b)
         c = cuda.device_array((m, n), dtype=np.float32)
         measured = run_instrumented(kernel, ((1, 1), gemm.GPU_LARGE.threads),
-                                    (cuda.to_device(a), cuda.to_device(b.astype(np.float32)), c, False), keep_log=True)
+                                    (cuda.to_device(a), cuda.to_device(b.astype(np.float32)), c, False))
         rows.append(_sectors_row(load, layout, sectors_per_warp_load(measured, "b")))
         if not transpose_b:
             rows.append(_sectors_row("GEMM operand A, stored (M, K)", "row-major, loaded along k",
@@ -95,10 +95,10 @@ def _pointwise_cases() -> list[dict]:
     out = cuda.device_array((batch, hidden), dtype=np.float32)
     grid = (blocks_for(batch * hidden, GPU_POINTWISE_THREADS), GPU_POINTWISE_THREADS)
     gate = slice(hidden, 2 * hidden)
-    added = run_instrumented(pointwise._add, grid, (stacked[:, gate], other[:, gate], out), keep_log=True)
+    added = run_instrumented(pointwise._add, grid, (stacked[:, gate], other[:, gate], out))
     c = cuda.to_device(np.zeros((batch, hidden), np.float32))
     bias = cuda.to_device(np.zeros(4 * hidden, np.float32))
-    cell = run_instrumented(pointwise._lstm_cell, grid, (stacked, other, bias, c, out), keep_log=True)
+    cell = run_instrumented(pointwise._lstm_cell, grid, (stacked, other, bias, c, out))
     return [_sectors_row("element-wise add (baseline)", "one gate's columns of a (B, 4H) matrix",
                  sectors_per_warp_load(added, "a")),
             _sectors_row("fused LSTM cell (x_gates)", "(B, 4H), 4 gates per thread", sectors_per_warp_load(cell, "x_gates"))]
