@@ -6,7 +6,8 @@ checks and times them; the README's table counts every step's launches at the ar
 ``v0_cublas`` (the yardstick), ``v1_tiled``, ``v2_blocked``, ``v3_exact``, ``v4_prefetch``,
 ``v5_vector``, ``v6_split``, ``v7_recurrent``. Every version's kernel has its own name, which SASS listings,
 profiles and tables show. What they share: ``tiles`` (the blockings, the shapes, the traffic
-formula), ``slab`` (the unrolled slab of versions 3-6) and ``launch`` (``gemm()``, ``gemm_split()``,
+formula), ``slab`` (the unrolled slab of versions 3-7), ``pipeline`` (the register double
+buffering of versions 4-7) and ``launch`` (``gemm()``, ``gemm_split()``,
 ``tiled_gemm()``: which version, which blocking, which grid).
 
 ``transpose_a``, ``transpose_b`` and ``strided_b`` are layouts of versions 2 and 3, not versions.
@@ -26,7 +27,7 @@ from .v1_tiled import tiled_gemm_kernel  # noqa: F401
 from .v2_blocked import blocked_gemm_kernel  # noqa: F401
 from .v3_exact import exact_gemm_kernel  # noqa: F401
 from .v4_prefetch import prefetch_gemm_kernel  # noqa: F401
-from .v5_vector import SHARED_ALIGN, vector_gemm_kernel  # noqa: F401
+from .v5_vector import vector_gemm_kernel  # noqa: F401
 from .v6_split import split_gemm_kernel  # noqa: F401
 from .v7_recurrent import recurrent_gemm_kernel  # noqa: F401
 
