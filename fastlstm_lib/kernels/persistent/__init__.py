@@ -2,8 +2,10 @@
 
 Its versions are its files (``VERSIONS``; ``python -m fastlstm_lib.kernels persistent`` checks
 and, on a GPU, times them): ``v1_layer`` (U in shared memory for the whole sequence, one grid
-barrier a step), ``v2_registers`` (U in registers, h staged 128 bits at a time, 32-bit indices). What they share: ``layout`` (where a block keeps things in shared memory) and
-``grid`` (how a layer is cut into a cooperative grid for a chip).
+barrier a step), ``v2_registers`` (U in registers, h staged 128 bits at a time, 32-bit indices).
+What they share: ``layout`` (where a block keeps things in shared memory), ``grid`` (how a layer
+is cut into a cooperative grid for a chip), ``cooperative`` (the dynamic shared buffer, the
+cooperative compile) and ``runner`` (the runner's case: one layer's sequence against float64).
 """
 
 from __future__ import annotations

@@ -54,9 +54,10 @@ from ..pointwise.base import CELL_FLOP, sigmoidf
 from ..spec import Build, Spec, Traffic
 from ..vector import aligned, load_vector
 from ..views import view_of
+from .cooperative import compile_cooperative, dynamic_shared
 from .grid import PersistentLimitError, driver_blocks_per_sm, planning_limits
 from .layout import STAGE_LOADS, VECTOR
-from .v1_layer import compile_cooperative, dynamic_shared, layer_case
+from .runner import layer_case
 
 #: k of U per thread: ``VECTOR`` x 4 groups, 64 weights in registers (4 gates).
 K_PER_THREAD = 16
