@@ -7,7 +7,8 @@ element-wise kernels and the fused LSTM cell), ``pointwise_backward/`` (their tr
 counterparts, notebooks 40-42), ``reduce/`` (the column sum, notebook 41), ``persistent/`` (the
 persistent LSTM layer, notebook 09). ``family`` lists a family's version files; ``catalog`` and
 ``__main__`` are the one validate-then-time runner (``python -m fastlstm_lib.kernels``);
-``case``: one run of a version; ``spec``: a version's facts; ``versions``: every spec in one
-tuple. Shared below them: ``geometry`` (the element-wise kernels' blocks, smaller on the
-simulator), ``vector`` (64- and 128-bit global loads), ``views`` (where an array's bytes are).
+``case``: one run of a version; ``spec``: a version's facts; ``versions``: the families
+(``FAMILIES``) and every spec in one tuple. Shared below them: ``geometry`` (the element-wise
+kernels' blocks, smaller on the simulator), ``vector`` (64- and 128-bit global loads), ``views``
+(where an array's bytes are).
 """

@@ -22,9 +22,10 @@ import numpy as np
 from ..runtime.device import DEVICE
 from ..tables import Column, table
 from ..timing import summarize, time_launches
-from . import gemm, persistent, pointwise, pointwise_backward, reduce
+from . import gemm
 from .case import Case, Unavailable  # noqa: F401  (Unavailable: the runner's skip)
 from .family import specs
+from .versions import FAMILIES
 
 SIZES = ("odd", "article")
 #: Launches per timed repeat, warm-up repeats, timed repeats.
@@ -52,10 +53,9 @@ class Version:
         return f"{self.family} {self.number}: {self.kernel}" if self.number is not None else f"{self.family}: {self.kernel}()"
 
 
-#: Every version file, family by family (the GEMM's launcher after its versions).
-VERSIONS = tuple(Version.of(module) for module in (*gemm.VERSIONS, gemm.launch, *pointwise.VERSIONS,
-                                                     *pointwise_backward.VERSIONS, *reduce.VERSIONS,
-                                                     *persistent.VERSIONS))
+#: Every version file, family by family (``versions.FAMILIES``), the GEMM's launcher after its versions.
+VERSIONS = tuple(Version.of(module) for family in FAMILIES
+                 for module in family.VERSIONS + ((gemm.launch,) if family is gemm else ()))
 
 
 def select(name: str | None = None, number: int | None = None) -> list[Version]:

@@ -1,8 +1,8 @@
 """Every kernel version of the library: the family files' ``SPECS`` (``spec.py``), in one tuple.
 
-``every()`` lists them family by family (gemm, pointwise, pointwise_backward, reduce, persistent);
-``spec_of(kernel)`` finds a launched kernel's (every kernel has its own name); ``gemm_names()``
-names the GEMM family's kernels.
+``FAMILIES`` lists the families once (gemm, pointwise, pointwise_backward, reduce, persistent),
+in the order ``every()`` and the runner (``catalog``) take them; ``spec_of(kernel)`` finds a
+launched kernel's (every kernel has its own name); ``gemm_names()`` names the GEMM family's kernels.
 """
 
 from __future__ import annotations
@@ -12,11 +12,14 @@ import functools
 from . import gemm, persistent, pointwise, pointwise_backward, reduce
 from .spec import Spec, function_name
 
+#: The kernel families, each a package of version files (``family.py``), in the order they are listed.
+FAMILIES = (gemm, pointwise, pointwise_backward, reduce, persistent)
+
 
 @functools.lru_cache(maxsize=1)
 def every() -> tuple[Spec, ...]:
-    """Every kernel version of the library, family by family."""
-    return gemm.SPECS + pointwise.SPECS + pointwise_backward.SPECS + reduce.SPECS + persistent.SPECS
+    """Every kernel version of the library, family by family (``FAMILIES``)."""
+    return tuple(spec for family in FAMILIES for spec in family.SPECS)
 
 
 def spec_of(kernel) -> Spec | None:
