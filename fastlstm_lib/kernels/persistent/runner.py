@@ -13,8 +13,8 @@ from ...reference import lstm_layer64
 from ..case import Case, poisoned
 
 
-def layer_case(batch: int, steps: int, hidden: int, plan_, launch_, describe) -> Case:
-    """A persistent version's runner case: ``launch_(plan_(hidden, batch), x_gates, recurrent, bias,
+def layer_case(batch: int, steps: int, hidden: int, plan_, describe) -> Case:
+    """A persistent version's runner case: ``plan_(hidden, batch).launch(x_gates, recurrent, bias,
     hs)`` for one layer of unsaturated gates, its output poisoned first, against float64 from x;
     ``describe(plan)`` says what the plan is."""
     grid_ = plan_(hidden, batch)
@@ -27,5 +27,5 @@ def layer_case(batch: int, steps: int, hidden: int, plan_, launch_, describe) ->
     hs = poisoned(steps, batch, hidden)
     flop = steps * batch * hidden * (8.0 * hidden + 40.0)
     moved = 4.0 * (x_gates.size + recurrent.size + bias.size + hs.size + grid_.blocks * (steps - 1) * batch * hidden)
-    return Case(f"batch {batch}, {steps} steps, hidden {hidden}: {describe(grid_)}", lambda: launch_(grid_, *arrays, hs),
+    return Case(f"batch {batch}, {steps} steps, hidden {hidden}: {describe(grid_)}", lambda: grid_.launch(*arrays, hs),
                 {"hs": hs}, {"hs": want}, flop, moved)

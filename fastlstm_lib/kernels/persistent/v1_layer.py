@@ -2,9 +2,10 @@
 
 Persistent version 1, ``persistent_layer`` (``persistent_layer_kernel``), compiled per plan
 (every size a compile-time constant); step 09 (``steps/step09_persistent.py``) launches it once
-per layer, after one input GEMM per layer. Here: the kernel, its launch, its plan (``plan``: the
-family's ``grid`` with this kernel's occupancy), its runner case and its spec. Where it keeps
-things in shared memory is ``layout``; how it is compiled for a cooperative launch, ``cooperative``. Its ``splits = 1, rows = 1`` plan is exercise
+per layer, after one input GEMM per layer. Here: the kernel, its plan (``LayerPlan``, which
+launches it; ``plan``: the family's ``grid`` with this kernel's occupancy), its runner case and
+its spec. Where it keeps things in shared memory is ``layout``; how it is compiled for a
+cooperative launch, ``cooperative``. Its ``splits = 1, rows = 1`` plan is exercise
 ex09_grid_step's kernel; ``rows`` is ex09_rows_per_thread's idea.
 
 The grid splits the hidden units among its blocks: block q owns ``units`` of them, so it needs
@@ -254,25 +255,28 @@ def prepared(candidate, signature: tuple):
     return compile_cooperative(persistent_layer_kernel(*candidate.kernel_key), signature, candidate.shared_bytes)
 
 
-def launch(plan_, x_gates, recurrent, bias, hs, stream=0) -> None:
-    """One launch: the whole sequence of one layer."""
-    DEVICE.announce()
-    if DEVICE.compiled:
-        prepared(plan_, launch_signature(x_gates, recurrent, bias, hs))  # compiled and opted in, once
-    persistent_layer_kernel(*plan_.kernel_key)[plan_.blocks, plan_.threads, stream, plan_.shared_bytes](x_gates, recurrent, bias, hs)
+class LayerPlan(Plan):
+    """How a (hidden, batch) layer is cut into a cooperative grid for this kernel (``grid.Plan``);
+    ``launch`` launches the kernel for it."""
 
+    def launch(self, x_gates, recurrent, bias, hs, stream=0) -> None:
+        """One launch: the whole sequence of one layer."""
+        DEVICE.announce()
+        if DEVICE.compiled:
+            prepared(self, launch_signature(x_gates, recurrent, bias, hs))  # compiled and opted in, once
+        persistent_layer_kernel(*self.kernel_key)[self.blocks, self.threads, stream, self.shared_bytes](x_gates, recurrent, bias, hs)
 
 
 def plan(hidden: int, batch: int, *, chip: Chip | str | None = None, single_block: bool | None = None,
-         target_threads: int | None = None) -> Plan:
+         target_threads: int | None = None) -> LayerPlan:
     """This kernel's plan: ``grid.plan``, where on the current GPU the driver's occupancy of the
     compiled kernel has the last word (see there for the arguments and the errors)."""
     return grid.plan(hidden, batch, chip=chip, single_block=single_block, target_threads=target_threads,
-                     compiled=lambda candidate: _COMPILE(candidate, launch_signature()))
+                     compiled=lambda candidate: _COMPILE(candidate, launch_signature()), kind=LayerPlan)
 
 
-#: ``prepared`` as defined: a dry run (``course.profile``) stands in for it in ``launch`` only, and a
-#: plan on the current GPU still asks the driver about the compiled kernel.
+#: ``prepared`` as defined: a dry run (``course.profile``) stands in for it in ``LayerPlan.launch``
+#: only, and a plan on the current GPU still asks the driver about the compiled kernel.
 _COMPILE = prepared
 
 
@@ -328,7 +332,7 @@ SHAPES = {"odd": (3, 5, 7), "article": (64, 100, 512)}
 def case(size: str, rng) -> list:
     """The runner's case: one layer's sequence at ``SHAPES[size]`` from step 09's input GEMM's
     x_gates, against float64 from x (x_gates' own float32 rounding counts as error)."""
-    return [layer_case(*SHAPES[size], plan, launch, lambda grid_: f"{grid_.blocks} blocks x {grid_.threads} threads")]
+    return [layer_case(*SHAPES[size], plan, lambda grid_: f"{grid_.blocks} blocks x {grid_.threads} threads")]
 
 
 #: The plans the compile matrix builds, as on the chip they were planned for: (hidden, batches, chip).
