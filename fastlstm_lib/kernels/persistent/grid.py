@@ -143,6 +143,8 @@ def plan(hidden: int, batch: int, *, chip: Chip | str | None = None, single_bloc
     current GPU (the kernel file's ``plan`` passes it); without it the data sheet decides.
     ``kind``: the class of the plan returned, ``Plan`` or a kernel file's subclass that launches it.
     """
+    if not (isinstance(kind, type) and issubclass(kind, Plan)):
+        raise TypeError(f"kind must be Plan or a subclass of it, got {kind!r}")
     limits, shared_limit = planning_limits(chip, single_block)
     if target_threads is None:
         target_threads = GPU_TARGET_THREADS if chip is not None else TARGET_THREADS
