@@ -5,7 +5,8 @@ import pytest
 from numba import cuda
 
 import fastlstm_lib as fl
-from fastlstm_lib.kernels.gemm import Blocking, gemm, tiled_gemm
+from fastlstm_lib.kernels.gemm import gemm, tiled_gemm
+from fastlstm_lib.kernels.gemm.tiles import Blocking
 from conftest import ODD, problem
 
 

@@ -90,7 +90,7 @@ def test_the_persistent_kernel_stages_h_with_many_loads_in_flight(rows):
     in flight: 128 round trips in a row per step at batch 64); now each thread issues
     ``STAGE_LOADS`` (8) loads before its first store, all 16 of its elements at batch 1, on every
     architecture with a disassembler."""
-    from fastlstm_lib.kernels.persistent import STAGE_LOADS
+    from fastlstm_lib.kernels.persistent.layout import STAGE_LOADS
 
     for row in rows:
         if row["kernel"].startswith("persistent_b") and row["arch"] != "sm_52":

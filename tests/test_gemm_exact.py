@@ -7,6 +7,8 @@ from numba import cuda
 
 from fastlstm_lib.kernels import gemm as g
 from fastlstm_lib.kernels.gemm import divides
+from fastlstm_lib.kernels.gemm.v4_prefetch import prefetch_gemm_kernel
+from fastlstm_lib.kernels.gemm.v5_vector import vector_gemm_kernel
 
 LAYOUTS = [(False, False), (True, False), (False, True), (True, True)]  # (transpose_a, transpose_b)
 
@@ -89,8 +91,8 @@ def test_the_prefetching_and_vector_versions_equal_the_exact_tile_one_bit_for_bi
     a, b, c0 = (rng.standard_normal(shape).astype(np.float32) for shape in ((m, k), (k, n), (m, n)))
     out = {}
     for name, kernel in (("exact", g.exact_gemm_kernel(blocking, False, False, g.SHARED_PADDING)),
-                         ("prefetch", g.prefetch_gemm_kernel(blocking, g.SHARED_PADDING)),
-                         ("vector", g.vector_gemm_kernel(blocking, g.SHARED_PADDING))):
+                         ("prefetch", prefetch_gemm_kernel(blocking, g.SHARED_PADDING)),
+                         ("vector", vector_gemm_kernel(blocking, g.SHARED_PADDING))):
         c = cuda.to_device(c0 if accumulate else np.full((m, n), np.nan, np.float32))
         kernel[(n // blocking.bn, m // blocking.bm), blocking.threads](cuda.to_device(a), cuda.to_device(b), c, accumulate)
         out[name] = c.copy_to_host()

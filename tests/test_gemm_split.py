@@ -12,6 +12,7 @@ import fastlstm_lib as fl
 from conftest import problem
 from fastlstm_lib.gpus import gpu
 from fastlstm_lib.kernels import gemm as g, pointwise as pw
+from fastlstm_lib.kernels.gemm.tiles import split_plan
 from fastlstm_lib.numerics import relative_error
 
 #: The split path runs exact tiles only, so no odd size can take it: batch 8 and 4H = 64 are
@@ -82,12 +83,12 @@ def test_the_plan_fills_an_h100_at_the_articles_batch():
     """The recurrent GEMM at batch 64, hidden 512: 128 blocks of 32 x 32 for 132 SMs unsplit (one
     block of 8 warps per SM); split in 4, 512 blocks, 3.9 per SM (31 warps). Batch 4 does not divide
     the patch: no split. The tall input GEMM fills the GPU already."""
-    blocking, splits = g.split_plan(64, 2048, 512, 132)
+    blocking, splits = split_plan(64, 2048, 512, 132)
     blocks = (64 // blocking.bm) * (2048 // blocking.bn)
     assert (blocking, splits, blocks) == (g.GPU_SMALL, 4, 128)
     assert blocks * splits / 132 >= 3.5 and blocks * splits * blocking.threads // 32 / 132 >= 28
-    assert g.split_plan(4, 2048, 512, 132)[1] == 1
-    assert g.split_plan(6400, 2048, 512, 132) == (g.GPU_WIDE, 1)
+    assert split_plan(4, 2048, 512, 132)[1] == 1
+    assert split_plan(6400, 2048, 512, 132) == (g.GPU_WIDE, 1)
 
 
 @pytest.mark.parametrize("bad", [dict(m=0), dict(k=-8), dict(sms=1.5), dict(n=True)])
@@ -95,7 +96,7 @@ def test_the_plan_refuses_what_is_not_a_positive_int(bad):
     args = dict(m=64, n=2048, k=512, sms=132) | bad
     name, value = next(iter(bad.items()))
     with pytest.raises(ValueError, match=f"{name} must be a positive int, got {value!r}"):
-        g.split_plan(**args)
+        split_plan(**args)
 
 
 def test_gemm_split_refuses_parts_that_do_not_fit_before_launching():

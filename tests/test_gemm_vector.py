@@ -6,26 +6,28 @@ import pytest
 from numba import cuda
 
 from fastlstm_lib.kernels import gemm as g, vector
+from fastlstm_lib.kernels.gemm.tiles import Blocking, vector_fits, vector_width
+from fastlstm_lib.kernels.gemm.v5_vector import vector_gemm_kernel
 from fastlstm_lib.numerics import relative_error
 from fastlstm_lib.kernels.versions import every, spec_of
 
 #: (blocking, its vector width): 4 floats and runs of 2 outputs; 2 floats and runs of 1 (the simulator's
 #: own blocking); 4 floats and runs of 4, the 128 x 128 patch's split at a size the simulator runs.
-BLOCKINGS = [(g.Blocking(16, 16, 8, 4, 4), 4), (g.SIMULATOR_BLOCKING, 2), (g.Blocking(16, 16, 4, 8, 8), 4)]
+BLOCKINGS = [(Blocking(16, 16, 8, 4, 4), 4), (g.SIMULATOR_BLOCKING, 2), (Blocking(16, 16, 4, 8, 8), 4)]
 
 
 @pytest.mark.parametrize("blocking, width", BLOCKINGS)
 def test_the_vector_version_equals_the_exact_tile_one_bit_for_bit(blocking, width):
-    assert g.vector_width(blocking) == width
+    assert vector_width(blocking) == width
     m, n, k = 2 * blocking.bm, 3 * blocking.bn, 4 * blocking.bk
-    assert g.vector_fits(blocking, m, n, k)
+    assert vector_fits(blocking, m, n, k)
     rng = np.random.default_rng(7)
     a, b = rng.standard_normal((m, k)).astype(np.float32), rng.standard_normal((k, n)).astype(np.float32)
     a_d, b_d = cuda.to_device(a), cuda.to_device(b)
     assert vector.aligned(a_d, width) and vector.aligned(b_d, width)
     out = {}
     for name, kernel in (("exact", g.exact_gemm_kernel(blocking, False, False, g.SHARED_PADDING)),
-                         ("vector", g.vector_gemm_kernel(blocking, g.SHARED_PADDING))):
+                         ("vector", vector_gemm_kernel(blocking, g.SHARED_PADDING))):
         c = cuda.to_device(np.full((m, n), np.nan, np.float32))  # poisoned: every output is written
         kernel[(n // blocking.bn, m // blocking.bm), blocking.threads](a_d, b_d, c, False)
         out[name] = c.copy_to_host()

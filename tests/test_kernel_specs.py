@@ -88,7 +88,7 @@ STEPS_OF = {
 def test_the_backward_ladder_is_named_once():
     assert BACKWARD == tuple(fl.backward.names())
 
-#: The kernels one factory builds under each version's name (``gemm/v4_prefetch.double_buffered``):
+#: The kernels one factory builds under each version's name (``gemm/pipeline.double_buffered``):
 #: no decorator names them in the source; ``test_every_gemm_version_has_a_kernel_of_its_own_name`` does.
 NAMED_WHERE_BUILT = {"prefetch_gemm", "vector_gemm", "split_gemm"}
 

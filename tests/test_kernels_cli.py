@@ -75,14 +75,14 @@ def test_bad_names_are_refused_naming_what_exists(capsys):
 def test_the_article_cases_are_the_article_shapes():
     """Made, not launched (the simulator would take hours): the GEMMs of one step, of the wavefront's
     5-step chunk and of all steps; the weight gradient over all steps."""
-    shapes = gemm.SHAPES["article"]
+    shapes = gemm.tiles.SHAPES["article"]
     article = fl.LSTMConfig.article()
     assert shapes == [(article.batch, 4 * article.hidden, article.hidden),
                       (5 * article.batch, 4 * article.hidden, article.hidden),
                       (article.seq_len * article.batch, 4 * article.hidden, article.input_size)]
-    assert gemm.WEIGHT_GRADIENT["article"] == (article.seq_len, article.batch, article.hidden)
-    assert persistent.SHAPES["article"] == (article.batch, article.seq_len, article.hidden)
-    assert np.all(np.array(persistent.SHAPES["odd"]) % 4 != 0)
+    assert gemm.launch.WEIGHT_GRADIENT["article"] == (article.seq_len, article.batch, article.hidden)
+    assert persistent.v1_layer.SHAPES["article"] == (article.batch, article.seq_len, article.hidden)
+    assert np.all(np.array(persistent.v1_layer.SHAPES["odd"]) % 4 != 0)
 
 
 def test_the_cublas_launcher_refuses_bad_operands_before_any_work():

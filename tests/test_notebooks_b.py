@@ -6,6 +6,7 @@ import numpy as np
 import fastlstm_lib as fl
 from fastlstm_lib.kernels import gemm, runner
 from fastlstm_lib.kernels.case import Unavailable
+from fastlstm_lib.kernels.gemm.tiles import B_LAYOUTS
 
 
 def test_every_layout_of_b_is_a_checked_case_of_versions_2_and_3():
@@ -13,7 +14,7 @@ def test_every_layout_of_b_is_a_checked_case_of_versions_2_and_3():
         rows = runner.measure(runner.select("gemm", number)[0], sizes=("odd",))
         first = [row for row in rows if row["shape"] == rows[0]["shape"]]
         # the plain run is B stored (K, N); the others name their layout
-        assert [row["variant"] for row in first] == ["", *(label for label, _, _ in gemm.B_LAYOUTS[1:])], number
+        assert [row["variant"] for row in first] == ["", *(label for label, _, _ in B_LAYOUTS[1:])], number
         assert all(row["relative_error"] <= row["rtol"] == fl.RTOL for row in first)
 
 

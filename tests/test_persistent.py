@@ -8,6 +8,9 @@ from numba import cuda
 import fastlstm_lib as fl
 from fastlstm_lib.gpus import chip
 from fastlstm_lib.kernels import persistent
+from fastlstm_lib.kernels.persistent.grid import GPU_TARGET_THREADS
+from fastlstm_lib.kernels.persistent.layout import STATIC_SHARED_BYTES, lds128_conflicts
+from fastlstm_lib.kernels.persistent.v1_layer import LayerPlan
 from conftest import ODD, problem
 
 
@@ -65,9 +68,9 @@ def test_many_blocks_index_the_right_units(splits, k_chunk, rows):
     x_gates = np.ascontiguousarray((x @ kernel).transpose(1, 0, 2))  # (T, B, 4H), bias added in-kernel
     hs = np.ascontiguousarray(ref.transpose(1, 0, 2)).astype(np.float32)
     hs[-1] = np.nan
-    grid = persistent.Plan(hidden, batch, units=5, blocks=3, splits=splits, k_chunk=k_chunk, rows=rows)
+    grid = LayerPlan(hidden, batch, units=5, blocks=3, splits=splits, k_chunk=k_chunk, rows=rows)
     hs_device = cuda.to_device(hs)
-    persistent.launch(grid, cuda.to_device(x_gates), cuda.to_device(recurrent), cuda.to_device(bias), hs_device)
+    grid.launch(cuda.to_device(x_gates), cuda.to_device(recurrent), cuda.to_device(bias), hs_device)
     assert fl.relative_error(hs_device.copy_to_host().transpose(1, 0, 2), ref) <= 1e-5
 
 
@@ -77,8 +80,8 @@ def test_split_dot_products_in_one_block():
     kernel, recurrent, bias = params[0]
     x_gates = np.ascontiguousarray((x @ kernel).transpose(1, 0, 2))
     hs = cuda.to_device(np.full((3, 2, 7), np.nan, np.float32))
-    grid = persistent.Plan(7, 2, units=7, blocks=1, splits=2, k_chunk=8, rows=2)
-    persistent.launch(grid, cuda.to_device(x_gates), cuda.to_device(recurrent), cuda.to_device(bias), hs)
+    grid = LayerPlan(7, 2, units=7, blocks=1, splits=2, k_chunk=8, rows=2)
+    grid.launch(cuda.to_device(x_gates), cuda.to_device(recurrent), cuda.to_device(bias), hs)
     ref = fl.reference_forward(x, params)
     assert fl.relative_error(hs.copy_to_host().transpose(1, 0, 2), ref) <= 1e-5
 
@@ -113,7 +116,7 @@ def test_occupancy_lets_an_h100_hold_several_blocks_per_sm():
 
 def test_hidden_1024_batch_4_fits_an_h100_but_not_an_m40():
     p = persistent.plan(1024, 4, chip="H100", target_threads=256)
-    assert p.shared_bytes > persistent.STATIC_SHARED_BYTES  # beyond 48 KiB: dynamic shared memory
+    assert p.shared_bytes > STATIC_SHARED_BYTES  # beyond 48 KiB: dynamic shared memory
     assert p.blocks <= p.blocks_per_sm * 132
     with pytest.raises(persistent.PersistentLimitError, match="M40"):
         persistent.plan(1024, 4, chip="M40", target_threads=256)
@@ -193,7 +196,7 @@ def test_a_plan_for_a_named_gpu_is_the_same_on_every_machine():
     # The simulator aims for 32 threads per block on itself, but a plan for an H100 is an H100's.
     for batch in (1, 4, 64):
         assert persistent.plan(512, batch, chip="H100") == persistent.plan(
-            512, batch, chip="H100", target_threads=persistent.GPU_TARGET_THREADS)
+            512, batch, chip="H100", target_threads=GPU_TARGET_THREADS)
 
 
 @pytest.mark.parametrize("batch", [1, 4, 16, 64, 128])
@@ -202,18 +205,16 @@ def test_the_h100_plans_read_u_and_h_without_bank_conflicts(batch):
     same four banks, for U or for staged h, in the H100's plans at hidden 512. At batch 64 (4 units x
     4 splits) U's rows, 516 floats apart, put units 0 and 1 of a quarter-warp on the same banks (2
     ways); the padded stride, 528, moves them 4 banks apart."""
-    layout = persistent.plan(512, batch, chip="H100", single_block=False,
-                                  target_threads=persistent.GPU_TARGET_THREADS).layout
-    found = persistent.lds128_conflicts(layout.units, layout.splits, layout.rows, layout.threads,
-                                        layout.u_stride, layout.h_stride)
+    layout = persistent.plan(512, batch, chip="H100", single_block=False, target_threads=GPU_TARGET_THREADS).layout
+    found = lds128_conflicts(layout.units, layout.splits, layout.rows, layout.threads, layout.u_stride, layout.h_stride)
     assert found == {"u": 1, "h": 1}, (layout, found)
     if batch == 64:
         assert (layout.units, layout.splits, layout.u_stride) == (4, 4, 528)
-        assert persistent.lds128_conflicts(4, 4, 4, layout.threads, 516, layout.h_stride)["u"] == 2
+        assert lds128_conflicts(4, 4, 4, layout.threads, 516, layout.h_stride)["u"] == 2
 
 
 def test_the_bank_model_counts_distinct_words_per_bank_quartet():
     # 8 threads, one unit each (splits 1): rows 4 words (16 floats) apart fall on 2 bank quartets, 4 ways each
-    assert persistent.lds128_conflicts(8, 1, 1, 8, 16, 4)["u"] == 4
-    assert persistent.lds128_conflicts(8, 1, 1, 8, 4, 4)["u"] == 1  # rows one word apart: 8 quartets
-    assert persistent.lds128_conflicts(1, 8, 1, 8, 4, 4) == {"u": 1, "h": 1}  # one row, 8 consecutive words
+    assert lds128_conflicts(8, 1, 1, 8, 16, 4)["u"] == 4
+    assert lds128_conflicts(8, 1, 1, 8, 4, 4)["u"] == 1  # rows one word apart: 8 quartets
+    assert lds128_conflicts(1, 8, 1, 8, 4, 4) == {"u": 1, "h": 1}  # one row, 8 consecutive words

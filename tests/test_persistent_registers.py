@@ -25,14 +25,14 @@ def test_registers_equals_reference(hidden, batch):
     staged 128 bits at a time (40 and 20) or a float at a time (7 and 37)."""
     x, params, arrays = layer_case(hidden, batch, steps=4)
     hs = cuda.to_device(np.full((4, batch, hidden), np.nan, np.float32))  # poisoned: every element written
-    v2.launch(v2.plan(hidden, batch), *arrays, hs)
+    v2.plan(hidden, batch).launch(*arrays, hs)
     assert fl.relative_error(hs.copy_to_host().transpose(1, 0, 2), fl.reference_forward(x, params)) <= 1e-5
 
 
 def test_registers_equals_keras(keras_available):
     x, params, arrays = layer_case(37, 5, steps=4)
     hs = cuda.to_device(np.full((4, 5, 37), np.nan, np.float32))
-    v2.launch(v2.plan(37, 5), *arrays, hs)
+    v2.plan(37, 5).launch(*arrays, hs)
     assert fl.relative_error(hs.copy_to_host().transpose(1, 0, 2), fl.keras_forward(x, params).astype(np.float64)) <= 1e-5
 
 
@@ -47,7 +47,7 @@ def test_registers_many_blocks_index_the_right_units():
     hs[-1] = np.nan
     grid = v2.RegisterPlan(hidden, batch, units=5, blocks=3, row_chunk=1, rows=1)
     hs_device = cuda.to_device(hs)
-    v2.launch(grid, *arrays, hs_device)
+    grid.launch(*arrays, hs_device)
     assert fl.relative_error(hs_device.copy_to_host().transpose(1, 0, 2), ref) <= 1e-5
 
 
@@ -81,7 +81,7 @@ def test_a_strided_array_is_refused_naming_it():
     _, _, arrays = layer_case(7, 3, steps=2)
     hs = cuda.to_device(np.zeros((2, 3, 14), np.float32))[:, :, ::2]
     with pytest.raises(ValueError, match="hs"):
-        v2.launch(v2.plan(7, 3), *arrays, hs)
+        v2.plan(7, 3).launch(*arrays, hs)
 
 
 def test_the_fast_policy_launches_version_2_in_step_09(odd_problem):

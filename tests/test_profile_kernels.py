@@ -8,7 +8,8 @@ import pytest
 from numba import cuda
 
 import fastlstm_lib as fl
-from fastlstm_lib.kernels import gemm, persistent, pointwise as pw, reduce
+from fastlstm_lib.kernels import gemm, pointwise as pw, reduce
+from fastlstm_lib.kernels.persistent.v1_layer import LayerPlan
 from fastlstm_lib.course.profile import charts, sectors
 from fastlstm_lib.course.profile.dryrun import dry_run
 from fastlstm_lib.course.profile.formulas import traffic
@@ -111,12 +112,12 @@ def test_persistent_kernel(units, blocks, splits, k_chunk, rows):
     several blocks the simulator runs them one after another, so a block reads h that others have
     not written yet there: what is read before being written is compared for one block only."""
     hidden, batch, steps = 13, 3, 4
-    plan = persistent.Plan(hidden, batch, units=units, blocks=blocks, splits=splits, k_chunk=k_chunk, rows=rows)
+    plan = LayerPlan(hidden, batch, units=units, blocks=blocks, splits=splits, k_chunk=k_chunk, rows=rows)
     x_gates, recurrent = device((steps, batch, 4 * hidden)), device((hidden, 4 * hidden), seed=1)
     bias, hs = device(4 * hidden, seed=2), device((steps, batch, hidden), seed=3)
     fields = FIELDS if blocks == 1 else FIELDS[:-1]
     formula, measured, t = formula_and_measurement(
-        lambda: persistent.launch(plan, x_gates, recurrent, bias, hs), fields)
+        lambda: plan.launch(x_gates, recurrent, bias, hs), fields)
     assert formula == measured
     assert t.loads["recurrent"] == hidden * 4 * hidden  # once per launch, not once per step
 

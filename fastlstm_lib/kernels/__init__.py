@@ -8,7 +8,7 @@ counterparts, notebooks 40-42), ``reduce/`` (the column sum, notebook 41), ``per
 persistent LSTM layer, notebook 09). ``family`` lists a family's version files; ``catalog``:
 every version file as the runner runs it; ``runner``: the one validate-then-time runner
 (``python -m fastlstm_lib.kernels``, ``__main__`` its entry); ``case``: one run of a version;
-``spec``: a version's facts; ``versions``: every spec in one tuple. Shared below them:
-``geometry`` (the element-wise kernels' blocks, smaller on the simulator), ``vector`` (64- and
-128-bit global loads), ``views`` (where an array's bytes are).
+``spec``: a version's facts; ``versions``: the families (``FAMILIES``) and every spec in one
+tuple. Shared below them: ``geometry`` (the element-wise kernels' blocks, smaller on the
+simulator), ``vector`` (64- and 128-bit global loads), ``views`` (where an array's bytes are).
 """

@@ -17,8 +17,9 @@ from __future__ import annotations
 import dataclasses
 from types import ModuleType
 
-from . import gemm, persistent, pointwise, pointwise_backward, reduce
+from . import gemm
 from .family import specs
+from .versions import FAMILIES
 
 
 @dataclasses.dataclass(frozen=True)
@@ -42,7 +43,6 @@ class Version:
         return f"{self.family} {self.number}: {self.kernel}" if self.number is not None else f"{self.family}: {self.kernel}()"
 
 
-#: Every version file, family by family (the GEMM's launcher after its versions).
-VERSIONS = tuple(Version.of(module) for module in (*gemm.VERSIONS, gemm.launch, *pointwise.VERSIONS,
-                                                     *pointwise_backward.VERSIONS, *reduce.VERSIONS,
-                                                     *persistent.VERSIONS))
+#: Every version file, family by family (``versions.FAMILIES``), the GEMM's launcher after its versions.
+VERSIONS = tuple(Version.of(module) for family in FAMILIES
+                 for module in family.VERSIONS + ((gemm.launch,) if family is gemm else ()))

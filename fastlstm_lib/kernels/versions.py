@@ -1,9 +1,10 @@
 """Every kernel version of the library: the family files' ``SPECS`` (``spec.py``), in one tuple.
 
-``every()`` lists them family by family (gemm, pointwise, pointwise_backward, reduce, persistent);
-``spec_of(kernel)`` finds a launched kernel's, by the kernel or by its name (every kernel has its
-own name); ``family_of(kernel)`` says which family it is in. What the course knows of a kernel it
-reads there, never from its name.
+``FAMILIES`` lists the families once (gemm, pointwise, pointwise_backward, reduce, persistent),
+in the order ``every()`` and the runner (``catalog``) take them; ``spec_of(kernel)`` finds a
+launched kernel's, by the kernel or by its name (every kernel has its own name);
+``family_of(kernel)`` says which family it is in. What the course knows of a kernel it reads
+there, never from its name.
 """
 
 from __future__ import annotations
@@ -14,11 +15,14 @@ from . import gemm, persistent, pointwise, pointwise_backward, reduce
 from ..runtime.numba_compat import function_name
 from .spec import Spec
 
+#: The kernel families, each a package of version files (``family.py``), in the order they are listed.
+FAMILIES = (gemm, pointwise, pointwise_backward, reduce, persistent)
+
 
 @functools.lru_cache(maxsize=1)
 def every() -> tuple[Spec, ...]:
-    """Every kernel version of the library, family by family."""
-    return gemm.SPECS + pointwise.SPECS + pointwise_backward.SPECS + reduce.SPECS + persistent.SPECS
+    """Every kernel version of the library, family by family (``FAMILIES``)."""
+    return tuple(spec for family in FAMILIES for spec in family.SPECS)
 
 
 @functools.lru_cache(maxsize=1)

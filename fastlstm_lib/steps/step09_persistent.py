@@ -56,7 +56,7 @@ class Persistent(CombinedInputs):
 
     def run_layer(self, state, weights, xs, hs):
         self.input_gemm(weights, rows(xs), rows(state.x_seq), state.stream)  # every step at once
-        persistent.launch(state.plan, state.x_seq, weights.recurrent, weights.bias, hs, stream=state.stream)
+        state.plan.launch(state.x_seq, weights.recurrent, weights.bias, hs, stream=state.stream)
 
 
 STEP = Persistent()

@@ -50,7 +50,7 @@ def measurements() -> dict:
 
 
 def gemm_shape(launch) -> tuple[int, int, int]:
-    """(m, n, k) of a recorded GEMM launch, from its loads (``kernels/gemm.gemm_traffic``):
+    """(m, n, k) of a recorded GEMM launch, from its loads (``kernels/gemm/tiles.gemm_traffic``):
     A is loaded once per block column (m k per), B once per block row (k n per), C stored once
     (once per part of K, the grid's depth, for split-K)."""
     mk = launch.loads["a"] // launch.grid[0]

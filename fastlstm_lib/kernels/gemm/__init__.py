@@ -6,7 +6,8 @@ checks and times them; the README's table counts every step's launches at the ar
 ``v0_cublas`` (the yardstick), ``v1_tiled``, ``v2_blocked``, ``v3_exact``, ``v4_prefetch``,
 ``v5_vector``, ``v6_split``, ``v7_recurrent``. Every version's kernel has its own name, which SASS listings,
 profiles and tables show. What they share: ``tiles`` (the blockings, the shapes, the traffic
-formula), ``slab`` (the unrolled slab of versions 3-6) and ``launch`` (``gemm()``, ``gemm_split()``,
+formula), ``slab`` (the unrolled slab of versions 3-7), ``pipeline`` (the register double
+buffering of versions 4-7) and ``launch`` (``gemm()``, ``gemm_split()``,
 ``tiled_gemm()``: which version, which blocking, which grid).
 
 ``transpose_a``, ``transpose_b`` and ``strided_b`` are layouts of versions 2 and 3, not versions.
@@ -16,19 +17,13 @@ Arrays may be strided views (one gate's columns of a stacked matrix, one time st
 from __future__ import annotations
 
 from ..family import versions
-from .launch import (WEIGHT_GRADIENT, checked_splits, exact, gemm, gemm_split, split_fits, tiled_gemm,  # noqa: F401
-                     vector_launch, weight_gradient_cases)
-from .slab import owned, patch_store, unrolled_slab  # noqa: F401
-from .tiles import (B_LAYOUTS, GPU_LARGE, GPU_SMALL, GPU_WIDE, SHAPES, SHARED_PADDING, SIMULATOR_BLOCKING,  # noqa: F401
-                    SPLIT_MIN_SLABS, SPLIT_WARPS_PER_SM, TILE, Blocking, choose_blocking, choose_splits, divides, gemm_shape,
-                    gemm_traffic, gpu_blocking, multiprocessors, recurrent_splits, split_plan, vector_fits, vector_width)
+from .launch import checked_splits, exact, gemm, gemm_split, tiled_gemm, weight_gradient_cases  # noqa: F401
+from .slab import unrolled_slab  # noqa: F401
+from .tiles import (GPU_LARGE, GPU_SMALL, GPU_WIDE, SHARED_PADDING, SIMULATOR_BLOCKING, TILE, choose_blocking,  # noqa: F401
+                    choose_splits, divides, gpu_blocking, recurrent_splits)
 from .v1_tiled import tiled_gemm_kernel  # noqa: F401
 from .v2_blocked import blocked_gemm_kernel  # noqa: F401
 from .v3_exact import exact_gemm_kernel  # noqa: F401
-from .v4_prefetch import prefetch_gemm_kernel  # noqa: F401
-from .v5_vector import SHARED_ALIGN, vector_gemm_kernel  # noqa: F401
-from .v6_split import split_gemm_kernel  # noqa: F401
-from .v7_recurrent import recurrent_gemm_kernel  # noqa: F401
 
 #: The family's version modules, v0 (cuBLAS) first.
 VERSIONS = versions(__name__)

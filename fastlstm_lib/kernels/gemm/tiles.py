@@ -1,7 +1,7 @@
 """The GEMM family's shapes and facts, shared by every version file: how a block cuts C
 (``Blocking``, the GPU's and the simulator's), whether a tile divides a shape, the vector width
-of versions 5 and 6, the traffic formula of every version, the compile matrix's rows, and the
-runner's shapes and operands.
+of versions 5 and 6, the shared tiles' padding and alignment, the traffic formula of every
+version, the compile matrix's rows, and the runner's shapes and operands.
 """
 
 from __future__ import annotations
@@ -36,6 +36,9 @@ class Blocking(NamedTuple):
 
 #: Extra words per shared-tile row: 4 keeps a warp's transposing stores in 32 different banks.
 SHARED_PADDING = 4
+#: Byte alignment of versions 5-7's shared tiles, so that 4 neighbouring floats are one 128-bit
+#: load (the simulator takes no alignment: it has no vector loads).
+SHARED_ALIGN = DEVICE.shared_alignment
 
 #: On a GPU: 256 threads, 16 outputs each (64 x 64 per block), or a 32 x 32 patch with 4 each
 #: when 64 x 64 patches would leave SMs idle (the LSTM's recurrent GEMM is only batch rows tall).

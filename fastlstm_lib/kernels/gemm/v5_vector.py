@@ -22,14 +22,10 @@ from __future__ import annotations
 
 import functools
 
-from ...runtime.device import DEVICE
 from ..vector import aligned
-from .tiles import CONTIGUOUS, GPU_LARGE, GPU_SMALL, GPU_WIDE, SHARED_PADDING, build, cases, spec, vector_fits, vector_width
-from .v4_prefetch import double_buffered, slab_parts
-
-#: Byte alignment of the shared tiles, so that 4 neighbouring floats are one 128-bit load
-#: (the simulator takes no alignment: it has no vector loads).
-SHARED_ALIGN = DEVICE.shared_alignment
+from .pipeline import double_buffered, slab_parts
+from .tiles import CONTIGUOUS, GPU_LARGE, GPU_SMALL, GPU_WIDE, SHARED_ALIGN, SHARED_PADDING, build, cases, spec, \
+    vector_fits, vector_width
 
 
 @functools.lru_cache(maxsize=None)

@@ -12,22 +12,13 @@ from __future__ import annotations
 import functools
 
 import numpy as np
-from numba import cuda, uint32
+from numba import cuda
 
 from ...runtime.device import DEVICE, multiprocessors
 from ..case import Case, f32, poisoned
-from .tiles import GPU_LARGE, GPU_SMALL, GPU_WIDE, SHARED_PADDING, SHAPES, SIMULATOR_BLOCKING, SPLIT, build, \
-    choose_blocking, rounded_up, spec, split_plan, vector_width
-from .v4_prefetch import double_buffered, slab_parts
-from .v5_vector import SHARED_ALIGN
-
-
-@cuda.jit(device=True, inline="always")
-def _split_of_k(a, c):
-    """Version 6: block z of the grid's depth takes the z-th of gridDim.z equal parts of K and
-    writes its partial product to C[z]."""
-    length = uint32(a.shape[1]) // uint32(cuda.gridDim.z)
-    return uint32(cuda.blockIdx.z) * length, length, c[cuda.blockIdx.z]
+from .pipeline import double_buffered, slab_parts, split_of_k
+from .tiles import GPU_LARGE, GPU_SMALL, GPU_WIDE, SHARED_ALIGN, SHARED_PADDING, SHAPES, SIMULATOR_BLOCKING, SPLIT, \
+    build, choose_blocking, rounded_up, spec, split_plan, vector_width
 
 
 @functools.lru_cache(maxsize=None)
@@ -35,7 +26,7 @@ def split_gemm_kernel(blocking, padding: int):
     """Version 5 over one of gridDim.z equal parts of K, its partial product into C[z] (C is
     (splits, M, N)); launch it through ``gemm_split``."""
     return double_buffered("split_gemm", blocking, padding, SHARED_ALIGN,
-                           slab_parts(blocking, vector_width(blocking), True), k_range=_split_of_k)
+                           slab_parts(blocking, vector_width(blocking), True), k_range=split_of_k)
 
 
 def case(size: str, rng) -> list:

@@ -30,12 +30,10 @@ import numpy as np
 from numba import cuda, float32, uint32
 
 from ..case import Case, f32, poisoned
+from .pipeline import prologue, slab_parts, split_of_k
 from .slab import patch_store, unrolled_slab
-from .tiles import GPU_LARGE, SHARED_PADDING, SHAPES, SPLIT, build, geometry_sms, recurrent_blocking, \
+from .tiles import GPU_LARGE, SHARED_ALIGN, SHARED_PADDING, SHAPES, SPLIT, build, geometry_sms, recurrent_blocking, \
     recurrent_splits, spec, vector_fits, vector_width
-from .v4_prefetch import slab_parts
-from .v5_vector import SHARED_ALIGN
-from .v6_split import _split_of_k
 
 
 @functools.lru_cache(maxsize=None)
@@ -43,8 +41,8 @@ def recurrent_gemm_kernel(blocking, padding: int):
     """The kernel for one blocking: block z of the grid's depth computes the z-th of gridDim.z equal
     parts of K into C[z] (C is (splits, M, N)); each part an even number of slabs."""
     bm, bn, bk, tm, tn = blocking
-    threads_n = bn // tn
     load_slab, store_slab, _, _, a_count, b_count = slab_parts(blocking, vector_width(blocking), False)
+    begin = prologue(blocking, load_slab, store_slab, split_of_k)
     half = unrolled_slab(blocking, runs=True, steps=bk // 2)  # bk / 2 k's of one buffer
     store_patch = patch_store(blocking, runs=True)
     a_shape = (2, bk, bm + padding)
@@ -59,19 +57,9 @@ def recurrent_gemm_kernel(blocking, padding: int):
         b_reg = cuda.local.array(tn, float32)
         a_next = cuda.local.array(a_count, float32)  # the next slab, on its way from memory
         b_next = cuda.local.array(b_count, float32)
-        tid = uint32(cuda.threadIdx.x)
-        thread_m = tid // uint32(threads_n)
-        thread_n = tid % uint32(threads_n)
-        row0 = uint32(cuda.blockIdx.y * bm)
-        col0 = uint32(cuda.blockIdx.x * bn)
-        k_begin, k_length, out = _split_of_k(a, c)
-        k_last = k_begin + k_length - uint32(bk)
-        for i in range(tm):
-            for j in range(tn):
-                acc[i, j] = float32(0.0)
-        load_slab(a, b, k_begin, row0, col0, tid, a_next, b_next)
-        store_slab(a_tile[0], b_tile[0], tid, a_next, b_next)
-        cuda.syncthreads()
+        # The first slab into buffer 0.
+        tid, thread_m, thread_n, row0, col0, k_begin, k_length, k_last, out = begin(a, b, c, a_tile[0], b_tile[0], acc,
+                                                                                    a_next, b_next)
         for k0 in range(k_begin, k_begin + k_length, 2 * bk):
             # This slab is in buffer 0; the next one's loads go out now, and land in buffer 1 half-way.
             load_slab(a, b, k0 + uint32(bk), row0, col0, tid, a_next, b_next)

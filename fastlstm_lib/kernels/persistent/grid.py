@@ -128,7 +128,7 @@ def largest_k_chunk(hidden: int, units: int, batch: int, splits: int, limit_byte
 
 
 def plan(hidden: int, batch: int, *, chip: Chip | str | None = None, single_block: bool | None = None,
-         target_threads: int | None = None, compiled: Callable | None = None) -> Plan:
+         target_threads: int | None = None, compiled: Callable | None = None, kind: type = Plan) -> Plan:
     """The plan with the most blocks (fewest units each) whose grid can be resident at once.
 
     ``chip``: a ``Chip``, a GPU's name from data/gpus.csv ("H100": plan for it from its data
@@ -141,7 +141,10 @@ def plan(hidden: int, batch: int, *, chip: Chip | str | None = None, single_bloc
     or naming the chip and its compute capability when it cannot launch a cooperative grid at all.
     ``compiled(plan)``: the kernel compiled for a plan, whose occupancy the driver reports on the
     current GPU (the kernel file's ``plan`` passes it); without it the data sheet decides.
+    ``kind``: the class of the plan returned, ``Plan`` or a kernel file's subclass that launches it.
     """
+    if not (isinstance(kind, type) and issubclass(kind, Plan)):
+        raise TypeError(f"kind must be Plan or a subclass of it, got {kind!r}")
     limits, shared_limit = planning_limits(chip, single_block)
     if target_threads is None:
         target_threads = GPU_TARGET_THREADS if chip is not None else TARGET_THREADS
@@ -167,7 +170,7 @@ def plan(hidden: int, batch: int, *, chip: Chip | str | None = None, single_bloc
             needed = SharedLayout(hidden, units, batch, VECTOR, 1, rows).bytes
             reasons.append(f"{units} units per block need {needed} bytes of shared memory > {shared_limit}")
             break
-        candidate = Plan(hidden, batch, units, blocks, splits, k_chunk, rows=rows)
+        candidate = kind(hidden, batch, units, blocks, splits, k_chunk, rows=rows)
         if limits is None:  # the simulator's single block
             return candidate
         per_sm, binding = occupancy(limits, candidate.threads, candidate.shared_bytes, MAX_REGISTERS)

@@ -2,9 +2,10 @@
 
 Persistent version 1, ``persistent_layer`` (``persistent_layer_kernel``), compiled per plan
 (every size a compile-time constant); step 09 (``steps/step09_persistent.py``) launches it once
-per layer, after one input GEMM per layer. Here: the kernel, its launch, its plan (``plan``: the
-family's ``grid`` with this kernel's occupancy), its runner case and its spec. Where it keeps
-things in shared memory is ``layout``. Its ``splits = 1, rows = 1`` plan is exercise
+per layer, after one input GEMM per layer. Here: the kernel, its plan (``LayerPlan``, which
+launches it; ``plan``: the family's ``grid`` with this kernel's occupancy), its runner case and
+its spec. Where it keeps things in shared memory is ``layout``; how it is compiled for a
+cooperative launch, ``cooperative``. Its ``splits = 1, rows = 1`` plan is exercise
 ex09_grid_step's kernel; ``rows`` is ex09_rows_per_thread's idea.
 
 The grid splits the hidden units among its blocks: block q owns ``units`` of them, so it needs
@@ -54,33 +55,19 @@ from __future__ import annotations
 import functools
 import math
 
-import numpy as np
 from numba import cuda, float32, uint64
 
 from ...checks import check_int, check_int_list, check_str
 from ...gpus import Chip, chip as chip_limits
-from ...numerics import lstm_layer64
 from ...runtime.device import DEVICE
-from ..case import Case, f32, poisoned
 from ..pointwise.base import CELL_FLOP, sigmoidf
 from ..spec import Build, Spec, Traffic
 from ..views import view_of
 from . import grid
+from .cooperative import compile_cooperative, dynamic_shared
 from .grid import GPU_TARGET_THREADS, PersistentLimitError, Plan, require_grid_barrier
-from .layout import MAX_REGISTERS, STAGE_LOADS, STATIC_SHARED_BYTES, VECTOR, SharedLayout, check_layout
-
-
-if not DEVICE.compiled:
-    @cuda.jit(device=True)
-    def dynamic_shared():
-        """The block's dynamic shared buffer (the simulator's takes no alignment)."""
-        return cuda.shared.array(0, float32)
-else:
-    @cuda.jit(device=True, inline="always")
-    def dynamic_shared():
-        """The block's dynamic shared buffer, 16-byte aligned: what lets the compiler turn
-        ``VECTOR`` neighbouring float loads into one 128-bit load (LDS.128)."""
-        return cuda.shared.array(0, float32, alignment=16)
+from .layout import MAX_REGISTERS, STAGE_LOADS, VECTOR, SharedLayout, check_layout
+from .case import layer_case
 
 
 @functools.lru_cache(maxsize=None)
@@ -252,27 +239,6 @@ def persistent_layer_kernel(hidden: int, units: int, batch: int, k_chunk: int, s
     return persistent_layer
 
 
-def allow_dynamic_shared(kernel, shared_bytes: int) -> None:
-    """Let a compiled kernel launch with ``shared_bytes`` of dynamic shared memory.
-
-    By default a kernel may use 48 KiB of shared memory in all, static included; more needs the
-    kernel attribute MAX_DYNAMIC_SHARED_SIZE_BYTES first, up to what the chip allows one block.
-    numba-cuda has no public call for it (numba-cuda issue #94), so we make the driver call it
-    makes itself for the carveout (``CudaPythonFunction.set_shared_memory_carveout``):
-    ``cuKernelSetAttribute`` on the kernel handle, for the current device.
-    """
-    if shared_bytes <= 0:
-        return
-    from cuda.bindings.driver import CUfunction_attribute
-    from numba.cuda.cudadrv.driver import driver
-
-    function = kernel._codelibrary.get_cufunc()
-    if shared_bytes + function.attrs.shared <= STATIC_SHARED_BYTES:
-        return
-    attribute = CUfunction_attribute.CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES
-    driver.cuKernelSetAttribute(attribute, shared_bytes, function.handle, function.device.id)
-
-
 def launch_signature(x_gates=None, recurrent=None, bias=None, hs=None) -> tuple:
     """Numba's argument types of a launch (those of fresh C-contiguous arrays by default)."""
     from numba import typeof
@@ -289,43 +255,28 @@ def prepared(candidate, signature: tuple):
     return compile_cooperative(persistent_layer_kernel(*candidate.kernel_key), signature, candidate.shared_bytes)
 
 
-def compile_cooperative(kernel, signature: tuple, shared_bytes: int):
-    """A persistent kernel compiled for ``signature`` and opted in to ``shared_bytes`` of dynamic
-    shared memory. A missing CUDA device runtime (the grid barrier links it) gets a clear message."""
-    try:
-        compiled_kernel = kernel.compile(signature)
-    except Exception as error:
-        if "cudadevrt" not in str(error):
-            raise
-        raise RuntimeError(
-            "the persistent kernel's grid barrier needs the CUDA device runtime (libcudadevrt.a), which "
-            "Numba did not find: install the CUDA toolkit, or `pip install \"numba-cuda[cu12]\"` (or [cu13]); "
-            "`python -c 'from numba import cuda; cuda.cudadrv.libs.test()'` shows where Numba looks. "
-            f"({error})"
-        ) from error
-    allow_dynamic_shared(compiled_kernel, shared_bytes)
-    return compiled_kernel
+class LayerPlan(Plan):
+    """How a (hidden, batch) layer is cut into a cooperative grid for this kernel (``grid.Plan``);
+    ``launch`` launches the kernel for it."""
 
-
-def launch(plan_, x_gates, recurrent, bias, hs, stream=0) -> None:
-    """One launch: the whole sequence of one layer."""
-    DEVICE.announce()
-    if DEVICE.compiled:
-        prepared(plan_, launch_signature(x_gates, recurrent, bias, hs))  # compiled and opted in, once
-    persistent_layer_kernel(*plan_.kernel_key)[plan_.blocks, plan_.threads, stream, plan_.shared_bytes](x_gates, recurrent, bias, hs)
-
+    def launch(self, x_gates, recurrent, bias, hs, stream=0) -> None:
+        """One launch: the whole sequence of one layer."""
+        DEVICE.announce()
+        if DEVICE.compiled:
+            prepared(self, launch_signature(x_gates, recurrent, bias, hs))  # compiled and opted in, once
+        persistent_layer_kernel(*self.kernel_key)[self.blocks, self.threads, stream, self.shared_bytes](x_gates, recurrent, bias, hs)
 
 
 def plan(hidden: int, batch: int, *, chip: Chip | str | None = None, single_block: bool | None = None,
-         target_threads: int | None = None) -> Plan:
+         target_threads: int | None = None) -> LayerPlan:
     """This kernel's plan: ``grid.plan``, where on the current GPU the driver's occupancy of the
     compiled kernel has the last word (see there for the arguments and the errors)."""
     return grid.plan(hidden, batch, chip=chip, single_block=single_block, target_threads=target_threads,
-                     compiled=lambda candidate: _COMPILE(candidate, launch_signature()))
+                     compiled=lambda candidate: _COMPILE(candidate, launch_signature()), kind=LayerPlan)
 
 
-#: ``prepared`` as defined: a dry run (``course.profile``) stands in for it in ``launch`` only, and a
-#: plan on the current GPU still asks the driver about the compiled kernel.
+#: ``prepared`` as defined: a dry run (``course.profile``) stands in for it in ``LayerPlan.launch``
+#: only, and a plan on the current GPU still asks the driver about the compiled kernel.
 _COMPILE = prepared
 
 
@@ -381,27 +332,7 @@ SHAPES = {"odd": (3, 5, 7), "article": (64, 100, 512)}
 def case(size: str, rng) -> list:
     """The runner's case: one layer's sequence at ``SHAPES[size]`` from step 09's input GEMM's
     x_gates, against float64 from x (x_gates' own float32 rounding counts as error)."""
-    return [layer_case(*SHAPES[size], plan, launch, lambda grid_: f"{grid_.blocks} blocks x {grid_.threads} threads")]
-
-
-def layer_case(batch: int, steps: int, hidden: int, plan_, launch_, describe) -> Case:
-    """A persistent version's runner case: ``launch_(plan_(hidden, batch), x_gates, recurrent, bias,
-    hs)`` for one layer of unsaturated gates, its output poisoned first, against float64 from x;
-    ``describe(plan)`` says what the plan is."""
-    grid_ = plan_(hidden, batch)
-    weights = np.random.default_rng(0)
-    scale = 0.5 / math.sqrt(2 * hidden)  # gate pre-activations near N(0, 0.5^2): unsaturated gates
-    kernel, recurrent = f32(weights, hidden, 4 * hidden, scale=scale), f32(weights, hidden, 4 * hidden, scale=scale)
-    bias = f32(weights, 4 * hidden, scale=0.1)
-    x = f32(np.random.default_rng(1), batch, steps, hidden)  # (B, T, in), in = hidden
-    x_gates = np.ascontiguousarray((x @ kernel).transpose(1, 0, 2))  # (T, B, 4H)
-    want = lstm_layer64(x, (kernel, recurrent, bias))[0].transpose(1, 0, 2)
-    arrays = [cuda.to_device(a) for a in (x_gates, recurrent, bias)]
-    hs = poisoned(steps, batch, hidden)
-    flop = steps * batch * hidden * (8.0 * hidden + 40.0)
-    moved = 4.0 * (x_gates.size + recurrent.size + bias.size + hs.size + grid_.blocks * (steps - 1) * batch * hidden)
-    return Case(f"batch {batch}, {steps} steps, hidden {hidden}: {describe(grid_)}", lambda: launch_(grid_, *arrays, hs),
-                {"hs": hs}, {"hs": want}, flop, moved)
+    return [layer_case(*SHAPES[size], plan, lambda grid_: f"{grid_.blocks} blocks x {grid_.threads} threads")]
 
 
 #: The plans the compile matrix builds, as on the chip they were planned for: (hidden, batches, chip).

@@ -54,9 +54,10 @@ from ..pointwise.base import CELL_FLOP, sigmoidf
 from ..spec import Build, Spec, Traffic
 from ..vector import aligned, load_vector
 from ..views import view_of
+from .cooperative import compile_cooperative, dynamic_shared
 from .grid import PersistentLimitError, driver_blocks_per_sm, planning_limits
 from .layout import STAGE_LOADS, VECTOR
-from .v1_layer import compile_cooperative, dynamic_shared, layer_case
+from .case import layer_case
 
 #: k of U per thread: ``VECTOR`` x 4 groups, 64 weights in registers (4 gates).
 K_PER_THREAD = 16
@@ -77,7 +78,8 @@ def per_unit(hidden: int) -> int:
 
 @dataclasses.dataclass(frozen=True)
 class RegisterPlan:
-    """How a (hidden, batch) layer is cut into a cooperative grid with U in registers."""
+    """How a (hidden, batch) layer is cut into a cooperative grid with U in registers; ``launch``
+    launches this version's kernel for it."""
 
     hidden: int
     batch: int
@@ -122,6 +124,18 @@ class RegisterPlan:
     @property
     def kernel_key(self) -> tuple:
         return self.hidden, self.units, self.batch, self.row_chunk, self.rows, self.vector_h
+
+    def launch(self, x_gates, recurrent, bias, hs, stream=0) -> None:
+        """One launch: the whole sequence of one layer (h staged a float at a time where hs's rows
+        are not 16-byte aligned)."""
+        DEVICE.announce()
+        steps, batch, hidden = hs.shape
+        plan_ = self if aligned(hs.reshape(steps * batch, hidden), VECTOR) else dataclasses.replace(self, vector_h=False)
+        if DEVICE.compiled:
+            prepared(plan_)
+        args = (_flat("x_gates", x_gates), _flat("recurrent", recurrent), _flat("bias", bias), _flat("hs", hs),
+                np.uint32(steps), barrier_counter(stream))
+        persistent_registers_kernel(*plan_.kernel_key)[plan_.blocks, plan_.threads, stream, plan_.shared_bytes](*args)
 
 
 def _row_chunks(hidden: int, batch: int):
@@ -378,7 +392,7 @@ def prepared(candidate: RegisterPlan):
                                candidate.shared_bytes)
 
 
-#: ``prepared`` as defined: a dry run (``course.profile``) stands in for it in ``launch`` only.
+#: ``prepared`` as defined: a dry run (``course.profile``) stands in for it in ``RegisterPlan.launch`` only.
 _COMPILE = prepared
 
 
@@ -386,20 +400,6 @@ def _flat(name: str, array):
     if not array.flags["C_CONTIGUOUS"]:
         raise ValueError(f"{name} must be C-contiguous for the persistent kernel with U in registers, got strides {array.strides}")
     return array.reshape(array.size)
-
-
-def launch(plan_: RegisterPlan, x_gates, recurrent, bias, hs, stream=0) -> None:
-    """One launch: the whole sequence of one layer (h staged a float at a time where hs's rows are
-    not 16-byte aligned)."""
-    DEVICE.announce()
-    steps, batch, hidden = hs.shape
-    if not aligned(hs.reshape(steps * batch, hidden), VECTOR):
-        plan_ = dataclasses.replace(plan_, vector_h=False)
-    if DEVICE.compiled:
-        prepared(plan_)
-    args = (_flat("x_gates", x_gates), _flat("recurrent", recurrent), _flat("bias", bias), _flat("hs", hs), np.uint32(steps),
-            barrier_counter(stream))
-    persistent_registers_kernel(*plan_.kernel_key)[plan_.blocks, plan_.threads, stream, plan_.shared_bytes](*args)
 
 
 def registers_traffic(args, grid, block, constants) -> Traffic:
@@ -427,7 +427,7 @@ SHAPES = {"odd": (5, 4, 37), "article": (64, 100, 512)}
 
 def case(size: str, rng) -> list:
     """The runner's case: one layer's sequence at ``SHAPES[size]``, against float64 from x."""
-    return [layer_case(*SHAPES[size], plan, launch,
+    return [layer_case(*SHAPES[size], plan,
                        lambda grid_: f"{grid_.blocks} blocks x {grid_.threads} threads, {grid_.row_chunk} rows a chunk")]
 
 
