@@ -189,6 +189,27 @@ def test_chip_gives_a_gpus_geometry():
                                                      else gemm_module.gpu_blocking(64, 2048, 512, fl.device_info()["multiprocessors"]))
 
 
+def test_a_dry_run_sets_one_target_and_replaces_no_kernel_module_attribute():
+    """The chip a dry run lays a pass out for is one value (``runtime.target``): inside it, the
+    launchers read a GPU's geometry and compile nothing; no kernel module's names change."""
+    from fastlstm_lib.gpus import chip
+    from fastlstm_lib.kernels import geometry, reduce
+    from fastlstm_lib.runtime.target import laid_out_for, target
+
+    modules = [m for name, m in sorted(__import__("sys").modules.items()) if name.startswith("fastlstm_lib.kernels")]
+    before = [dict(vars(m)) for m in modules]
+    own = target()
+    h100 = chip("H100")
+    with dry_run(h100):
+        assert target().sms == h100.sms and not target().compiles
+        assert geometry.pointwise_threads() == geometry.GPU_POINTWISE_THREADS
+        assert reduce.v1_column_sum.row_threads() == reduce.GPU_ROW_THREADS
+    assert target() == own and [dict(vars(m)) for m in modules] == before
+    with pytest.raises(ValueError, match="sms must be a positive int"):
+        with laid_out_for(0):
+            pass
+
+
 @pytest.mark.parametrize("step, cfg, options, error", [
     ("keras_cudnn", None, {}, ValueError),
     ("baseline", "article", {}, TypeError),

@@ -8,12 +8,20 @@ only the numbers change. (The GEMM and persistent kernels choose their own block
 from __future__ import annotations
 
 from ..runtime.device import DEVICE
+from ..runtime.target import target
 
-#: Threads per block of the element-wise kernels on a GPU (and, for ``fastlstm_lib.course.profile``'s dry
-#: runs, as on a named GPU).
+#: Threads per block of the element-wise kernels on a GPU ...
 GPU_POINTWISE_THREADS = 256
-#: Threads per block of the element-wise kernels on this device.
-POINTWISE_THREADS = 32 if DEVICE.small else GPU_POINTWISE_THREADS
+#: ... and on the simulator: a warp's worth.
+SIMULATOR_POINTWISE_THREADS = 32
+#: Threads per block of the element-wise kernels on this device (what an exercise's sizes are chosen around).
+POINTWISE_THREADS = SIMULATOR_POINTWISE_THREADS if DEVICE.small else GPU_POINTWISE_THREADS
+
+
+def pointwise_threads() -> int:
+    """Threads per block of the launch under way: the target's (``runtime.target``: this device, or
+    the GPU a dry run lays a pass out for)."""
+    return SIMULATOR_POINTWISE_THREADS if target().small else GPU_POINTWISE_THREADS
 
 
 def blocks_for(n: int, threads: int) -> int:
@@ -23,4 +31,5 @@ def blocks_for(n: int, threads: int) -> int:
 
 def pointwise_grid(n: int) -> tuple[int, int]:
     """(blocks, threads) for an element-wise kernel over ``n`` elements."""
-    return blocks_for(n, POINTWISE_THREADS), POINTWISE_THREADS
+    threads = pointwise_threads()
+    return blocks_for(n, threads), threads

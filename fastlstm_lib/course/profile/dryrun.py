@@ -11,11 +11,12 @@ Inside ``dry_run()`` a step's own ``setup`` and ``run`` code runs unchanged, but
 - ``cuda.to_device(host)`` allocates an uninitialised device array of the same shape instead of
   uploading: no kernel runs, so no value is needed (on the simulator an untouched NumPy buffer
   costs no memory);
-- the persistent kernels are not compiled (on a GPU each version's ``launch`` compiles it first,
-  its ``prepared``);
-- with a ``chip`` (a ``gpus.Chip``), the GEMM blockings, the element-wise block size and the
-  column sum's threads per column are a GPU's, and the chip's SM count picks between the GEMM
-  blockings and the recurrent GEMM's parts of K, as ``gemm()`` and ``gemm.choose_splits`` do on it.
+- the pass is laid out for one target (``runtime.target.laid_out_for``), the one value the
+  kernels' launchers and plans read: with a ``chip`` (a ``gpus.Chip``), the GEMM blockings, the
+  element-wise block size and the column sum's threads per column are a GPU's, and the chip's SM
+  count picks between the GEMM blockings and the recurrent GEMM's parts of K, as ``gemm()`` and
+  ``gemm.choose_splits`` do on it; and no kernel is compiled (on a GPU a persistent plan's
+  ``launch`` compiles its kernel first).
 
 Streams get numbers: 0 is the default stream, the others count up in creation order.
 """
@@ -29,6 +30,7 @@ from numba import cuda
 
 from ...launches import patched
 from ...replay import Recording, recording
+from ...runtime.target import laid_out_for
 
 
 class DryStream:
@@ -64,21 +66,10 @@ class DryEvent:
         return f"<dry-run event {self.number}>"
 
 
-def gpu_geometry(chip) -> list[tuple]:
-    """(module, name, value) patches giving a dry run the launch geometry of a GPU like ``chip``."""
-    from ...kernels import gemm, geometry, reduce
-
-    return [(gemm.tiles, "geometry_sms", lambda: chip.sms),  # the GEMMs' blockings and parts of K
-            (geometry, "POINTWISE_THREADS", geometry.GPU_POINTWISE_THREADS),
-            (reduce.v1_column_sum, "ROW_THREADS", reduce.GPU_ROW_THREADS)]
-
-
 @contextlib.contextmanager
 def dry_run(chip=None):
     """``with dry_run() as recording:`` run a step's setup and run; nothing is launched (the
     library's one recorder, ``replay.recording``, with stand-ins for streams, events and uploads)."""
-    from ...kernels import persistent
-
     device_array = cuda.device_array
 
     def allocate_like(host, stream=0, copy=True, to=None):
@@ -89,10 +80,7 @@ def dry_run(chip=None):
         patches = [(cuda, "stream", lambda: DryStream(rec)),
                    (cuda, "event", lambda *args, **kwargs: DryEvent(rec)),
                    (cuda, "to_device", allocate_like)]
-        patches += [(version, "prepared", lambda *args, **kwargs: None) for version in persistent.VERSIONS]
-        if chip is not None:
-            patches += gpu_geometry(chip)
-        with patched(patches):
+        with patched(patches), laid_out_for(None if chip is None else chip.sms):
             yield rec
 
 

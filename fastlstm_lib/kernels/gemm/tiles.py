@@ -11,7 +11,8 @@ from typing import NamedTuple
 import numpy as np
 from numba import boolean, float32
 
-from ...runtime.device import DEVICE, multiprocessors
+from ...runtime.device import DEVICE
+from ...runtime.target import target
 from ..spec import Build, Spec, Traffic
 from ..views import view_of
 
@@ -156,10 +157,10 @@ def gpu_blocking(m: int, n: int, k: int, sms: int) -> Blocking:
 
 
 def geometry_sms() -> int | None:
-    """The SMs the GEMMs' blockings and parts of K are chosen for: this GPU's; None on the simulator
-    (small blockings, K never cut: its blocks run one at a time). A dry run (``course.profile``)
-    replaces it to lay the launches out as on a named GPU: one patch serves both choices."""
-    return None if DEVICE.small else multiprocessors()
+    """The SMs the GEMMs' blockings and parts of K are chosen for: the target's (``runtime.target``:
+    this GPU's, or a dry run's named chip); None on the simulator (small blockings, K never cut: its
+    blocks run one at a time)."""
+    return target().sms
 
 
 def choose_blocking(m: int, n: int, k: int) -> Blocking:

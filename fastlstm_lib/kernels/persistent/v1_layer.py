@@ -60,6 +60,7 @@ from numba import cuda, float32, uint64
 from ...checks import check_int, check_int_list, check_str
 from ...gpus import Chip, chip as chip_limits
 from ...runtime.device import DEVICE
+from ...runtime.target import target
 from ..pointwise.base import CELL_FLOP, sigmoidf
 from ..spec import Build, Spec, Traffic
 from ..views import view_of
@@ -262,7 +263,7 @@ class LayerPlan(Plan):
     def launch(self, x_gates, recurrent, bias, hs, stream=0) -> None:
         """One launch: the whole sequence of one layer."""
         DEVICE.announce()
-        if DEVICE.compiled:
+        if target().compiles:  # not in a dry run (nothing runs) nor on the simulator
             prepared(self, launch_signature(x_gates, recurrent, bias, hs))  # compiled and opted in, once
         persistent_layer_kernel(*self.kernel_key)[self.blocks, self.threads, stream, self.shared_bytes](x_gates, recurrent, bias, hs)
 
@@ -272,12 +273,7 @@ def plan(hidden: int, batch: int, *, chip: Chip | str | None = None, single_bloc
     """This kernel's plan: ``grid.plan``, where on the current GPU the driver's occupancy of the
     compiled kernel has the last word (see there for the arguments and the errors)."""
     return grid.plan(hidden, batch, chip=chip, single_block=single_block, target_threads=target_threads,
-                     compiled=lambda candidate: _COMPILE(candidate, launch_signature()), kind=LayerPlan)
-
-
-#: ``prepared`` as defined: a dry run (``course.profile``) stands in for it in ``LayerPlan.launch``
-#: only, and a plan on the current GPU still asks the driver about the compiled kernel.
-_COMPILE = prepared
+                     compiled=lambda candidate: prepared(candidate, launch_signature()), kind=LayerPlan)
 
 
 def persistent_limits(hidden: int = 512, batches=(1, 4, 16, 64, 128, 256, 512), chip: str | None = None) -> dict:

@@ -50,6 +50,7 @@ from numba import cuda, float32, uint32
 from ...checks import check_int
 from ...gpus import Chip, occupancy
 from ...runtime.device import DEVICE
+from ...runtime.target import target
 from ..pointwise.base import CELL_FLOP, sigmoidf
 from ..spec import Build, Spec, Traffic
 from ..vector import aligned, load_vector
@@ -131,7 +132,7 @@ class RegisterPlan:
         DEVICE.announce()
         steps, batch, hidden = hs.shape
         plan_ = self if aligned(hs.reshape(steps * batch, hidden), VECTOR) else dataclasses.replace(self, vector_h=False)
-        if DEVICE.compiled:
+        if target().compiles:  # not in a dry run (nothing runs) nor on the simulator
             prepared(plan_)
         args = (_flat("x_gates", x_gates), _flat("recurrent", recurrent), _flat("bias", bias), _flat("hs", hs),
                 np.uint32(steps), barrier_counter(stream))
@@ -172,7 +173,7 @@ def plan(hidden: int, batch: int, *, chip: Chip | str | None = None, single_bloc
             return candidate
         per_sm, binding = occupancy(limits, candidate.threads, candidate.shared_bytes, MAX_REGISTERS)
         if per_sm and blocks <= per_sm * limits.sms and chip is None:
-            per_sm = driver_blocks_per_sm(_COMPILE(candidate), candidate, limits)
+            per_sm = driver_blocks_per_sm(prepared(candidate), candidate, limits)
             binding = "the driver's occupancy calculator"
         if per_sm and blocks <= per_sm * limits.sms:
             return dataclasses.replace(candidate, blocks_per_sm=per_sm, chip=limits.name)
@@ -390,10 +391,6 @@ def prepared(candidate: RegisterPlan):
     """The plan's kernel compiled and opted in to its dynamic shared memory, once per plan."""
     return compile_cooperative(persistent_registers_kernel(*candidate.kernel_key), launch_signature(),
                                candidate.shared_bytes)
-
-
-#: ``prepared`` as defined: a dry run (``course.profile``) stands in for it in ``RegisterPlan.launch`` only.
-_COMPILE = prepared
 
 
 def _flat(name: str, array):

@@ -42,6 +42,7 @@ import numpy as np
 from numba import boolean, cuda, float32
 
 from ...runtime.device import DEVICE
+from ...runtime.target import target
 from ...checks import check_bool
 from ..case import Case, f32, poisoned
 from ..geometry import blocks_for
@@ -50,12 +51,18 @@ from ..views import view_of
 
 #: Columns per block: one warp across them.
 COLUMNS = 32
-#: Threads down each column on a GPU (a block of 32 x 8 = 256 threads) and, for the dry runs of
-#: ``fastlstm_lib.course.profile``, as on a named GPU. A power of two: the tree halves it.
+#: Threads down each column on a GPU (a block of 32 x 8 = 256 threads). A power of two: the tree halves it.
 GPU_ROW_THREADS = 8
-#: Threads down each column on this device: 4 on the simulator (every simulated thread costs time),
-#: which still gives the tree two levels.
-ROW_THREADS = 4 if DEVICE.small else GPU_ROW_THREADS
+#: ... and on the simulator (every simulated thread costs time): 4 still gives the tree two levels.
+SIMULATOR_ROW_THREADS = 4
+#: Threads down each column on this device (what a learner's kernel is written for).
+ROW_THREADS = SIMULATOR_ROW_THREADS if DEVICE.small else GPU_ROW_THREADS
+
+
+def row_threads() -> int:
+    """Threads down each column of the launch under way: the target's (``runtime.target``: this
+    device, or the GPU a dry run lays a pass out for)."""
+    return SIMULATOR_ROW_THREADS if target().small else GPU_ROW_THREADS
 
 
 @functools.lru_cache(maxsize=None)
@@ -117,7 +124,8 @@ def column_sum(a, out, accumulate: bool = False, stream=0) -> None:
     _, cols = check_operands(a, out)
     accumulate = check_bool("accumulate", accumulate)
     DEVICE.announce()
-    column_sum_kernel(ROW_THREADS)[blocks_for(cols, COLUMNS), (COLUMNS, ROW_THREADS), stream](a, out, accumulate)
+    threads = row_threads()
+    column_sum_kernel(threads)[blocks_for(cols, COLUMNS), (COLUMNS, threads), stream](a, out, accumulate)
 
 
 #: (rows, cols) of the runner's cases: at the article's size, dZ of every step, (T x B, 4H).

@@ -1,0 +1,57 @@
+"""The GPU a pass is laid out for: the one value the kernels' launchers and plans read to choose
+their launch geometry, and whether the kernels they launch are compiled first.
+
+By default it is this device: a GPU's SM count (``multiprocessors``), or the simulator's layout
+(``sms`` None: small blocks, K never cut, since its blocks run one at a time). A profile's dry run
+(``course/profile/dryrun.py``) records a pass instead of running it, laid out as on a named chip:
+``with laid_out_for(chip.sms):`` (or ``laid_out_for(None)`` for this device's own layout) sets the
+target for the block, and launches inside it compile nothing (nothing runs, and the chip may not
+be this one). No module's attributes are replaced: the geometry is read from here at each launch.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import contextvars
+import dataclasses
+
+from .device import DEVICE, multiprocessors
+
+
+@dataclasses.dataclass(frozen=True)
+class Target:
+    """``sms``: the SMs a pass's grids are chosen for (None: the simulator's small layout);
+    ``compiles``: whether a launch compiles its kernel first (False in a dry run)."""
+
+    sms: int | None
+    compiles: bool = True
+
+    @property
+    def small(self) -> bool:
+        """Whether launches are laid out for the simulator (every CUDA thread a Python thread)."""
+        return self.sms is None
+
+
+_LAID_OUT_FOR: contextvars.ContextVar[Target | None] = contextvars.ContextVar("laid_out_for", default=None)
+
+
+def target() -> Target:
+    """The target of the pass under way: the dry run's, or this device."""
+    chosen = _LAID_OUT_FOR.get()
+    if chosen is not None:
+        return chosen
+    return Target(None if DEVICE.small else multiprocessors(), compiles=DEVICE.compiled)
+
+
+@contextlib.contextmanager
+def laid_out_for(sms: int | None = None):
+    """Inside the block, passes are laid out for a chip of ``sms`` SMs (None: as on this device) and
+    launches compile nothing: what a dry run records."""
+    if sms is not None and (not isinstance(sms, int) or isinstance(sms, bool) or sms < 1):
+        raise ValueError(f"sms must be a positive int or None, got {sms!r}")
+    own = target()
+    token = _LAID_OUT_FOR.set(Target(own.sms if sms is None else sms, compiles=False))
+    try:
+        yield
+    finally:
+        _LAID_OUT_FOR.reset(token)
