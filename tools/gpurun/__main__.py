@@ -7,6 +7,7 @@ from __future__ import annotations
 import argparse
 import os
 import sys
+import time
 from pathlib import Path
 
 
@@ -24,6 +25,8 @@ def main(argv=None) -> int:
     parser.add_argument("--child", action="store_true", help="(the supervisor's) be the stages' process")
     parser.add_argument("--continue", dest="continuing", action="store_true",
                         help="(the supervisor's, with --child) continue the call whose stages.json is in OUT")
+    parser.add_argument("--until", type=float, metavar="EPOCH", help="(the supervisor's, with --child) when the "
+                        "call's budget ends (time.time()): the budget counts from there, its imports inside it")
     args = parser.parse_args(argv)
     if args.killed:
         from .runner import call_line, load_state, mark_ended, pack, save_state
@@ -75,6 +78,8 @@ def main(argv=None) -> int:
 
     args.out.mkdir(parents=True, exist_ok=True)
     trace_faults(args.out)
+    if args.until is not None:  # the supervisor's end of the call, not this process's start plus its imports
+        args.budget = max(1.0, args.until - time.time())
     ctx = Context(args.out, args.budget, args.quick, fail=args.fail, call=earlier["call"] + 1, done=earlier["done"],
                   continuing=args.continuing)
     ctx.unable = (PersistentLimitError,)  # the persistent grid on a GPU it cannot fit: skipped, with why

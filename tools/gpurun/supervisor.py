@@ -135,12 +135,13 @@ def supervise(out: Path, budget_s: float, command: Callable[[float, bool], list[
 
 def child_command(argv: list[str]) -> Callable[[float, bool], list[str]]:
     """The stages' process for ``python -m gpurun``'s own arguments ``argv`` (without ``--budget``):
-    this Python, faulthandler on, ``--child``, the seconds left, and ``--continue`` when it continues."""
+    this Python, faulthandler on, ``--child``, the seconds left and when they end (``--until``: the child's
+    imports count), and ``--continue`` when it continues."""
     import sys
 
     def command(left: float, continuing: bool) -> list[str]:
         return [sys.executable, "-X", "faulthandler", "-m", "gpurun", *argv, "--child", "--budget", f"{left:.1f}",
-                *(["--continue"] if continuing else [])]
+                "--until", f"{time.time() + left:.1f}", *(["--continue"] if continuing else [])]
 
     return command
 
