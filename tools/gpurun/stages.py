@@ -729,6 +729,12 @@ def feeding(ctx) -> dict:
 #: not yet rehearsed at full size: ~20,000 launches of microseconds, the persistent layer's ~700
 #: of a few milliseconds each, and the float64 answers on the CPU: ~20 s). Backward's figure is its first part (the float64
 #: reference and the op-by-op step); every later part is guarded by its own (BACKWARD_COSTS_S).
+#: Checked 2026-12-05 (issue 70; the README's two calls on a fake H100, this machine shared, so
+#: slower than alone): smoke 2 s, ladder 95 s, gemm 53 s (every GEMM version compiled: 20 s was
+#: too few; on a 2-core machine 2.6x slower, ladder 148 s and gemm 58 s), sweep 16 s, correctness
+#: 19 s, clocks 35 s; backward 78 s beside the fake GPU, which times one pass of each part there:
+#: with the GPU's 12 passes the host's share is ~170 s (its first two steps ~3 s a pass, see
+#: BACKWARD_COSTS_S). A stage may run SHARE_FACTOR times its estimate plus SHARE_SLACK_S (runner.py).
 #: The Keras stages after the LSTM's (9 cnn, 10 feeding) have no GPU rehearsal behind their figures
 #: (beside the fake GPU Keras trains on the CPU, at tiny sizes: 15 s and 1-3 s in the quick
 #: rehearsal, 2026-11-28): each is the estimate beside its
@@ -742,7 +748,7 @@ STAGES = [
     Stage(2, "cudnn", "cuDNN with the same weights: torch.nn.LSTM, and Keras when it is there; TF32 off", cudnn,
           cost_s=40, quick_cost_s=5, file="cudnn-{date}.json", unavailable=torch_missing),
     Stage(3, "gemm", "every GEMM version against cuBLAS (version 0) on the article's shapes", gemm,
-          cost_s=20, quick_cost_s=60, file="gemm-vs-cublas-{date}.json"),
+          cost_s=55, quick_cost_s=60, file="gemm-vs-cublas-{date}.json"),
     Stage(4, "sweep", "batch 1, 4, 16, 64: wavefront, persistent and cuDNN", sweep,
           cost_s=25, quick_cost_s=5, file="batch-sweep-{date}.json"),
     Stage(5, "correctness", "every step against the reference at odd sizes and many blocks, twice, bitwise; "
