@@ -204,6 +204,36 @@ def test_the_gpu_command_rehearses_every_stage_on_a_fake_h100(tmp_path):
     assert any(r["options"].get("graph") for r in ladder["results"])
 
 
+#: The README's two calls at full size take about 11 minutes on this project's 2-core machine: opt-in
+#: (FASTLSTM_FULL_REHEARSAL=1), never in make test-tools.
+full_rehearsal = pytest.mark.skipif(os.environ.get("FASTLSTM_FULL_REHEARSAL") != "1",
+                                    reason="the full-size rehearsal (~11 min): set FASTLSTM_FULL_REHEARSAL=1")
+
+
+@needs_fake_gpu
+@full_rehearsal
+@pytest.mark.tools
+def test_the_readme_two_calls_reach_every_stage_on_a_fake_h100(tmp_path):
+    """``gpu_run.sh OUT1 360``, then ``gpu_run.sh OUT2 300 --resume DIR`` with call 1's archive, at the
+    article's sizes on a fake H100: the second call's summary has every stage done (in either call),
+    skipped with why, or stopped and marked; none left "not reached", cut or under way."""
+    env = {key: value for key, value in os.environ.items() if key not in ("NUMBA_ENABLE_CUDASIM", "FASTLSTM_SIMULATOR")}
+    env.update(FASTLSTM_FAKE_GPU="H100", PYTHON=sys.executable)
+    carried = tmp_path / "carried"
+    carried.mkdir()
+    for call, budget, extra in ((1, 360, []), (2, 300, ["--resume", str(carried)])):
+        out = tmp_path / f"out{call}"
+        env["GPU_RUN_WORK"] = str(tmp_path / f"work{call}")
+        subprocess.run(["bash", "tools/gpu_run.sh", str(out), str(budget), *extra], cwd=ROOT, env=env,
+                       capture_output=True, text=True, timeout=budget + 120)
+        (carried / f"gpu-run-{call}.tar.gz").write_bytes((out / f"gpu-run-{call}.tar.gz").read_bytes())
+        print((out / "summary.txt").read_text())
+    lines = _stage_lines(tmp_path / "out2")
+    assert len(lines) == 11, lines
+    left = [line for line in lines if any(word in line for word in ("not reached", "CUT in", "UNDER WAY", "CUT after"))]
+    assert not left, "\n".join(lines)
+
+
 def _stage_lines(out: Path) -> list[str]:
     return [line for line in (out / "summary.txt").read_text().splitlines() if line.startswith("stage ")]
 
@@ -329,3 +359,117 @@ def test_what_this_gpu_cannot_run_is_skipped_not_failed(tmp_path):
     ctx.unable = (CannotHere,)
     records = run_stages([_stage(0, "one", stage)], ctx, lambda: {})
     assert records[0]["status"] == "ok" and records[0]["items"][0]["outcome"] == "skipped: no plan fits"
+
+
+# ---- a stage that hangs or dies: the call goes on, and its summary names every stage -------------
+
+#: The stages' process of these tests: the run's eleven stage names, each stage instant but
+#: ``sys.argv[2]``'s, which misbehaves as ``sys.argv[3]`` says; ``--budget S`` and ``--continue``
+#: come from the supervisor, as ``python -m gpurun --child`` gets them.
+CHILD = """
+import ctypes, os, signal, sys, time
+sys.path.insert(0, {tools!r})
+from gpurun.runner import Context, Stage, run_stages, trace_faults
+from gpurun.stages import STAGES
+
+out, bad, how = sys.argv[1:4]
+budget = float(sys.argv[sys.argv.index("--budget") + 1])
+
+
+def misbehave(ctx):
+    ctx.keep({{"step": "kept before"}})
+    if how == "sigkill":  # killed from outside during the stage, as a driver's crash or the OOM killer would
+        os.kill(os.getpid(), signal.SIGKILL)
+    if how == "segfault":  # a crash inside a C call (exit 139 from a shell)
+        ctypes.string_at(0)
+    if how == "sleep_in_c":  # a C call that never returns, the interpreter free: the stage's watchdog stops it
+        ctypes.CDLL(None).sleep(600)
+    if how == "deadlock_holding_the_interpreter":  # a C call that never returns (no signal ends it), and keeps
+        libc, mutex = ctypes.PyDLL(None), ctypes.create_string_buffer(64)  # every other thread from running
+        libc.pthread_mutex_lock(mutex)
+        libc.pthread_mutex_lock(mutex)
+
+
+stages = [Stage(s.number, s.name, s.title, misbehave if s.name == bad else (lambda ctx: {{"headline": "fine"}}),
+                0, 0, s.name + "-{{date}}.json") for s in STAGES]
+trace_faults(out)
+run_stages(stages, Context(out, budget, quick=True, continuing="--continue" in sys.argv, share_factor=0,
+                           share_slack_s=3), lambda: {{}})
+"""
+
+
+def _child(tmp_path: Path, bad: str, how: str):
+    script = tmp_path / "child.py"
+    script.write_text(CHILD.format(tools=str(ROOT / "tools")))
+    out = tmp_path / "out"
+    out.mkdir(exist_ok=True)
+    return out, lambda left, continuing: [sys.executable, str(script), str(out), bad, how, "--budget", f"{left:.1f}",
+                                          *(["--continue"] if continuing else [])]
+
+
+@pytest.mark.parametrize("how, status", [("sigkill", "crashed"), ("segfault", "crashed"), ("sleep_in_c", "stuck"),
+                                         ("deadlock_holding_the_interpreter", "stuck")])
+def test_a_stage_that_dies_or_hangs_costs_only_itself(tmp_path, monkeypatch, how, status):
+    """The stages' process killed, crashed, or stuck in a C call during stage 7: the stage is written
+    as such, a fresh process runs stages 8-10, and the summary and the archive name all eleven."""
+    from gpurun import supervisor
+    from gpurun.stages import STAGES
+
+    monkeypatch.setattr(supervisor, "GRACE_S", 2)
+    out, command = _child(tmp_path, "backward", how)
+    started = time.monotonic()
+    assert supervisor.supervise(out, 60, command, STAGES) == 1
+    assert time.monotonic() - started < 40
+    lines = _stage_lines(out)
+    assert [line.split(":")[0] for line in lines] == [f"stage {s.number} {s.name}" for s in STAGES]
+    state = json.loads((out / "stages.json").read_text())
+    assert {name: entry["status"] for name, entry in state["stages"].items()} == {
+        s.name: status if s.name == "backward" else "ok" for s in STAGES}
+    backward = lines[7]
+    assert ("CRASHED" if status == "crashed" else "CUT (stuck)" if how == "sleep_in_c" else "STUCK") in backward, backward
+    if how == "sleep_in_c":  # its own watchdog wrote it, with what it kept and where it was
+        assert "stuck in child.py" in backward and "in misbehave" in backward
+        assert json.loads(next((out / "results").glob("backward-*.json")).read_text())["results"] == [
+            {"step": "kept before"}]
+    if how in ("segfault", "deadlock_holding_the_interpreter"):  # faulthandler said where (SIGSEGV; the SIGUSR1 asked)
+        assert "in misbehave" in (out / "tracebacks.txt").read_text()
+    summary = (out / "summary.txt").read_text()
+    assert "goes on in a fresh process" in summary and summary.rstrip().splitlines()[-1].startswith("done: 10 of 11")
+    with tarfile.open(out / "gpu-run-1.tar.gz") as archive:
+        packed = archive.extractfile("summary.txt").read().decode()
+    assert packed == summary
+
+
+def test_a_call_killed_during_a_stage_names_every_stage(tmp_path):
+    """SIGKILL to the whole call (the supervisor and the stages' process) while stage 7 runs: the
+    summary, written from the start, names all eleven (done, under way, not reached), and so does the
+    archive; gpu_run.sh's last step (--killed) then writes the stage under way as cut."""
+    out, command = _child(tmp_path, "backward", "sleep_in_c")
+    script = (f"import sys; sys.path.insert(0, {str(ROOT / 'tools')!r})\n"
+              "from gpurun.supervisor import supervise\nfrom gpurun.stages import STAGES\n"
+              f"supervise({str(out)!r}, 120, lambda left, continuing: {command(120, False)!r}, STAGES)\n")
+    call = subprocess.Popen([sys.executable, "-c", script], start_new_session=True)
+    try:
+        for _ in range(200):
+            state = json.loads((out / "stages.json").read_text()) if (out / "stages.json").is_file() else {}
+            if state.get("running", {}).get("name") == "backward":
+                break
+            time.sleep(0.1)
+        else:
+            pytest.fail("stage 7 never started")
+        os.killpg(call.pid, 9)
+    finally:
+        call.wait(10)
+    lines = _stage_lines(out)
+    assert len(lines) == 11 and "UNDER WAY" in lines[7], lines
+    assert all(": ok in" in line for line in lines[:7]) and all("not reached (the call ended before it)" in line
+                                                                for line in lines[8:])
+    with tarfile.open(out / "gpu-run-1.tar.gz") as archive:
+        assert len([line for line in archive.extractfile("summary.txt").read().decode().splitlines()
+                    if line.startswith("stage ")]) == 11
+    env = dict(os.environ, PYTHONPATH=f"{ROOT}:{ROOT / 'tools'}")
+    subprocess.run([sys.executable, "-m", "gpurun", str(out), "--killed", "killed by the test"], env=env, check=True,
+                   timeout=60)
+    lines = _stage_lines(out)
+    assert len(lines) == 11 and lines[7].startswith("stage 7 backward: CUT after") and "killed by the test" in lines[7]
+    assert json.loads((out / "stages.json").read_text())["stages"]["backward"]["status"] == "cut"

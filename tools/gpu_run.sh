@@ -12,15 +12,19 @@
 #   1. tools/gpu_env.sh: tools/gpurun/prepare.py (standard library only) takes from .gpu-bundle/
 #      (tools/gpu_bundle.sh, carried along) what this Python lacks or holds at another version, and
 #      libNVVM if missing;
-#   2. python3 -m gpurun runs the stages in one process within the budget: smoke, correctness, the
-#      ladder, cuDNN, clocks, GEMM vs cuBLAS, the batch sweep, backward, profilers, then Keras' CNN
-#      layouts and batch sizes (tools/gpurun/stages.py),
-#      writing each stage's JSON under OUT_DIR/results/ and a line to OUT_DIR/summary.txt as it ends;
+#   2. python3 -m gpurun (tools/gpurun/supervisor.py) runs the stages in one child process within
+#      the budget: smoke, correctness, the ladder, cuDNN, clocks, GEMM vs cuBLAS, the batch sweep,
+#      backward, profilers, then Keras' CNN layouts and batch sizes (tools/gpurun/stages.py),
+#      writing each stage's JSON under OUT_DIR/results/ as it ends; OUT_DIR/summary.txt names every
+#      stage from the start ("not reached", "under way", then how it ended);
 #   3. OUT_DIR is packed into this call's OUT_DIR/gpu-run-N.tar.gz (also after every stage), and the
 #      loose results removed once the archive holds them: what comes back is summary.txt, log.txt and
 #      the archive, whose stages.json a later call's --resume reads.
-# At the budget the stage under way is written as it stands ("cut") and the process ends (exit 124);
-# one that cannot even do that is killed 30 s later. tracebacks.txt says where each thread was.
+# A stage has a share of the time (three times its estimate and a minute): one still running past
+# it is written "stuck" where it was, its process ends, and a fresh one goes on with the next stage
+# (so does one after a crash, e.g. exit 139 inside the driver). At the budget the stage under way is
+# written as it stands ("cut") and the process ends (exit 124); one that cannot even do that is
+# killed 30 s later. tracebacks.txt says where each thread was.
 # Rehearsal without a GPU: FASTLSTM_FAKE_GPU=H100 bash tools/gpu_run.sh /tmp/rehearsal (in a clone:
 # the fake GPU is tests/fakegpu, which tools/gpu_env.sh puts on PYTHONPATH when FASTLSTM_FAKE_GPU is set)
 set -uo pipefail
@@ -39,15 +43,16 @@ export FASTLSTM_COMMIT=$(git rev-parse HEAD 2>/dev/null || echo unknown)
 export OPENBLAS_NUM_THREADS=${OPENBLAS_NUM_THREADS:-1} PYTHONUNBUFFERED=1 GPU_ENV_RECORD="$OUT/prepare.json"
 # The budget counts from here: prepare.py's unpacking (a few seconds) is inside it.
 GPU_RUN_DEADLINE=$(( started + BUDGET )) bash tools/gpu_env.sh bash -c \
-  'left=$(( GPU_RUN_DEADLINE - $(date +%s) )); exec timeout -s KILL $(( left + 30 )) "$PYTHON" -X faulthandler -m gpurun "$0" --budget "$left" "$@"' \
+  'left=$(( GPU_RUN_DEADLINE - $(date +%s) )); exec timeout -s KILL $(( left + 30 )) "$PYTHON" -m gpurun "$0" --budget "$left" "$@"' \
   "$OUT" "$@" 2>&1 | tee -a "$OUT/log.txt"
 status=${PIPESTATUS[0]}
-if [ "$status" = 137 ]; then  # the process did not end itself at the budget (124: it did, and said so)
-  during=$(cat "$OUT/current_stage" 2>/dev/null || echo '?')
-  echo "killed 30 s after the budget during stage $during: see tracebacks.txt" | tee -a "$OUT/summary.txt"
-  bash tools/gpu_env.sh "$PYTHON" -m gpurun "$OUT" --killed "the run was killed during stage $during" >>"$OUT/log.txt" 2>&1
-fi
-rm -f "$OUT/current_stage"
+case "$status" in
+  0|1|2|124) ;;  # every stage ran (1: one failed), a usage error, or the budget ended the run and it said so
+  *)  # the supervisor itself did not end as it should (137: killed 30 s after the budget)
+    echo "gpu_run: the run ended with exit $status: see tracebacks.txt" | tee -a "$OUT/log.txt"
+    bash tools/gpu_env.sh "$PYTHON" -m gpurun "$OUT" --killed "the run ended with exit $status (137: killed 30 s after the budget)" \
+      >>"$OUT/log.txt" 2>&1;;
+esac
 # Pack once more (the log and summary as they now stand), into this call's archive (never another
 # call's); drop the loose results once the archive holds them.
 ARCHIVE=$(cat "$OUT/archive_name" 2>/dev/null || echo gpu-run-1.tar.gz)

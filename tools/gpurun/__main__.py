@@ -1,11 +1,13 @@
 """``python3 -m gpurun OUT_DIR [--budget S] [--quick] [--stages N ...] [--resume DIR] [--fail NAME]`` (tools/ on
-the path; ``tools/gpu_run.sh`` is the command)."""
+the path; ``tools/gpu_run.sh`` is the command): the supervisor (``supervisor.py``), which runs the stages in a
+child process of its own (the same arguments and ``--child``) and starts it again after a stage hung or crashed."""
 
 from __future__ import annotations
 
 import argparse
 import os
 import sys
+import time
 from pathlib import Path
 
 
@@ -18,31 +20,37 @@ def main(argv=None) -> int:
     parser.add_argument("--resume", type=Path, metavar="DIR", help="a folder holding what earlier calls brought back "
                         "(their gpu-run-N.tar.gz, or their OUT folders): run only the stages they did not do")
     parser.add_argument("--fail", metavar="NAME", help="make this stage raise (the frame's own test)")
-    parser.add_argument("--killed", metavar="WHY", help="(gpu_run.sh, after it killed the run) name every stage the "
-                        "run did not reach in OUT's summary and stages.json, and do nothing else")
+    parser.add_argument("--killed", metavar="WHY", help="(gpu_run.sh, after it killed the run) write the stage under "
+                        "way in OUT's summary and stages.json as cut (WHY), and do nothing else")
+    parser.add_argument("--child", action="store_true", help="(the supervisor's) be the stages' process")
+    parser.add_argument("--continue", dest="continuing", action="store_true",
+                        help="(the supervisor's, with --child) continue the call whose stages.json is in OUT")
+    parser.add_argument("--until", type=float, metavar="EPOCH", help="(the supervisor's, with --child) when the "
+                        "call's budget ends (time.time()): the budget counts from there, its imports inside it")
     args = parser.parse_args(argv)
     if args.killed:
-        from .runner import name_the_rest
+        from .runner import call_line, load_state, mark_ended, pack, save_state
         from .stages import STAGES
 
-        name_the_rest(args.out, STAGES, args.killed)
+        mark_ended(args.out, "cut", args.killed, STAGES)
+        state = load_state(args.out)
+        state["tail"] = [call_line(state)]
+        save_state(args.out, state)
+        pack(args.out, state["call"])
         return 0
     if args.budget <= 0:
         parser.error(f"--budget must be a number of seconds > 0, got {args.budget}")
     from .runner import earlier_calls
 
     earlier = {"call": 0, "done": {}}
-    if args.resume is not None:
+    if args.resume is not None and not args.continuing:
         try:
             earlier = earlier_calls(args.resume)
         except ValueError as error:
             parser.error(str(error))
         if not earlier["call"]:
             parser.error(f"--resume: no earlier call's stages.json in {args.resume} (its gpu-run-N.tar.gz, or an OUT folder)")
-    os.environ.setdefault("KERAS_BACKEND", _keras_backend())
-    import fastlstm_lib  # noqa: F401  (first: it chooses GPU, simulator or fake GPU before numba.cuda loads)
-    from .runner import Context, run_stages
-    from .stages import STAGES, environment
+    from .stages import STAGES
 
     chosen = STAGES
     if args.stages:
@@ -54,9 +62,26 @@ def main(argv=None) -> int:
         chosen = [s for s in STAGES if s.name in args.stages or str(s.number) in args.stages]
     if args.fail and args.fail not in {s.name for s in STAGES}:
         parser.error(f"--fail: unknown stage {args.fail!r}")
+    if not args.child:
+        from .supervisor import child_command, supervise
+
+        own = [str(args.out), *(["--quick"] if args.quick else []), *(["--stages", *args.stages] if args.stages else []),
+               *(["--resume", str(args.resume)] if args.resume is not None else []),
+               *(["--fail", args.fail] if args.fail else [])]
+        args.out.mkdir(parents=True, exist_ok=True)
+        return supervise(args.out, args.budget, child_command(own), chosen, call=earlier["call"] + 1)
+    os.environ.setdefault("KERAS_BACKEND", _keras_backend())
+    import fastlstm_lib  # noqa: F401  (first: it chooses GPU, simulator or fake GPU before numba.cuda loads)
+    from .runner import Context, run_stages, trace_faults
+    from .stages import environment
     from fastlstm_lib.kernels.persistent import PersistentLimitError
 
-    ctx = Context(args.out, args.budget, args.quick, fail=args.fail, call=earlier["call"] + 1, done=earlier["done"])
+    args.out.mkdir(parents=True, exist_ok=True)
+    trace_faults(args.out)
+    if args.until is not None:  # the supervisor's end of the call, not this process's start plus its imports
+        args.budget = max(1.0, args.until - time.time())
+    ctx = Context(args.out, args.budget, args.quick, fail=args.fail, call=earlier["call"] + 1, done=earlier["done"],
+                  continuing=args.continuing)
     ctx.unable = (PersistentLimitError,)  # the persistent grid on a GPU it cannot fit: skipped, with why
     from fastlstm_lib import DEVICE
 
