@@ -11,10 +11,10 @@ versions are ``pointwise_backward``.
 from __future__ import annotations
 
 from ..family import specs, versions
-from .base import SIGMOID_FLOOR, launch_elementwise, sigmoidf  # noqa: F401
-from .v1_elementwise import _add, _add_bias, _fill, _mul, _sigmoid, _tanh, add, add_bias, fill, mul, sigmoid, tanh  # noqa: F401
+from .base import sigmoidf  # noqa: F401
+from .v1_elementwise import _add, _add_bias, add, add_bias, fill, mul, sigmoid, tanh  # noqa: F401
 from .v2_cell import _lstm_cell, lstm_cell  # noqa: F401
-from .v3_cell_split import _lstm_cell_split, lstm_cell_split  # noqa: F401
+from .v3_cell_split import lstm_cell_split  # noqa: F401
 
 #: The family's version modules, in order.
 VERSIONS = versions(__name__)

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from ..family import specs, versions
 from .v1_cell_train import _lstm_cell_train, lstm_cell_train  # noqa: F401
-from .v2_derivatives import _sigmoid_backward, _tanh_backward, sigmoid_backward, tanh_backward  # noqa: F401
+from .v2_derivatives import sigmoid_backward, tanh_backward  # noqa: F401
 from .v3_cell_backward import _lstm_cell_backward, lstm_cell_backward  # noqa: F401
 
 #: The family's version modules, in order.

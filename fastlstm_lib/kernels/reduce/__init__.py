@@ -5,8 +5,8 @@
 from __future__ import annotations
 
 from ..family import specs, versions
-from .v1_column_sum import (COLUMNS, GPU_ROW_THREADS, ROW_THREADS, SHAPES, check_operands, column_sum,  # noqa: F401
-                            column_sum_kernel, column_sum_traffic)
+from .v1_column_sum import (COLUMNS, GPU_ROW_THREADS, ROW_THREADS, column_sum,  # noqa: F401
+                            column_sum_kernel)
 
 #: The family's version modules, in order.
 VERSIONS = versions(__name__)
