@@ -24,8 +24,8 @@ else:
     from .runtime.numba_compat import restore_numpy_aliases
 
     restore_numpy_aliases()  # NumPy 2.5 removed np.row_stack, which numba-cuda names when it first compiles
-    # First: decides NUMBA_ENABLE_CUDASIM before numba is imported. With FASTLSTM_FAKE_GPU set, the
-    # fake GPU's driver (tests/fakegpu) is loaded just before, by tests/sitecustomize.py.
+    # First: decides NUMBA_ENABLE_CUDASIM before numba is imported (a stand-in driver, such as the
+    # tests' fake GPU, is loaded before this line by whoever starts it).
     from .runtime import simulator
 
     if simulator.SIMULATOR:

@@ -71,7 +71,7 @@ def check(runner, ref, step_name: str, when: str, rtol: float) -> float | None:
     """Poison, run, compare. Returns the relative error; raises WrongResultError if too large, or
     if the output holds NaN or infinity (saying where it first appears).
 
-    On the fake GPU (a test mode) kernels never run, so there is nothing to compare: the pass is
+    On a stand-in driver (``DEVICE.computes`` false) kernels never run, so there is nothing to compare: the pass is
     issued and None returned (the simulator checks the values of the same code).
     """
     runner.poison()
@@ -133,12 +133,12 @@ def checked_run(step, cfg: LSTMConfig | None, seed: int, rtol: float | None, opt
     checked_graph(options.get("graph", False))  # before any work: graphs need a GPU
     refuse_slow_simulation(step, cfg, passes)
     extra = step.extra_inputs(cfg, seed)  # made once: the reference's and the runner's (its own copy)
-    # The reference only where a pass is compared with it: not on the fake GPU, where kernels never run
+    # The reference only where a pass is compared with it: not on a stand-in driver, where kernels never run
     # (at the article's size the float64 backward takes seconds of CPU there for nothing; see check).
     ref = expected(step, cfg, seed, extra) if DEVICE.computes else None
     x, params, _ = problem(cfg, seed)
     runner = step.runner(x, params, **extra, **options)
-    if ref is None and runner.times_meaningful:  # Keras beside the fake GPU: it runs, on the CPU, and is compared
+    if ref is None and runner.times_meaningful:  # Keras beside a stand-in driver: it runs, on the CPU, and is compared
         ref = expected(step, cfg, seed, extra)
     return CheckedRun(step, cfg, runner, ref, rtol, check(runner, ref, step.name, "before", rtol))
 

@@ -120,7 +120,7 @@ REFUSALS = REFUSED + textwrap.dedent('''
     out = cuda.device_array(1, np.float32)
     print("threads", refused(lambda: dynamic[1, 1025, 0, 4](out)))
     print("shared", refused(lambda: dynamic[1, 32, 0, 60 * 1024](out)))
-    print("grid_sync", fl.DEVICE.fake)
+    print("grid_sync", fl.DEVICE.stand_in)
     plan = pp.plan(64, 1, chip="H100", single_block=False)  # planned for another GPU: only the driver stands in the way
     kernel = kp.persistent_layer_kernel(*plan.kernel_key)
     arrays = (cuda.device_array((2, 1, 256), np.float32), cuda.device_array((64, 256), np.float32),
@@ -141,7 +141,7 @@ def test_the_fake_refuses_what_a_driver_refuses(gpu, cooperative):
     lines = dict(line.split(" ", 1) for line in done.stdout.strip().splitlines())
     assert lines["threads"] == "CUDA_ERROR_INVALID_VALUE"  # 1025 threads per block
     assert lines["shared"] == "CUDA_ERROR_INVALID_VALUE"  # 60 KiB of dynamic shared memory without the opt-in
-    assert lines["grid_sync"] == gpu
+    assert lines["grid_sync"] == f"fake {gpu}"  # the package was told: a stand-in driver
     assert cooperative in lines["cooperative"], lines["cooperative"]
     assert lines["refusals"] == "2"  # the first two, by the fake driver itself
 

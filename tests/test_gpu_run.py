@@ -176,7 +176,7 @@ def test_the_gpu_command_rehearses_every_stage_on_a_fake_h100(tmp_path):
     assert done.returncode == 0, done.stdout[-4000:] + done.stderr[-4000:]
     assert seconds < 240 + 30
     summary = (out / "summary.txt").read_text()
-    assert "FAKE GPU H100" in summary
+    assert "A STAND-IN DRIVER, fake H100 (a rehearsal)" in summary
     stages = [line for line in summary.splitlines() if line.startswith("stage ")]
     assert len(stages) == 11 and not any("FAILED" in line for line in stages), summary
     assert sorted(p.name for p in out.iterdir()) == ["gpu-run-1.tar.gz", "log.txt", "prepare.json", "summary.txt"]

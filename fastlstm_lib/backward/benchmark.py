@@ -47,7 +47,7 @@ def bench_weight_gradients(cfg: LSTMConfig, *, warmup: int = 3, repeats: int = 2
     seed = check_int("seed", seed, minimum=0)
     B, T, H = cfg.batch, cfg.seq_len, cfg.hidden
     cases = gemm.weight_gradient_cases((T, B, H), np.random.default_rng(seed))
-    computed = DEVICE.computes  # the fake GPU (a test mode) runs no kernel
+    computed = DEVICE.computes  # a stand-in driver runs no kernel
     result = {"shape": f"({H} x {T * B}) @ ({T * B} x {4 * H})", "per_step_launches": T, "all_steps_launches": 1}
     for label, case in cases.items():
         try:

@@ -13,7 +13,7 @@ else, so ``fl.profile`` keeps each recording it makes with a GPU's geometry (``c
   driver too). ``FASTLSTM_DISK_CACHE=0``: nothing is read or written.
 - ``<fingerprint>``: a hash of every file a recording or an estimate can read (the package's
   ``.py`` files, ``data/*.csv``, the SASS listings in ``data/kernel_sass/``), numba-cuda's and
-  Python's versions, the backend (GPU, simulator or fake GPU) and numba-cuda's default-stream
+  Python's versions, the backend (GPU, simulator or a stand-in driver's name) and numba-cuda's default-stream
   setting. Change any of them and no old file is read; the old fingerprints' folders are removed
   when a new one is first written.
 - Safe to share between processes (two pytest workers, two notebooks): a file is written under a
@@ -61,7 +61,7 @@ def fingerprint() -> str:
         numba_cuda = metadata.version("numba-cuda")
     except metadata.PackageNotFoundError:
         numba_cuda = "numba's own numba.cuda"
-    backend = DEVICE.kind if DEVICE.kind != "fake" else f"fake {DEVICE.fake}"
+    backend = DEVICE.stand_in or DEVICE.kind
     digest.update(repr((numba_cuda, sys.version, backend,
                         os.environ.get("NUMBA_CUDA_PER_THREAD_DEFAULT_STREAM", ""))).encode())
     files = sorted(PACKAGE.rglob("*.py")) + sorted(DATA.glob("*.csv")) + sorted(DATA.glob("kernel_sass/*.sass"))

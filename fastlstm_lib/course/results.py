@@ -95,7 +95,7 @@ def format_table(results: list[dict]) -> str:
             rows.append([r["step"], Span(f"skipped: {r['skipped']}")])
             continue
         t = r["time_ms"]
-        error = r["relative_error"]["after"]  # None on the fake GPU (a test mode): no kernel ran
+        error = r["relative_error"]["after"]  # None on a stand-in driver: no kernel ran
         rows.append([r["step"], t["median"], f"{t['min']:>9.3f}-{t['max']:<9.3f}", r["gflops"],
                      f"{base / t['median']:.2f}x", "not run" if error is None else f"{error:.1e}"])
     lines = [table(STEP_COLUMNS, rows)]

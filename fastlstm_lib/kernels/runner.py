@@ -68,7 +68,7 @@ def select(name: str | None = None, number: int | None = None) -> list[Version]:
 
 def checked(case: Case, when: str = "", check: bool = True) -> float:
     """The case's relative error after a fresh launch; AssertionError beyond its tolerance (NaN
-    too). ``check=False`` (a fake GPU, which computes nothing): launched, not compared, NaN returned."""
+    too). ``check=False`` (a stand-in driver, which computes nothing): launched, not compared, NaN returned."""
     case.reset()
     case.launch()
     if not check:
@@ -98,7 +98,7 @@ def measure(version: Version, sizes=SIZES, seed: int = 0, check: bool | None = N
     again, with GFLOP/s (GEMMs, persistent) or GB/s (the memory-bound rest) beside the chip's peak
     (data/gpus.csv). ``check`` (default: wherever values are computed) and ``counts`` (launches,
     warm-up, repeats; default ``INNER``, ``WARMUP``, ``REPEATS``, or 2, 0, 2 where nothing is
-    computed) make the GPU run's rehearsal on a fake GPU: every launch and event, no value compared,
+    computed) make the GPU run's rehearsal on a stand-in driver: every launch and event, no value compared,
     few repeats. ``Unavailable`` where the version cannot run here (cuBLAS without torch)."""
     computed = DEVICE.computes
     check = computed if check is None else check
@@ -111,7 +111,7 @@ def measure(version: Version, sizes=SIZES, seed: int = 0, check: bool | None = N
             row = {"kernel": version.kernel, "family": version.family, "version": version.number, "size": size,
                    "shape": case.shape, "variant": case.variant, "relative_error": checked(case, check=check), "rtol": case.rtol,
                    "flop": case.flop, "bytes": case.bytes}
-            if size == "article" and DEVICE.compiled:  # timed on a GPU, rehearsed on the fake one
+            if size == "article" and DEVICE.compiled:  # timed on a GPU, rehearsed on a stand-in
                 row["time_ms"] = timed(case.launch, counts)
                 row["relative_error_after"] = checked(case, "after timing", check)
                 seconds = row["time_ms"]["median"] * 1e-3
@@ -178,9 +178,9 @@ def run(versions, out=print, rows: list | None = None) -> int:
     if DEVICE.small:
         out("On Numba's CUDA simulator: every version is validated at odd sizes; times need a GPU.")
         sizes = ("odd",)
-    elif not computed:  # the project's fake GPU (a test mode): numba-cuda's host path, no kernel runs
-        out(f"On a fake {device_info()['name']}: every launch and event is made, no value is compared, "
-            "and the times mean nothing.")
+    elif not computed:  # a stand-in driver: numba-cuda's host path, no kernel runs
+        out(f"On {device_info()['name']}, a stand-in driver ({DEVICE.stand_in}): every launch and event is "
+            "made, no value is compared, and the times mean nothing.")
     else:
         out(f"On {device_info()['name']}: validated at odd sizes, then checked and timed at the article's shapes "
             f"(CUDA events, {INNER} launches x {REPEATS} repeats after {WARMUP}; median [min-max] per launch).")
@@ -204,7 +204,7 @@ def run(versions, out=print, rows: list | None = None) -> int:
     if gemm_table(rows):
         out(gemm_table(rows))
     out(f"{len(versions) - failed - skipped} of {len(versions)} versions "
-        + ("correct" if computed else "launched, none compared (fake GPU)")
+        + ("correct" if computed else f"launched, none compared ({DEVICE.stand_in})")
         + (f"; {skipped} skipped" if skipped else "") + (f"; {failed} FAILED" if failed else ""))
     return failed
 

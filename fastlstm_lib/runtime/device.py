@@ -2,7 +2,9 @@
 kernels compute values here, do times mean anything, are kernels compiled for a real chip, must
 launches stay small), and ``device_info()``, recorded with every measurement.
 
-``runtime.simulator`` chooses the backend at import; only this module reads its flags.
+``runtime.simulator`` chooses the backend at import; only this module reads its flags. A CUDA
+driver that compiles and launches kernels but runs none (a stand-in, such as a test double of the
+driver) says so with ``declare_stand_in``; the package knows no particular one.
 """
 
 from __future__ import annotations
@@ -18,35 +20,38 @@ from numba import cuda
 from . import numba_compat, simulator
 
 
-@dataclasses.dataclass(frozen=True)
+@dataclasses.dataclass
 class Device:
     """The machine the kernels run on, as the layers above need to know it.
 
-    ``kind``: "gpu" (a real one), "simulator" (Numba's CUDA simulator: every CUDA thread a Python
-    thread, on the CPU) or "fake" (the project's fake-GPU test mode, ``tests/fakegpu``: kernels
-    compiled for a named chip and every launch checked, none run); ``fake`` names that chip.
+    ``kind``: "gpu" (numba-cuda on a CUDA driver) or "simulator" (Numba's CUDA simulator: every
+    CUDA thread a Python thread, on the CPU). ``stand_in``: None, or the name of a driver that
+    compiles kernels for its chip and launches them but runs none (``declare_stand_in``): there no
+    value is computed and no time means anything.
     """
 
     kind: str
-    fake: str | None = None
+    stand_in: str | None = None
 
     def __post_init__(self):
-        if self.kind not in ("gpu", "simulator", "fake"):
-            raise ValueError(f"kind must be 'gpu', 'simulator' or 'fake', got {self.kind!r}")
+        if self.kind not in ("gpu", "simulator"):
+            raise ValueError(f"kind must be 'gpu' or 'simulator', got {self.kind!r}")
+        if self.stand_in is not None and self.kind != "gpu":
+            raise ValueError(f"stand_in names a CUDA driver; the simulator has none, got stand_in={self.stand_in!r}")
 
     @property
     def computes(self) -> bool:
         """Whether kernels compute values here (a GPU, the simulator), so results can be checked."""
-        return self.kind != "fake"
+        return self.stand_in is None
 
     @property
     def timed(self) -> bool:
         """Whether times mean anything here: only on a real GPU."""
-        return self.kind == "gpu"
+        return self.kind == "gpu" and self.computes
 
     @property
     def compiled(self) -> bool:
-        """Whether kernels are compiled to a chip's machine code (a GPU, the fake GPU): register caps,
+        """Whether kernels are compiled to a chip's machine code (a GPU, a stand-in driver): register caps,
         aligned shared arrays, vector-load intrinsics, cooperative launches and cuBLAS exist."""
         return self.kind != "simulator"
 
@@ -64,15 +69,15 @@ class Device:
     @property
     def poison(self) -> float:
         """What outputs are filled with before a run: NaN where kernels compute (a result never
-        written shows), 0 where nothing runs (the fake GPU: nothing is read back to compare)."""
+        written shows), 0 where nothing runs (a stand-in driver: nothing is read back to compare)."""
         return np.nan if self.computes else 0.0
 
     @property
     def timing(self) -> str:
         """How times are measured here and what they mean, in words (recorded with every result)."""
-        return {"simulator": "wall clock on the CUDA simulator: meaningless",
-                "fake": f"fake {self.fake} (test mode): nothing runs, times are meaningless",
-                "gpu": "CUDA events"}[self.kind]
+        if self.stand_in is not None:
+            return f"{self.stand_in}: nothing runs, times are meaningless"
+        return {"simulator": "wall clock on the CUDA simulator: meaningless", "gpu": "CUDA events"}[self.kind]
 
     def compile_options(self, **options) -> dict:
         """``options`` (e.g. ``max_registers``) where kernels are compiled for a chip; none on the simulator."""
@@ -84,8 +89,22 @@ class Device:
 
 
 #: The device this process runs on, chosen once at ``import fastlstm_lib``.
-DEVICE = Device("simulator") if simulator.SIMULATOR else Device("fake", simulator.FAKE_GPU) if simulator.FAKE_GPU \
-    else Device("gpu")
+DEVICE = Device("simulator") if simulator.SIMULATOR else Device("gpu")
+
+
+def declare_stand_in(name: str) -> None:
+    """Mark this process's driver as a stand-in named ``name`` (e.g. "fake H100"): it compiles and
+    launches kernels for its chip but runs none, so no value is compared and no time is kept as a
+    measurement. Said by the stand-in itself (the project's fake GPU, ``tests/fakegpu``, when it
+    loads), once, before any kernel work; ``DEVICE`` is changed in place, so every module that
+    imported it sees the change."""
+    if not isinstance(name, str) or not name.strip():
+        raise TypeError(f"name must be a non-empty str naming the stand-in driver, got {name!r}")
+    if DEVICE.kind != "gpu":
+        raise ValueError(f"a stand-in replaces a CUDA driver, but this process runs on the {DEVICE.kind}")
+    if DEVICE.stand_in not in (None, name):
+        raise ValueError(f"this process already runs on the stand-in {DEVICE.stand_in!r}, not {name!r}")
+    DEVICE.stand_in = name
 
 
 def device_info() -> dict:
@@ -108,8 +127,8 @@ def device_info() -> dict:
     }
     if DEVICE.kind == "simulator":
         return info
-    if DEVICE.kind == "fake":  # the fake-GPU test mode: say so wherever the device is shown
-        info["fake_gpu"] = "test mode: kernels compiled and launches checked, nothing runs"
+    if DEVICE.stand_in is not None:  # say so wherever the device is shown
+        info["stand_in"] = f"{DEVICE.stand_in}: kernels compiled and launches checked, nothing runs"
     device = cuda.get_current_device()
     name = device.name
     info["name"] = name.decode() if isinstance(name, bytes) else str(name)

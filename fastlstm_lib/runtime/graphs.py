@@ -25,7 +25,7 @@ runner's x first (``Runner.set_input``).
 
 The calls are the CUDA driver's, through numba-cuda's driver wrapper, which checks every result.
 The simulator has no graph API, so asking for a graph there is a ValueError that says so. The
-fake GPU (a test mode) enforces the capture rules a driver does (``tests/fakegpu/graphs.py``).
+tests' fake GPU enforces the capture rules a driver does.
 """
 
 from __future__ import annotations

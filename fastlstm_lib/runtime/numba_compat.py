@@ -4,7 +4,7 @@ Two ``numba.cuda`` exist for the course's pins:
 
 - numba-cuda (0.30.4 on Linux and Windows): NVIDIA's package, which takes over the
   ``numba.cuda`` name (its ``.pth`` redirector); it runs on a GPU, on Numba's CUDA simulator, and
-  in the fake-GPU test mode.
+  on a stand-in driver (the tests' fake GPU).
 - the ``numba.cuda`` built into numba itself (0.68.1 on Apple silicon, 0.62.1 on an Intel Mac,
   where numba-cuda has no wheel): there only its simulator (``NUMBA_ENABLE_CUDASIM=1``) is used.
 
@@ -35,7 +35,7 @@ def package_version(package: str) -> str | None:
 
 #: numba-cuda's version ("0.30.4"), or None when ``numba.cuda`` is numba's built-in one.
 NUMBA_CUDA_VERSION = package_version("numba-cuda") if importlib.util.find_spec("numba_cuda") else None
-#: Whether ``numba.cuda`` is numba-cuda's (a GPU, the fake GPU and the compile matrix need it).
+#: Whether ``numba.cuda`` is numba-cuda's (a GPU, a stand-in driver and the compile matrix need it).
 HAS_NUMBA_CUDA = NUMBA_CUDA_VERSION is not None
 #: The reason to show where something needs numba-cuda and it is absent.
 NEEDS_NUMBA_CUDA = ("needs numba-cuda (pip install numba-cuda; it has no macOS wheel: there the "

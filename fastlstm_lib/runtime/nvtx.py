@@ -4,7 +4,7 @@
 and Windows: ``pyproject.toml``; no macOS wheel, and a Mac has no NVIDIA GPU), it pushes a range
 in the "fastlstm" domain; a profiler that traces NVTX (``nsys profile -t cuda,nvtx``) draws it on
 the host's row and projects it onto the GPU's. Without a profiler attached a range costs about a
-microsecond. On the simulator, in the fake-GPU mode, or without the package it does nothing.
+microsecond. On the simulator, on a stand-in driver, or without the package it does nothing.
 
 ``Runner.launch`` (steps/base.py) wraps each forward pass in ``"<step> pass"``; the ladder
 notebooks' ``lesson.nsight`` says how to record and what to look for.

@@ -8,10 +8,9 @@ least one device. ``SIMULATOR`` holds the answer for the whole process.
 Overrides (environment variables):
 - ``NUMBA_ENABLE_CUDASIM=1``: the simulator, whatever hardware is present.
 - ``FASTLSTM_SIMULATOR=1``: the same, for people who'd rather not touch Numba's variable.
-- ``FASTLSTM_FAKE_GPU=<GPU>`` (a row of data/gpus.csv): the fake-GPU test mode (``fakegpu``, in
-  the clone's ``tests/``, on PYTHONPATH): numba-cuda's real path on a fake driver, which
-  ``tests/sitecustomize.py`` loads just before this module is imported; the probe below then finds
-  it like a real one. The package itself imports nothing from ``tests/``.
+
+A stand-in CUDA driver (the project's fake GPU, test code in the clone's ``tests/``) is loaded
+before this module by whoever starts it; the probe below then finds it like a real one.
 
 Saying so: ``announce()`` prints one line (on stdout: a notice, not an error) the first time Numba work is asked for (a step, a
 kernel, ``device_info``), so the notebooks that never touch Numba (the CNN and data-feeding
@@ -144,21 +143,4 @@ def lock_shared_array_allocation() -> None:
     shared.array = array
 
 
-def _fake_gpu() -> str | None:
-    """The GPU the fake-GPU test mode presents, or None; refuses the mode when its driver is not loaded."""
-    name = os.environ.get("FASTLSTM_FAKE_GPU", "").strip()
-    if not name or _forced():
-        return None
-    if "fakegpu" not in sys.modules:
-        raise ImportError("FASTLSTM_FAKE_GPU is the project's test mode (the fake GPU, tests/fakegpu/ of a clone, "
-                          "not installed with the package), switched on by tests/sitecustomize.py: run from the "
-                          "clone's root with tests/ on PYTHONPATH: PYTHONPATH=$PWD/tests FASTLSTM_FAKE_GPU=T4 "
-                          "python SCRIPT.py, or unset FASTLSTM_FAKE_GPU")
-    return name
-
-
-_fake_gpu_wanted = _fake_gpu()  # before the probe: without its driver it would find no GPU
 SIMULATOR = switch_to_simulator_if_needed()
-#: The GPU the fake-GPU test mode presents ("T4", ...), or None on a real GPU or the simulator.
-#: In that mode kernels are compiled, checked and recorded but never run: no value is computed.
-FAKE_GPU = None if SIMULATOR else _fake_gpu_wanted

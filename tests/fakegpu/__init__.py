@@ -26,7 +26,10 @@ not faked: ``fastlstm_lib.runtime.numba_compat``).
 
 from __future__ import annotations
 
+import importlib.abc
+import importlib.util
 import os
+import sys
 from pathlib import Path
 
 from . import store as _state
@@ -91,7 +94,45 @@ def activate(name: str) -> _state.State:
     os.environ[ENVIRONMENT] = row["name"]  # child processes (the doctor's probe) present the same GPU
     _with_home_on_pythonpath(os.environ)  # and find fakegpu
     shim.load(resolve)
+    _declare_stand_in(f"fake {row['name']}")
     return _state.STATE
+
+
+_DEVICE_MODULE = "fastlstm_lib.runtime.device"
+
+
+def _declare_stand_in(name: str) -> None:
+    """Tell the package that its driver runs nothing (``fastlstm_lib.runtime.device.declare_stand_in``):
+    now if that module is loaded, else as soon as it is (the fake loads while ``fastlstm_lib``
+    imports its simulator probe, before the device module). Where the simulator was forced anyway
+    (NUMBA_ENABLE_CUDASIM), the simulator computes and nothing is declared."""
+    def declare(module):
+        if module.DEVICE.kind == "gpu":
+            module.declare_stand_in(name)
+
+    if _DEVICE_MODULE in sys.modules:
+        declare(sys.modules[_DEVICE_MODULE])
+        return
+
+    class _AfterImport(importlib.abc.MetaPathFinder):
+        """Finds the device module with the other finders and declares, once, after it executes."""
+
+        @classmethod
+        def find_spec(cls, fullname, path=None, target=None):
+            if fullname != _DEVICE_MODULE:
+                return None
+            sys.meta_path.remove(cls)
+            spec = importlib.util.find_spec(fullname)
+            execute = spec.loader.exec_module
+
+            def exec_module(module):
+                execute(module)
+                declare(module)
+
+            spec.loader.exec_module = exec_module
+            return spec
+
+    sys.meta_path.insert(0, _AfterImport)
 
 
 def activate_from_environment() -> str | None:

@@ -71,7 +71,7 @@ def main(argv=None) -> int:
         args.out.mkdir(parents=True, exist_ok=True)
         return supervise(args.out, args.budget, child_command(own), chosen, call=earlier["call"] + 1)
     os.environ.setdefault("KERAS_BACKEND", _keras_backend())
-    import fastlstm_lib  # noqa: F401  (first: it chooses GPU, simulator or fake GPU before numba.cuda loads)
+    import fastlstm_lib  # noqa: F401  (first: it chooses GPU or simulator before numba.cuda loads)
     from .runner import Context, run_stages, trace_faults
     from .stages import environment
     from fastlstm_lib.kernels.persistent import PersistentLimitError
@@ -89,8 +89,8 @@ def main(argv=None) -> int:
         print("error: no GPU here: the CUDA simulator's times mean nothing and the article's sizes take hours there; "
               "rehearse with FASTLSTM_FAKE_GPU=H100", file=sys.stderr)
         return 2
-    note = (f"FAKE GPU {DEVICE.fake} (a rehearsal): no kernel runs, no value is checked, every time means nothing"
-            if DEVICE.kind == "fake" else "")
+    note = (f"A STAND-IN DRIVER, {DEVICE.stand_in} (a rehearsal): no kernel runs, no value is checked, "
+            "every time means nothing" if DEVICE.stand_in else "")
     records = run_stages(chosen, ctx, lambda: environment(ctx), note=note)
     failed = [r for r in records if r["status"] in ("failed", "stopped")]
     return 1 if failed else 0

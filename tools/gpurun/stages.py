@@ -67,7 +67,7 @@ def on_the_cpu(cfg, counts: dict) -> tuple:
     """(cfg, repeats) for work that runs on the CPU in a rehearsal (torch without a GPU, Keras
     beside the fake GPU): one pass at the odd size, its values checked, its time meaningless (the
     article's size takes seconds a pass there); on a GPU, ``cfg`` and ``counts`` as they are."""
-    if fl().DEVICE.kind == "fake":
+    if not fl().DEVICE.computes:
         return sizes(True)["odd"], {"warmup": 0, "repeats": 1}
     return cfg, counts
 
@@ -187,7 +187,7 @@ def smoke(ctx) -> dict:
     headline = []
 
     def plain():
-        if not cuda_probe.plain_kernel():
+        if not cuda_probe.plain_kernel(launch_only=not values_computed()):
             raise RuntimeError("the doctor's plain kernel computed wrong values")
         return {"values_checked": values_computed()}
 
@@ -565,7 +565,7 @@ def backward(ctx) -> dict:
     size = sizes(ctx.quick)
     cfg = size["article"]
     counts = size["clock_repeats"]  # each pass runs forward and backward: 10 timed passes
-    if fl().DEVICE.kind == "fake":
+    if not fl().DEVICE.computes:
         # Timed only where times mean something (as notebook 41 does): beside the fake GPU one timed
         # pass each, which launches every kernel at the article's size, and the float64 reference
         # is not computed (harness.checked_run). The first two steps issue thousands of launches a
@@ -575,7 +575,7 @@ def backward(ctx) -> dict:
         ctx.rows.append({"item": "timed passes", "outcome": "ok", "value": "one each: the fake GPU (times mean nothing)"})
     costs = {} if ctx.quick else BACKWARD_COSTS_S
     keras = keras_missing() is None
-    if keras and fl().DEVICE.kind == "fake":
+    if keras and not fl().DEVICE.computes:
         keras = False  # Keras would train on the CPU at the article's size: minutes, for no number
         ctx.rows.append({"item": "Keras' LSTM forward + backward", "outcome": "skipped: beside the fake GPU Keras "
                          "trains on the CPU (minutes at the article's size); stage 2 rehearses Keras"})
@@ -671,7 +671,7 @@ FEEDING_BATCHES = (1, 8, 64, 256, 1024)
 
 def tiny_keras(ctx) -> bool:
     """Keras at the rehearsal's sizes: in --quick, and beside the fake GPU (Keras trains on the CPU)."""
-    return ctx.quick or fl().DEVICE.kind == "fake"
+    return ctx.quick or not fl().DEVICE.computes
 
 
 def cnn_layouts(ctx) -> dict:

@@ -65,7 +65,7 @@ class _Fetched:
 
 def case(size: str, rng) -> list:
     """The runner's cases: cuBLAS's C = A @ B at every shape of ``size``; ``Unavailable`` without a GPU or torch."""
-    why = unavailable() if DEVICE.timed else "cuBLAS needs a real GPU (the simulator and the fake GPU have none)"
+    why = unavailable() if DEVICE.timed else "cuBLAS needs a real GPU (the simulator and a stand-in driver have none)"
     if why:
         raise Unavailable(why)
     cases = []

@@ -87,8 +87,10 @@ def cuda_facts() -> dict:
     """What CUDA sees from a fresh Python without the simulator variables (``cuda_probe.py``)."""
     environment = {k: v for k, v in os.environ.items() if k not in SIMULATOR_VARIABLES}
     try:
-        done = subprocess.run([sys.executable, str(Path(__file__).with_name("cuda_probe.py"))], capture_output=True,
-                              text=True, timeout=CUDA_PROBE_TIMEOUT_S, env=environment)
+        device = sys.modules.get("fastlstm_lib.runtime.device")  # loaded unless NumPy or Numba is missing
+        stand_in = ["--stand-in"] if device is not None and not device.DEVICE.computes else []
+        done = subprocess.run([sys.executable, str(Path(__file__).with_name("cuda_probe.py")), *stand_in],
+                              capture_output=True, text=True, timeout=CUDA_PROBE_TIMEOUT_S, env=environment)
         return json.loads(done.stdout) if done.returncode == 0 else {"error": _last_line(done.stderr)}
     except subprocess.TimeoutExpired:
         return {"error": f"the CUDA probe did not finish in {CUDA_PROBE_TIMEOUT_S} s"}
