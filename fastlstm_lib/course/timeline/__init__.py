@@ -1,15 +1,15 @@
 """An ESTIMATED timeline of a recorded pass (``fl.profile``) on a GPU of data/gpus.csv.
 
-Where ``fl.lower_bound`` gives the least time a pass can take, ``estimate`` gives a plausible
-one, at the level of thread blocks on SMs: the host issues the launches (its cost per launch as
-for the bound); each launch becomes ready when issued and its dependencies are done, waits for
-the resident-grid limit, pays a GPU-side launch latency, and its blocks go to SMs with room for
-them. A block takes SM time for its instructions (counted in its compiled code) or its DRAM
-bytes, and alone on an SM at least its latencies (memory, shared memory, dependent FFMAs, from
-published microbenchmarks) that its own warps cannot cover; blocks sharing an SM, of one launch or
-of several, hide each other's latencies until the SM's issue is full (Little's law). Every
-constant is in data/model_constants.csv with its source; none was fitted to the article's
-measurements.
+Where ``fl.lower_bound`` gives the least time a pass can take, ``estimate`` gives an estimate (not a
+bound: it can fall above or below a measurement), at the level of thread blocks on SMs: the host
+issues the launches (its cost per launch as for the bound); each launch becomes ready when issued
+and its dependencies are done, waits for the resident-grid limit, pays a GPU-side launch latency,
+and its blocks go to SMs with room for them. A block takes SM time for its instructions (counted in
+its compiled code) or its DRAM bytes, and alone on an SM at least its latencies (memory, shared
+memory, dependent FFMAs, from published microbenchmarks) that its own warps cannot cover; blocks
+sharing an SM, of one launch or of several, hide each other's latencies until the SM's issue is full
+(Little's law). Every constant is in data/model_constants.csv with its source; none was fitted to
+the article's measurements.
 
     e = fl.estimate(fl.profile("wavefront", chip="M40"), "M40", host="cpp", gemm="ours")
     fl.plot_timeline(e, window=(0, 1))
