@@ -140,6 +140,25 @@ def test_the_recurrent_gemm_meets_the_kernel_issues_machine_code_targets(rows):
         assert (v7["spill_stores"], v7["spill_loads"], v7["stack_frame"]) == (0, 0, 0), v7
 
 
+def test_the_warp_tiled_gemm_keeps_version_7s_machine_code_targets(rows):
+    """Issue 67's version 8 (kernels/gemm/v8_warptiled.py), beside version 7 wherever it is
+    disassembled: the same slab of 128 FFMA at 75%+ (76% on sm_80 and sm_90), one 128-bit shared
+    load per 8 FFMA (its warp tile takes them from 6 shared wavefronts per warp per k to 4:
+    tests/test_gemm_warptiled.py), at least half of a slab's FFMAs after the next slab's first
+    global load, more instructions between a global load and its use than version 7 (the next slab
+    loaded a slab earlier), at most 4 registers more than version 7 (the second set of the next
+    slab's 4 floats) and on sm_90 at most 64 (4 blocks of 256 threads an SM), no spills."""
+    table = {(row["kernel"], row["arch"]): row for row in rows}
+    for arch in ("sm_75", "sm_80", "sm_89", "sm_90"):
+        v8, v7 = table[("warptiled_gemm", arch)], table[("recurrent_gemm", arch)]
+        assert v8["slab_ffma"] == 128 and v8["slab_ffma"] / v8["slab_instructions"] >= 0.75, v8
+        assert v8["loop_shared_loads"] * 8 <= v8["loop_ffma"], v8
+        assert 2 * v8["slab_ffma_after_load"] >= v8["slab_ffma"], v8
+        assert v8["load_use_distance"] > v7["load_use_distance"], (v8, v7)
+        assert v8["registers"] <= v7["registers"] + 4 and (arch != "sm_90" or v8["registers"] <= 64), (v8, v7)
+        assert (v8["spill_stores"], v8["spill_loads"], v8["stack_frame"]) == (0, 0, 0), v8
+
+
 def test_the_persistent_step_with_u_in_registers_meets_the_kernel_issues_machine_code_targets(rows):
     """Issue 57's targets for persistent version 2 at batch 4 and 64 (the H100 plans), wherever it
     is disassembled: at most 5 instructions per float of h staged (version 1: tens, its 64-bit
@@ -254,8 +273,8 @@ def test_register_blocking_shows_in_the_main_loop(rows):
             assert (row["loop_ffma"], row["loop_shared_loads"], row["loop_global_loads"]) == (*blocking, 0), row
 
 
-#: The blocked GEMM versions' kernels (2-7), whose rows are named ``<kernel>`` or ``<kernel>_<blocking or layout>``.
-BLOCKED = ("blocked", "exact", "prefetch", "vector", "split", "recurrent")
+#: The blocked GEMM versions' kernels (2-8), whose rows are named ``<kernel>`` or ``<kernel>_<blocking or layout>``.
+BLOCKED = ("blocked", "exact", "prefetch", "vector", "split", "recurrent", "warptiled")
 
 
 def test_a_gemm_slab_counts_its_inner_loops_by_their_trips(rows):
