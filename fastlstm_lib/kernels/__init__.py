@@ -10,5 +10,6 @@ every version file as the runner runs it; ``runner``: the one validate-then-time
 (``python -m fastlstm_lib.kernels``, ``__main__`` its entry); ``case``: one run of a version;
 ``spec``: a version's facts; ``versions``: the families (``FAMILIES``) and every spec in one
 tuple. Shared below them: ``geometry`` (the element-wise kernels' blocks, smaller on the
-simulator), ``vector`` (64- and 128-bit global loads), ``views`` (where an array's bytes are).
+simulator), ``vector`` (64- and 128-bit global loads), ``views`` (where an array's bytes are),
+``mma/`` (the tensor cores' TF32 conversion and ``mma.sync.m16n8k8``, with a simulator stand-in).
 """
