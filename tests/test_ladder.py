@@ -80,11 +80,24 @@ def launches_per_forward(name, cfg, **options):
     ("streams", 19, 1),  # the same launches, on two streams
     ("fused_pointwise", 3, 1),  # 2 GEMMs + 1 cell kernel
     ("pretransposed", 3, 1),
-    ("combined_inputs", 2, 2),  # 1 recurrent GEMM + 1 cell kernel; 1 input GEMM per layer
+    ("combined_inputs", 2, 3),  # 1 recurrent GEMM + 1 cell kernel; 1 input GEMM per 2 steps (3 steps: 2) and a fill
 ])
 def test_launch_counts(name, per_layer_step, per_layer):
     cfg = fl.LSTMConfig(batch=1, seq_len=3, input_size=3, hidden=5, layers=2)
     assert launches_per_forward(name, cfg) == cfg.layers * (cfg.seq_len * per_layer_step + per_layer)
+
+
+def test_combined_inputs_runs_the_articles_chunk_by_default():
+    """The article's program (LSTM.cu) combines RECUR_BATCH_SIZE = 2 steps per input GEMM: the
+    step's default; a chunk of the whole sequence (or more) is one input GEMM per layer."""
+    from fastlstm_lib.steps.step07_combined_inputs import ARTICLE_CHUNK
+
+    cfg = fl.LSTMConfig(batch=1, seq_len=5, input_size=3, hidden=5, layers=2)
+    assert ARTICLE_CHUNK == 2
+    assert launches_per_forward("combined_inputs", cfg) == launches_per_forward("combined_inputs", cfg, chunk=2)
+    assert launches_per_forward("combined_inputs", cfg) == cfg.layers * (cfg.seq_len * 2 + 3 + 1)  # chunks of 2, 2, 1
+    assert launches_per_forward("combined_inputs", cfg, chunk=5) == cfg.layers * (cfg.seq_len * 2 + 1 + 1)
+    assert launches_per_forward("combined_inputs", cfg, chunk=9) == cfg.layers * (cfg.seq_len * 2 + 1 + 1)
 
 
 def test_wavefront_launches_one_input_gemm_per_chunk():

@@ -261,8 +261,9 @@ LOOK_FOR = {
                        "and their gaps is gone",
     "pretransposed": "the same kernels, the same times: in Nsight Compute, the GEMM's global loads take 4 sectors "
                      "per request (32-byte sectors per warp-wide load; notebook 06's count) in both layouts",
-    "combined_inputs": "one tall input GEMM at the start of each layer on the side stream, then only the recurrence "
-                       "(one GEMM and one cell per step) on the main one",
+    "combined_inputs": "on the side stream one input GEMM per 2 steps (the default chunk), running ahead from the "
+                       "start of each layer; on the main one only the recurrence (one GEMM and one cell per step), "
+                       "and how much the two overlap",
     "wavefront": "one stream per layer: their kernels overlapping along diagonals, a layer starting its chunk as "
                  "soon as the layer below has finished it",
     "persistent": "one long persistent_layer kernel per layer after its input GEMM: 8 kernels in the whole pass; "

@@ -2,13 +2,15 @@
 
 A layer's inputs are all known before its recurrence starts: layer 0's are the data, and since
 layers here run one after the other, layer l's are the finished outputs of layer l-1. Stacked,
-(T*B x in) @ W computes every step's input product in ONE GEMM, 100x taller than a step's: it
-fills the GPU, and T-1 launches disappear. The recurrent GEMM can't do the same: step t needs
-h_{t-1}.
+(chunk*B x in) @ W computes the input products of ``chunk`` steps in ONE GEMM, ``chunk`` times
+taller than a step's (up to T, the whole sequence): it fills more of the GPU, and launches
+disappear. The recurrent GEMM can't do the same: step t needs h_{t-1}.
 
-Option ``chunk``: steps per input GEMM (default: the whole sequence, one GEMM per layer). With
-smaller chunks, chunk k+1's GEMM on the side stream overlaps chunk k's recurrence; the wavefront
-(step 08) needs chunks for the layers above the first.
+Option ``chunk``: steps per input GEMM. The default, ``ARTICLE_CHUNK`` = 2, is the article's own
+setting (its program, LSTM.cu, sets ``RECUR_BATCH_SIZE`` to 2 with this optimization; REFERENCES.md,
+A); other values are experiments, up to the whole sequence (one GEMM per layer). Chunk k+1's GEMM
+on the side stream overlaps chunk k's recurrence; the wavefront (step 08) needs chunks for the
+layers above the first.
 
 What changes: ``setup`` (the option, one event per chunk) and ``run_layer``.
 
@@ -24,6 +26,10 @@ import numbers
 from ..kernels import pointwise as pw
 from .resources import ordering_event, rows
 from .step06_pretransposed import Pretransposed
+
+
+#: Steps per input GEMM by default: the article's program's ``RECUR_BATCH_SIZE`` with combined inputs on.
+ARTICLE_CHUNK = 2
 
 
 def chunk_bounds(seq_len: int, chunk: int) -> list[tuple[int, int]]:
@@ -42,7 +48,7 @@ class CombinedInputs(Pretransposed):
     title = "input GEMM covers several time steps at once"
 
     def default_chunk(self, seq_len: int) -> int:
-        return seq_len
+        return min(ARTICLE_CHUNK, seq_len)
 
     def setup(self, params, cfg, chunk=None, **options):
         state = super().setup(params, cfg, **options)

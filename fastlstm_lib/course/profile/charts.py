@@ -91,6 +91,15 @@ def sectors_chart(rows: list[dict], *, ax=None):
     return fig
 
 
+def cannot_run(gpu: str) -> str:
+    """Why the persistent step has no bar for ``gpu``, in the words of ``ladder.table_text``'s note:
+    a GPU without cooperative launch has no grid barrier at any size; on one with it, the layer
+    does not fit."""
+    from ...gpus import chip
+
+    return "does not fit" if chip(gpu).cooperative_launch else "no cooperative launch (no grid barrier)"
+
+
 def ladder_bounds_chart(rows: list[dict], gpus=("M40", "H100"), hosts=("cpp", "python"), *, ax=None, title=None):
     """Per step: the lower bound per GPU and host (``ladder.ladder_bounds`` rows) and the article's
     measured M40 time, in milliseconds per pass on a log scale."""
@@ -111,7 +120,8 @@ def ladder_bounds_chart(rows: list[dict], gpus=("M40", "H100"), hosts=("cpp", "p
                 ax.barh(bar_y, row[key], height=height, color=color, label=label)
                 label = None  # once in the legend
             elif row.get(key.replace(" ms", " binding")) == "does not fit" and key.endswith(f"{hosts[0]} ms"):
-                ax.text(smallest, bar_y, f" {key.split()[0]}: does not fit", va="center", fontsize="x-small")
+                ax.text(smallest, bar_y, f" {key.split()[0]}: {cannot_run(key.split()[0])}", va="center",
+                        fontsize="x-small")
     ax.set_yticks(positions, [row["step"] for row in rows])
     ax.set_xscale("log")
     ax.set_xlim(left=smallest / 2)
