@@ -69,7 +69,8 @@ def per_layer_launches(name, T, L, K):
 @pytest.mark.parametrize("name", LADDER)
 def test_launch_counts(name, ladder_runs):
     _, launches = ladder_runs[name]
-    assert sum(launches.values()) == per_layer_launches(name, T=3, L=2, K=3)
+    chunk = fl.steps.get("wavefront").default_chunk(3)  # the article's 2 steps: chunks [0, 2) and [2, 3)
+    assert sum(launches.values()) == per_layer_launches(name, T=3, L=2, K=-(-3 // chunk))
 
 
 def test_fused_steps_launch_one_cell_kernel_per_layer_step(ladder_runs):

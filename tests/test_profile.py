@@ -26,7 +26,7 @@ CASES = [(name, SMALL, {}) for name in fl.steps.names()] + [
 ]
 IDS = [f"{name}-{cfg.layers}layers-{options}" for name, cfg, options in CASES]
 ARTICLE_LAUNCHES = {"baseline": 10004, "combined_gemms": 7604, "streams": 7604, "fused_pointwise": 1204,
-                    "pretransposed": 1204, "combined_inputs": 4 * (200 + 50 + 1), "wavefront": 4 * 201 + 1 + 3 * 20, "persistent": 8}
+                    "pretransposed": 1204, "combined_inputs": 4 * (200 + 50 + 1), "wavefront": 4 * 201 + 1 + 3 * 50, "persistent": 8}
 
 
 @pytest.fixture(scope="module")

@@ -10,10 +10,11 @@ Each layer gets its own stream and its own buffers (c, the gate products, its ou
 The input products stay combined (step 07), in chunks: layer 0's inputs are known, so its
 input GEMMs are queued at once; layer l > 0 takes chunk k of its input as soon as layer l-1 has
 recorded that chunk's event, one GEMM per chunk. Chunks are the grain of the wavefront: smaller
-ones let the layers overlap sooner, larger ones make taller GEMMs (``chunk`` option; default
-T/20 steps, 5 at the article's 100).
+ones let the layers overlap sooner, larger ones make taller GEMMs (``chunk`` option; by default
+step 07's, the article's 2 steps: its program, LSTM.cu, walks the diagonals in ranges of
+``RECUR_BATCH_SIZE`` steps; other chunks are experiments).
 
-What changes: ``default_chunk``, ``setup`` (a lane per layer) and ``run`` (the diagonals).
+What changes: ``setup`` (a lane per layer) and ``run`` (the diagonals).
 
 State added:
 - ``lanes``: per layer, its ``stream``, ``c``, ``h_gates``, ``x_seq``, ``h_zero`` and one
@@ -36,9 +37,6 @@ from .step07_combined_inputs import CombinedInputs
 class Wavefront(CombinedInputs):
     name = "wavefront"
     title = "layers run concurrently along diagonals"
-
-    def default_chunk(self, seq_len: int) -> int:
-        return max(1, round(seq_len / 20))
 
     def setup(self, params, cfg, **options):
         state = super().setup(params, cfg, **options)
