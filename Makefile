@@ -1,6 +1,7 @@
 # Two commands do everything on a fresh machine with Python 3.11, 3.12 or 3.13:
 #   make lab    create .venv, install, open the course in JupyterLab (as a user or as root)
 #   make test   create .venv, install, run the unit tests and every notebook (nbval)
+#   make site   the course as a website in _build/site/ (open _build/site/index.html)
 # Another Python: make test PYTHON=python3.13. JupyterLab's own options: make lab LAB_ARGS="--ip=0.0.0.0"
 # (a container whose port is published). On Windows, run make from Git Bash.
 ifeq ($(OS),Windows_NT)
@@ -12,11 +13,12 @@ BIN    := .venv/bin
 endif
 VENV   := .venv
 STAMP  := $(VENV)/.installed
+SITE_STAMP := $(VENV)/.site-installed
 # JupyterLab refuses to start as root (Docker, cloud VMs) unless told that it is meant.
 ALLOW_ROOT := $(shell [ "$$(id -u 2>/dev/null)" = 0 ] && echo --allow-root)
 LAB_ARGS ?=
 
-.PHONY: setup lab test test-tools test-fake-gpu-notebooks bench gpu-bundle gpu-rehearsal clean
+.PHONY: setup lab test test-tools site test-site test-fake-gpu-notebooks bench gpu-bundle gpu-rehearsal clean
 
 $(STAMP): pyproject.toml
 	$(PYTHON) fastlstm_lib/setup/requirements.py
@@ -33,13 +35,30 @@ lab: $(STAMP)
 # The course: the library's tests and every notebook. Two workers (pytest-xdist), each notebook
 # and test file whole in one of them (--dist loadfile).
 test: $(STAMP)
-	$(BIN)/python -m pytest -n 2 --dist loadfile -m "not tools"
+	$(BIN)/python -m pytest -n 2 --dist loadfile -m "not tools and not site"
 
 # The project's own tools and test modes (marked `tools`; Linux, pip's CUDA compilers): the fake
 # GPU's tours on five GPUs, the compile matrix against data/kernel_resources.csv, the GPU run's
 # rehearsal on a fake H100. CI runs it after `make test`.
 test-tools: $(STAMP)
 	$(BIN)/python -m pytest -n 2 --dist loadfile -m tools tests
+
+# The course as a website, read without running anything: the stored notebooks (outputs as
+# committed), README.md, TEACHING.md and REFERENCES.md, built by Sphinx (site/conf.py; the sidebar in
+# site/index.md) into _build/site/ with no network and no warning (-W): open _build/site/index.html.
+# A few seconds; the first time it installs the `site` extra (Sphinx, MyST-NB, the theme, playwright).
+$(SITE_STAMP): $(STAMP)
+	$(BIN)/python -m pip install --quiet -e ".[site]"
+	touch $(SITE_STAMP)
+
+site: $(SITE_STAMP)
+	$(BIN)/python site/build.py
+
+# The website in headless Chromium (tests/test_site.py, marked `site`; CI runs it): it builds its own
+# copy. Needs a Chromium: apt-get install -y --no-install-recommends chromium (or python -m
+# playwright install chromium); without one it skips and says so.
+test-site: $(SITE_STAMP)
+	$(BIN)/python -m pytest -m site tests/test_site.py
 
 # The GPU-only cells of the GPU notebooks, executed on the fake GPU (Linux; no GPU needed; outputs
 # not compared, nothing computed: see tests/fakegpu, test code run with tests/ on PYTHONPATH). CI
@@ -71,4 +90,4 @@ gpu-rehearsal: $(STAMP)
 	FASTLSTM_FAKE_GPU=H100 PYTHON=$(BIN)/python bash tools/gpu_run.sh .gpu-run/rehearsal
 
 clean:
-	rm -rf $(VENV) .pytest_cache
+	rm -rf $(VENV) .pytest_cache _build

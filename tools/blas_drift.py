@@ -91,7 +91,7 @@ def run_setup(setup: str, paths: list[str], workers: int, logs: Path) -> tuple[l
     with tempfile.TemporaryDirectory(prefix="fastlstm-drift-cache-") as cache:
         env = environment(family, threads, Path(cache))
         blas = blas_in_use(env)
-        command = [sys.executable, "-m", "pytest", "-p", "no:cacheprovider", "-m", "not tools", "-q", "-rfE", "--color=no"]
+        command = [sys.executable, "-m", "pytest", "-p", "no:cacheprovider", "-m", "not tools and not site", "-q", "-rfE", "--color=no"]
         if workers > 1:
             command += ["-n", str(workers), "--dist", "loadfile"]
         log = logs / f"{family}-{threads}.log"
