@@ -59,6 +59,18 @@ def with_method(name: str, method: str, function):
     return lambda: type("Planted", (exercises.get(name).solution(),), {method: function})
 
 
+# ---- 00 global_index ----------------------------------------------------------------------------
+
+global_index = functools.partial(plant, "global_index")
+
+GLOBAL_INDEX = {
+    "unguarded_tail": global_index(("    if i < out.size:", "    if True:")),
+    "same_elements_every_block": global_index(("i = cuda.grid(1)", "i = cuda.threadIdx.x")),
+    "block_size_missing": global_index(("i = cuda.grid(1)", "i = cuda.blockIdx.x + cuda.threadIdx.x")),
+    "thread_index_missing": global_index(("i = cuda.grid(1)", "i = cuda.blockIdx.x * cuda.blockDim.x")),
+    "local_number_written": global_index(("out[i] = i", "out[i] = cuda.threadIdx.x")),
+}
+
 # ---- 02 add_bias --------------------------------------------------------------------------------
 
 add_bias = functools.partial(plant, "add_bias")
@@ -259,7 +271,7 @@ COLUMN_SUM = {
 }
 
 #: exercise -> {mistake: what makes the solution with it}, in the catalogs' order.
-PLANTS = {"add_bias": ADD_BIAS, "gate_products": GATE_PRODUCTS, "side_stream": SIDE_STREAM, "fused_cell": FUSED_CELL,
+PLANTS = {"global_index": GLOBAL_INDEX, "add_bias": ADD_BIAS, "gate_products": GATE_PRODUCTS, "side_stream": SIDE_STREAM, "fused_cell": FUSED_CELL,
           "upload": UPLOAD, "input_chunks": INPUT_CHUNKS, "diagonals": DIAGONALS_PLANTS, "grid_step": GRID_STEP,
           "rows_per_thread": ROWS_PER_THREAD, "tile_loads": TILE_LOADS, "column_sum": COLUMN_SUM}
 

@@ -33,7 +33,7 @@ SIMULATOR_JUDGED = {("tile_loads", "missing_sync_after_loads"), ("tile_loads", "
 
 def test_exercises_in_notebook_order():
     assert exercises.names() == list(CATALOG)
-    assert [exercises.get(n).notebook for n in exercises.names()] == ["02", "03", "04", "05", "06", "07", "08",
+    assert [exercises.get(n).notebook for n in exercises.names()] == ["00", "02", "03", "04", "05", "06", "07", "08",
                                                                        "09", "09", "12", "41"]
     # the module's number is the notebook that checks it (ex12_tile_loads: notebook 12)
     for module in pkgutil.iter_modules(exercises.__path__):
@@ -186,6 +186,72 @@ def test_rows_per_thread_judges_the_outputs_not_the_loads():
     assert exercises.grade("rows_per_thread", reloads).passed
 
 
+def global_index_stub(out):
+    raise NotImplementedError("write global_index")
+
+
+def test_the_first_kernel_draws_what_each_thread_wrote():
+    """The picture of notebook 00's exercise: a stub draws the solution's picture (what a pass looks
+    like), a mistake draws its own writes; only exercises with a picture draw."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    from fastlstm_lib.course.exercises import ex00_global_index as first
+
+    stub = exercises.draw("global_index", global_index_stub)
+    assert "not attempted yet" in stub.axes[0].get_title()
+    assert exercises.draw("global_index").axes[0].get_title().startswith("global_index: passed.")
+    values, error, writes = first.run_for_picture(first.global_index)
+    assert error is None and sorted(writes) == [(n, n) for n in range(first.SIZE)]
+    assert np.array_equal(values[:first.SIZE], np.arange(first.SIZE)) and np.isnan(values[first.SIZE:]).all()
+    _, _, every_block = first.run_for_picture(planted("global_index", "same_elements_every_block"))
+    assert {element for _, element in every_block} == set(range(first.THREADS))
+    assert "same_elements_every_block" in exercises.draw(
+        "global_index", planted("global_index", "same_elements_every_block")).axes[0].get_title()
+    if fl.is_simulator():  # every write watched, the one past the end too (before it raises)
+        _, error, unguarded = first.run_for_picture(planted("global_index", "unguarded_tail"))
+        assert isinstance(error, IndexError) and (first.SIZE, first.SIZE) in unguarded
+    with pytest.raises(ValueError, match="exercise 'add_bias' has no picture; exercises with one: global_index"):
+        exercises.draw("add_bias")
+
+
+def test_progress_keeps_the_learners_passes_only(tmp_path, monkeypatch, capsys):
+    """fl.check records a pass of the learner's code, never the library's solution or a failure, in the
+    course's cache folder, where the next process finds it; the table lists every exercise."""
+    monkeypatch.setenv("FASTLSTM_CACHE", str(tmp_path))
+    monkeypatch.delenv("FASTLSTM_DISK_CACHE", raising=False)
+    from fastlstm_lib.course.exercises import passes
+
+    monkeypatch.setattr(passes, "_this_process", {})
+    fl.check("global_index")  # the library's solution: no pass of the learner's
+    fl.check("global_index", planted("global_index", "thread_index_missing"))
+    fl.check("global_index", global_index_stub)
+    assert passes.passed() == {}
+    fl.check("add_bias", add_bias_in_own_words)
+    capsys.readouterr()
+    assert list(passes.passed()) == ["add_bias"] and (tmp_path / passes.FILE).exists()
+    exercises.progress()
+    lines = capsys.readouterr().out.splitlines()
+    assert lines[0].split() == ["notebook", "exercise", "difficulty", "you"]
+    assert [line.split()[1] for line in lines[1:-1]] == exercises.names()
+    assert lines[2].split()[:4] == ["02", "add_bias", "easy", "passed"] and lines[1].endswith("not yet")
+    assert lines[-1].startswith(f"1 of {len(exercises.names())} passed")
+    monkeypatch.setattr(passes, "_this_process", {})
+    assert list(passes.passed()) == ["add_bias"]  # read back from the file, as another process would
+    monkeypatch.setenv("FASTLSTM_DISK_CACHE", "0")
+    assert passes.passed() == {}
+    fl.check("global_index", first_kernel_in_own_words)
+    capsys.readouterr()
+    assert list(passes.passed()) == ["global_index"]  # kept in this process only
+    assert "global_index" not in (tmp_path / passes.FILE).read_text()
+
+
+def first_kernel_in_own_words(out):
+    n = cuda.blockIdx.x * cuda.blockDim.x + cuda.threadIdx.x
+    if n < out.shape[0]:
+        out[n] = n
+
+
 def test_solutions_are_printable():
     assert "def gate_products" in exercises.solution("gate_products")
     assert "def _add_bias" in exercises.solution("add_bias")
@@ -224,7 +290,7 @@ def test_the_right_variant_is_the_reference():
 
 
 def test_bad_requests_say_what_was_expected():
-    with pytest.raises(ValueError, match="unknown exercise 'nope'; exercises: add_bias"):
+    with pytest.raises(ValueError, match="unknown exercise 'nope'; exercises: global_index, add_bias"):
         exercises.grade("nope")
     with pytest.raises(TypeError, match="expected a subclass of a fastlstm_lib step"):
         exercises.grade("gate_products", 42)

@@ -43,6 +43,7 @@ MIN_LENGTH = 15
 #: The library code each exercise mirrors, besides its solution: "module:qualified.name", a name
 #: inside a function found by its ``def`` (the kernel factories define their kernels inside).
 MIRRORS = {
+    "global_index": [],  # the course's first kernel: no library kernel is this small
     "add_bias": ["fastlstm_lib.kernels.pointwise:_add_bias"],
     "tile_loads": ["fastlstm_lib.kernels.gemm:tiled_gemm_kernel.tiled_gemm"],
     "gate_products": ["fastlstm_lib.steps.step03_combined_gemms:CombinedGemms.gate_products",
@@ -226,3 +227,33 @@ def test_the_output_rule_sees_a_printed_solution_and_kernel(sources):
     assert any(shows_a_run(text, source_of("fastlstm_lib.kernels.gemm:blocked_gemm_kernel")) for text in sources["tile_loads"])
     assert not any(shows_a_run(text, source_of("fastlstm_lib.steps.step05_fused_pointwise:FusedPointwise"))
                    for text in sources["fused_cell"])
+
+
+#: Markdown words a learner reads, counting from notebook 00, before the course's first exercise is checked.
+FIRST_EXERCISE_WORDS = 1_000
+
+
+def test_the_first_exercise_comes_early_with_its_picture():
+    """A first win early: the first ``fl.check`` of the course comes within FIRST_EXERCISE_WORDS words of
+    Markdown from the start of 00, and a later cell of its notebook draws that exercise's picture
+    (``fl.exercises.draw``), stored as an image."""
+    words = 0
+    for path in NOTEBOOKS:
+        cells = json.loads(path.read_text())["cells"]
+        for index, cell in enumerate(cells):
+            source = "".join(cell["source"])
+            if cell["cell_type"] == "markdown":
+                words += len(re.findall(r"\S+", source))
+                continue
+            found = CHECK.search(source)
+            if not found:
+                continue
+            assert words <= FIRST_EXERCISE_WORDS, (f"{path.name} cell {index}: the first exercise comes after "
+                                                   f"{words} words of Markdown (at most {FIRST_EXERCISE_WORDS})")
+            assert exercises.get(found.group(1)).picture is not None, f"{found.group(1)} has no picture"
+            drawn = [later for later in cells[index + 1:] if later["cell_type"] == "code"
+                     and f'exercises.draw("{found.group(1)}"' in "".join(later["source"])
+                     and any("image/png" in o.get("data", {}) for o in later.get("outputs", []))]
+            assert drawn, f"{path.name}: no cell after the check draws {found.group(1)}'s picture, stored as an image"
+            return
+    pytest.fail("no notebook checks an exercise")

@@ -299,4 +299,4 @@ def test_fl_exercises_works_before_fl_check_in_a_fresh_process():
     code = "import fastlstm_lib as fl; print(fl.exercises.names()[0])"
     done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
     assert done.returncode == 0, done.stderr
-    assert done.stdout.strip().endswith("add_bias")
+    assert done.stdout.strip().endswith("global_index")

@@ -9,14 +9,17 @@ right, and if not, where and which usual mistake it looks like.
     fl.exercises.hint("gate_products", 1)        # stuck? a nudge; 2: the idea; 3: the code
     print(fl.exercises.solution("gate_products"))  # the solution's source, when the hints were not enough
     fl.exercises.catalog("gate_products")        # its typical mistakes and how each is recognised
+    fl.exercises.draw("global_index", my_kernel) # a picture of what it did, where the exercise has one
+    fl.exercises.progress()                      # every exercise, passed or not yet (kept on disk)
 
 One module per exercise, ``exNN_<name>.py`` (NN = its notebook), holding its record,
 ``EXERCISE``: a ``StepExercise`` (a method of a step subclass, run by ``step_runs``) or a
 ``KernelExercise`` (a kernel, run by ``kernel_runs``), with the detectors its catalog needs. The evidence comes from ``trace`` (every launch, event and buffer of a run; its
 buffers in ``memory``, its stream ordering in ``profile/graph.Order``), ``schedule`` (thread orders on the
 simulator), ``mutants`` (the reference LSTM with a typical mistake in it) and ``locate`` (where, in words);
-``symptoms`` holds the detectors the catalogs share, ``base`` the grading loop. Importing this
-package loads NumPy and Numba only.
+``symptoms`` holds the detectors the catalogs share, ``base`` the grading loop, ``passes`` the
+passes ``check`` records. Importing this package loads NumPy and Numba only (``draw``, matplotlib,
+when called).
 """
 
 from __future__ import annotations
@@ -80,8 +83,34 @@ def check(name: str, candidate=SOLUTION) -> None:
     """Grade ``candidate`` and print the verdict: passed, not attempted yet, or where it goes wrong
     and the usual mistake behind it. Deterministic: the same code gives the same words. Without a
     candidate it grades the library's own solution (what a pass looks like) and says so; a
-    candidate of None is "not attempted", never "passed"."""
-    print(grade(name, candidate).text)
+    candidate of None is "not attempted", never "passed". A pass of the learner's own code is
+    recorded for ``progress()``."""
+    verdict = grade(name, candidate)
+    if verdict.passed and candidate is not SOLUTION and candidate is not get(name).solution():
+        from . import passes
+
+        passes.record(name)
+    print(verdict.text)
+
+
+def draw(name: str, candidate=SOLUTION):
+    """A picture of what ``candidate`` did (for ``global_index``: which thread wrote which element),
+    as a matplotlib Figure (a notebook cell shows it as its value). A stub draws what a pass will
+    look like, greyed; left out, the library's own solution. A ValueError for an exercise without one."""
+    exercise = get(name)
+    if exercise.picture is None:
+        with_one = [n for n in names() if get(n).picture is not None]
+        raise ValueError(f"exercise {name!r} has no picture; exercises with one: {', '.join(with_one)}")
+    kernel = exercise.solution() if candidate is SOLUTION else candidate
+    return exercise.picture(kernel, grade(name, candidate))
+
+
+def progress() -> None:
+    """Print every exercise in notebook order, passed (and when first) or not yet: the passes
+    ``check`` recorded on this machine, in any notebook (kept in the course's cache folder)."""
+    from . import passes
+
+    print(passes.report([get(n) for n in names()]))
 
 
 #: What each hint level gives, from the least to the most.
@@ -112,4 +141,4 @@ def catalog(name: str) -> list[dict]:
     return [{"name": m.name, "mistake": m.title, "symptom": m.symptom} for m in get(name).catalog]
 
 
-__all__ = ["Exercise", "Verdict", "names", "get", "grade", "check", "solution", "catalog"]
+__all__ = ["Exercise", "Verdict", "names", "get", "grade", "check", "solution", "catalog", "draw", "progress"]

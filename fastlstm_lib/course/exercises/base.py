@@ -77,6 +77,9 @@ class Exercise:
     #: Seconds a candidate's grading may take before it is stopped and judged "did not finish"
     #: (the library's solutions take well under 20 s each on a 2-core machine's simulator).
     time_limit: float = 180.0
+    #: ``picture(candidate, verdict)``: a matplotlib Figure of what the candidate did (which thread
+    #: wrote where), for ``fl.exercises.draw``; None where the exercise has none.
+    picture: Callable | None = None
 
     def __post_init__(self) -> None:
         if self.difficulty not in ("easy", "medium", "hard") or len(self.hints) != 3:
