@@ -1,6 +1,8 @@
 """Every figure a notebook states in its text is printed by a cell whose output nbval compares, set by its
 code, or cited: a change that moves a figure fails here or in nbval, and no cell of asserts on
-hard-coded numbers follows the Takeaway for the learner to read past."""
+hard-coded numbers follows the Takeaway for the learner to read past. A speed-up or a time ("1.70x",
+"27.5 ms") is stricter: a stored output prints it, cited ones too (issue 66), so that a learner sees
+where each comes from and a moved default or model cannot leave a stale one in the prose."""
 
 import json
 import re
@@ -17,7 +19,7 @@ NUMBER = re.compile(r"(?<![\w.])\d+(?:,\d{3})*(?:\.\d+)?(?:e-?\d+)?(?!\d|[A-Za-w
 #: What is not a figure: links to other notebooks ("notebooks 03 and 04"), LaTeX, link targets, years,
 #: software versions ("Python 3.13", "Keras >= 3.14").
 NOT_FIGURES = re.compile(r"[Nn]otebooks? \d\d(?:(?:,| and| or|-) ?\d\d)*|\$[^$]*\$|\]\([^)]*\)|\b(?:19|20)\d\d\b|"
-                         r"(?:Python|Keras|TensorFlow|torch|CUDA|cuDNN|numba-cuda|[<>]=?) ?\d+(?:\.\d+)+")
+                         r"(?:Python|Keras|TensorFlow|torch|CUDA|cuDNN|numba-cuda|(?<!-)[<>]=?) ?\d+(?:\.\d+)+")  # "->" is an arrow
 
 
 def figures(text):
@@ -116,6 +118,36 @@ def test_every_figure_in_the_text_is_shown_set_or_cited(path):
     missing = {index: found for index, cell in enumerate(cells) if cell["cell_type"] == "markdown"
                if (found := [n for n in figures("".join(cell["source"])) if not any(shown(n, k) for k in known)])}
     assert missing == {}, f"{path.name}: figures in Markdown cells that no output shows, no code sets, no source cites"
+
+
+#: A speed-up ("1.70x", "11x", "2.1×") or a time in milliseconds ("27.5 ms"); not a dimension ("64 x 64").
+RATIO_OR_TIME = re.compile(r"(?<![\w.,])(\d{1,3}(?:,\d{3})+|\d+(?:\.\d+)?) ?(?:(?:x|×)(?! ?\d)(?![\w-])|ms\b)")
+#: Code spans are no prose: `kernel[3, 8]` states no figure.
+CODE_SPAN = re.compile(r"`[^`]*`")
+
+
+def ratios_and_times(text):
+    """The speed-ups and times ``text`` states, as numbers ("1.70", "27.5")."""
+    return RATIO_OR_TIME.findall(NOT_FIGURES.sub(" ", CODE_SPAN.sub(" ", text)))
+
+
+def test_the_rule_reads_speedups_and_times_not_dimensions():
+    assert ratios_and_times("measured 1.70x; 27.5 ms -> 15.4 ms, a 2048 x 512 matrix, 11x, 2.1×, 1,004 ms") == \
+        ["1.70", "27.5", "15.4", "11", "2.1", "1,004"]
+    assert ratios_and_times("`kernel[3, 8]` and $2 x$ and 64 x 64 blocks; 4x-wide loads") == []
+    assert shown("1.7", {"1.70"}) and not shown("1.70", {"1.7"}) and not shown("27", {"127"})
+
+
+@pytest.mark.parametrize("path", NOTEBOOKS, ids=lambda p: p.name)
+def test_every_speedup_and_time_in_the_text_is_printed(path):
+    """A speed-up or a time in the Markdown is printed by a stored output (a measured one too, in a cell
+    nbval leaves out): set in code or cited is not enough (the article's 1.70x is printed from
+    data/article_cudnn5.csv where the text states it)."""
+    cells = json.loads(path.read_text())["cells"]
+    printed = set(NUMBER.findall("\n".join(output_text(cell) for cell in cells if cell["cell_type"] == "code")))
+    missing = {index: found for index, cell in enumerate(cells) if cell["cell_type"] == "markdown"
+               if (found := [n for n in ratios_and_times("".join(cell["source"])) if not shown(n, printed)])}
+    assert missing == {}, f"{path.name}: speed-ups and times in Markdown cells that no stored output prints"
 
 
 @pytest.mark.parametrize("path", NOTEBOOKS, ids=lambda p: p.name)
