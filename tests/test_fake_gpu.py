@@ -38,7 +38,8 @@ EXPECTED_SKIPS = {
     "M40": {name: "cannot launch a cooperative grid" for name in
             ("forward persistent odd", "forward persistent article", "bench persistent article",
              "profile persistent article", "persistent_limits", "graph persistent odd",
-             "kernel persistent 1: persistent_layer", "kernel persistent 2: persistent_registers")},
+             "kernel persistent 1: persistent_layer", "kernel persistent 2: persistent_registers",
+             "kernel persistent 3: persistent_light_barrier")},
 }
 
 

@@ -83,6 +83,7 @@ STEPS_OF = {
     "column_sum": BACKWARD[3:],
     "persistent_layer": ("persistent",),
     "persistent_registers": (),
+    "persistent_light_barrier": (),  # the "fast" policy keeps version 2 until a GPU has timed both
 }
 
 
