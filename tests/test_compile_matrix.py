@@ -74,7 +74,9 @@ def test_every_kernel_is_built_for_every_architecture_it_exists_for(rows):
     assert where["tf32_gemm"] == [(8, 0), (8, 9), (9, 0)]
     from compile_matrix.jobs import inventory
 
-    assert "tf32_gemm" not in inventory((7, 5), ["tf32_gemm", "exact_gemm"])  # never tried there (nothing compiled)
+    assert "tf32_gemm" in inventory((9, 0), ["tf32_gemm"])
+    with pytest.raises(ValueError, match=r"kernels \['tf32_gemm'\] are built by no spec"):
+        inventory((7, 5), ["tf32_gemm"])  # the worker never tries it there
     assert "sm_80+ (TF32 mma.sync)" in {row["what"] for row in rows if row["kernel"] == "tf32_gemm"}.pop()
 
 

@@ -235,12 +235,12 @@ def stale(out: Path, where: Path) -> dict[str, list[str]]:
     """The kernels that are not current -> where: the table (``out``) where one of the kernel's rows
     is missing or records another key than today's (``kernel_keys``), or it has a row of no kernel
     built today; each listing in ``where`` that is missing or records another key. Empty: all current."""
-    keys, where = kernel_keys(), built_archs()
+    keys, built_for = kernel_keys(), built_archs()
     table = read_table(out) if Path(out).exists() else []
     recorded = {(row["kernel"], row["arch"]): row.get("key") for row in table}
     found = {}
-    for kernel, arch in sorted(set(recorded) | {(kernel, arch_name(cc)) for kernel in keys for cc in where[kernel]}):
-        built = kernel in keys and arch in map(arch_name, where[kernel])
+    for kernel, arch in sorted(set(recorded) | {(kernel, arch_name(cc)) for kernel in keys for cc in built_for[kernel]}):
+        built = kernel in keys and arch in map(arch_name, built_for[kernel])
         if not built or recorded.get((kernel, arch)) != keys[kernel]:
             found.setdefault(kernel, []).append(str(out))
     for kernel, arch in sorted(LISTED):
