@@ -62,9 +62,38 @@ def test_the_table_is_current():
         assert path.read_text() == text, f"{path} is stale: run `{cm.COMMAND}`"
 
 
-def test_every_kernel_is_built_for_every_architecture(rows):
+def test_every_kernel_is_built_for_every_architecture_it_exists_for(rows):
+    """Every architecture, but for a kernel whose ``Build`` names a ``min_cc``: the TF32 tensor-core
+    GEMM (TF32 ``mma.sync`` exists from sm_80 on: ptxas refuses it for sm_75), which the worker
+    never tries below it (``jobs.inventory``)."""
+    where = cm.built_archs()
+    assert set(where) == KERNELS
     assert sorted((row["kernel"], row["arch"]) for row in rows) == sorted(
-        (kernel, arch) for kernel in KERNELS for arch in ARCH_NAMES)
+        (kernel, arch_name(cc)) for kernel in KERNELS for cc in where[kernel])
+    assert {kernel for kernel in KERNELS if len(where[kernel]) < len(ARCHS)} == {"tf32_gemm"}
+    assert where["tf32_gemm"] == [(8, 0), (8, 9), (9, 0)]
+    from compile_matrix.jobs import inventory
+
+    assert "tf32_gemm" in inventory((9, 0), ["tf32_gemm"])
+    with pytest.raises(ValueError, match=r"kernels \['tf32_gemm'\] are built by no spec"):
+        inventory((7, 5), ["tf32_gemm"])  # the worker never tries it there
+    assert "sm_80+ (TF32 mma.sync)" in {row["what"] for row in rows if row["kernel"] == "tf32_gemm"}.pop()
+
+
+def test_the_tf32_gemm_multiplies_on_tensor_cores(rows):
+    """Issue 68's version 9 (kernels/gemm/v9_tf32.py) wherever it is built: its main loop (a trip of
+    two slabs of 32) issues 64 HMMA.1688.F32.TF32, 8 per k-step of 8 per warp, and no FFMA (the
+    product is the tensor cores'; TF32 rounding is FSETP, an integer add and a LOP3 per value
+    stored); 16 fragment loads per 8 HMMA, 128-bit global loads (4 of A and 4 of B per slab), no
+    spills, at most 128 registers (4 blocks of 128 threads an SM)."""
+    table = {(row["kernel"], row["arch"]): row for row in rows}
+    for arch in ("sm_80", "sm_89", "sm_90"):
+        v9 = table[("tf32_gemm", arch)]
+        assert v9["loop_hmma"] == 64 and v9["loop_ffma"] == 0, v9
+        assert v9["loop_shared_loads"] == 2 * v9["loop_hmma"] and v9["loop_global_loads"] == 16, v9
+        assert v9["loop_barriers"] == 2 and v9["registers"] <= 128, v9
+        assert (v9["spill_stores"], v9["spill_loads"], v9["stack_frame"], v9["loop_local"]) == (0, 0, 0, 0), v9
+    assert all(row["loop_hmma"] in (0, "") for row in rows if row["kernel"] != "tf32_gemm")
 
 
 def test_no_kernel_but_the_persistent_one_touches_local_memory(rows):
@@ -413,7 +442,7 @@ def test_ptxas_reports_and_disassemblies_are_read():
     code = parse_nvdisasm(listing, "k")
     assert code[4] == Instruction(0x40, "BRA", 0x10, "`(.L_x_1)")
     assert code[2] == Instruction(0x20, "FFMA", None, "R3, R2, R2, R3")
-    assert main_loop_mix(code) == {"instructions": 7, "loop_instructions": 4, "loop_ffma": 1, "loop_shared_loads": 1,
+    assert main_loop_mix(code) == {"instructions": 7, "loop_instructions": 4, "loop_ffma": 1, "loop_hmma": 0, "loop_shared_loads": 1,
                                    "loop_global_loads": 0, "loop_local": 0, "loop_integer": 1, "loop_barriers": 0}
     with pytest.raises(ValueError, match="'other'"):
         parse_nvdisasm(listing, "other")

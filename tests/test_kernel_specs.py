@@ -68,6 +68,7 @@ STEPS_OF = {
     "split_gemm": (),
     "recurrent_gemm": (),
     "warptiled_gemm": (),
+    "tf32_gemm": (),
     "_fill": UNFUSED + FUSED + BACKWARD,  # steps 02-08 zero the cell state with it; the backward ladder, the gradients
     "_add": UNFUSED + ("bwd_op_by_op",),
     "_add_bias": UNFUSED,

@@ -57,7 +57,9 @@ class Traffic:
 class Build(NamedTuple):
     """One compiled form of a kernel: row ``row`` of data/kernel_resources.csv. ``make()`` returns
     (the kernel, its Numba signature); ``blocking``: a blocked GEMM's tiling (its trip counts, and
-    the row the timeline reads for launches of that version and blocking where ``timed``)."""
+    the row the timeline reads for launches of that version and blocking where ``timed``);
+    ``min_cc``: the oldest compute capability it exists for (the TF32 tensor-core GEMM's (8, 0)),
+    None: every architecture of the matrix."""
 
     row: str
     make: Callable[[], tuple]
@@ -66,6 +68,7 @@ class Build(NamedTuple):
     timed: bool = False
     max_registers: int | None = None
     relocatable: bool = False
+    min_cc: tuple | None = None
 
 
 @dataclasses.dataclass(frozen=True)

@@ -49,7 +49,7 @@ COMMAND = "PYTHONPATH=tools python -m compile_matrix --out data/kernel_resources
 #: column -> what it holds (the table's header says it too).
 COLUMNS = {
     "kernel": "the kernel (persistent_bN: the persistent kernel planned for batch N)",
-    "arch": "the GPU architecture it is built for",
+    "arch": "the GPU architecture it is built for (every one, or those its Build's min_cc allows: tf32_gemm from sm_80)",
     "registers": "registers per thread (ptxas -v)",
     "max_registers": "the register cap it is built with (--maxrregcount), empty for none",
     "spill_stores": "bytes of spill stores per thread",
@@ -57,8 +57,9 @@ COLUMNS = {
     "stack_frame": "bytes of stack frame (local memory) per thread",
     "static_shared": "bytes of static shared memory per block (the persistent kernel's is dynamic)",
     "instructions": "SASS instructions of the whole kernel",
-    "loop_instructions": "SASS instructions in the main loop's body (innermost loop with the most FFMAs; 0: no loop)",
+    "loop_instructions": "SASS instructions in the main loop's body (innermost loop with the most FFMAs and HMMAs; 0: no loop)",
     "loop_ffma": "of which FFMA",
+    "loop_hmma": "of which tensor-core matrix multiply-adds (HMMA: one warp-wide mma.sync each)",
     "loop_shared_loads": "of which loads from shared memory (LDS, any width)",
     "loop_global_loads": "of which loads from global memory (LDG, LD)",
     "loop_local": "of which local-memory loads and stores (LDL, STL: spills)",
@@ -133,9 +134,19 @@ def cached_rows(cc: tuple[int, int], cache: Path, keys: dict[str, str]) -> list[
     return [json.loads(files[kernel].read_text()) for kernel in keys]
 
 
+def built_archs() -> dict[str, list[tuple[int, int]]]:
+    """Row name -> the architectures of ``ARCHS`` it is built for: all, or those at or above its
+    ``Build``'s ``min_cc`` (TF32 ``mma.sync`` does not exist below sm_80: ptxas refuses it)."""
+    from fastlstm_lib.kernels.versions import every
+
+    return {build.row: [cc for cc in ARCHS if not build.min_cc or cc >= tuple(build.min_cc)]
+            for spec in every() for build in spec.builds()}
+
+
 def build(cache: Path = CACHE, workers: int | None = None, archs=None) -> list[dict]:
     """Every row of the table, kernels in the inventory's order, each over the architectures
-    (``archs``: a subset of ``ARCHS``' keys, e.g. [(9, 0)]; default all of them)."""
+    (``archs``: a subset of ``ARCHS``' keys, e.g. [(9, 0)]; default all of them) it is built for
+    (``built_archs``)."""
     if workers is not None and (not isinstance(workers, int) or workers < 1):
         raise ValueError(f"workers must be a positive int or None, got {workers!r}")
     chosen = list(ARCHS) if archs is None else list(archs)
@@ -144,7 +155,7 @@ def build(cache: Path = CACHE, workers: int | None = None, archs=None) -> list[d
     from fastlstm_lib.runtime.numba_compat import require_numba_cuda
 
     require_numba_cuda("the compile matrix")  # it compiles with numba-cuda's real path, never the simulator
-    keys = kernel_keys()
+    keys, where = kernel_keys(), built_archs()
     cache = Path(cache)
     for old in cache.glob("*") if cache.exists() else []:
         if old.name not in map(arch_name, ARCHS):  # another layout of the cache: stale
@@ -152,9 +163,12 @@ def build(cache: Path = CACHE, workers: int | None = None, archs=None) -> list[d
     # Start the biggest share first: sm_52's worker is the only CUDA 12 one.
     archs = sorted(chosen, key=lambda cc: toolkit_of(cc) != "12")
     with concurrent.futures.ThreadPoolExecutor(workers or os.cpu_count() or 1) as pool:
-        per_arch = dict(zip(archs, pool.map(lambda cc: cached_rows(cc, cache, keys), archs)))
-    ordered = [cc for cc in ARCHS if cc in per_arch]
-    return [per_arch[cc][i] for i in range(len(per_arch[ordered[0]])) for cc in ordered]
+        per_arch = dict(zip(archs, pool.map(
+            lambda cc: cached_rows(cc, cache, {kernel: key for kernel, key in keys.items() if cc in where[kernel]}),
+            archs)))
+    found = {(row["kernel"], row["arch"]): row for rows in per_arch.values() for row in rows}
+    return [found[kernel, arch_name(cc)] for kernel in keys for cc in ARCHS
+            if cc in per_arch and (kernel, arch_name(cc)) in found]
 
 
 #: A SASS listing's line that records the key (``keys``) of the sources and compilers its kernel was built from.
@@ -171,6 +185,7 @@ def render(rows: list[dict]) -> str:
               "# ptxas -O3 as the driver's JIT does; the persistent kernel with -c (its grid barrier calls the",
               "# device runtime) and its register cap. Main loop: see tools/compile_matrix/sass.py.",
               "# sm_52 has no SASS columns: no disassembler on PyPI reads it (nvdisasm 13 dropped Maxwell).",
+              "# tf32_gemm has rows from sm_80 on only: TF32 mma.sync does not exist on sm_52 and sm_75.",
               f"# Regenerate: {COMMAND}  (checked by tests/test_compile_matrix.py)"]
     header += [f"#   {column}: {meaning}" for column, meaning in COLUMNS.items()]
     out = io.StringIO()
@@ -220,12 +235,13 @@ def stale(out: Path, where: Path) -> dict[str, list[str]]:
     """The kernels that are not current -> where: the table (``out``) where one of the kernel's rows
     is missing or records another key than today's (``kernel_keys``), or it has a row of no kernel
     built today; each listing in ``where`` that is missing or records another key. Empty: all current."""
-    keys = kernel_keys()
+    keys, built_for = kernel_keys(), built_archs()
     table = read_table(out) if Path(out).exists() else []
     recorded = {(row["kernel"], row["arch"]): row.get("key") for row in table}
     found = {}
-    for kernel, arch in sorted(set(recorded) | {(kernel, arch_name(cc)) for kernel in keys for cc in ARCHS}):
-        if kernel not in keys or recorded.get((kernel, arch)) != keys[kernel]:
+    for kernel, arch in sorted(set(recorded) | {(kernel, arch_name(cc)) for kernel in keys for cc in built_for[kernel]}):
+        built = kernel in keys and arch in map(arch_name, built_for[kernel])
+        if not built or recorded.get((kernel, arch)) != keys[kernel]:
             found.setdefault(kernel, []).append(str(out))
     for kernel, arch in sorted(LISTED):
         path = Path(where) / f"{kernel}.{arch}.sass"

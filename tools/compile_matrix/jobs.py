@@ -75,13 +75,13 @@ def inventory(cc: tuple[int, int], kernels: list[str] | None = None) -> dict:
     """name -> (kernel, signature, what it is, max_registers or None, relocatable, a blocked GEMM's
     trip counts or None) for every kernel, or those ``kernels`` names: every ``Build`` of every
     version's spec (``fastlstm_lib.kernels.spec``; a new kernel version gets its spec there, not a
-    line here)."""
+    line here) that exists for ``cc`` (its ``min_cc``: the TF32 tensor-core GEMM from sm_80 on)."""
     from fastlstm_lib.kernels.versions import every
 
     found = {}
     for spec in every():
         for build in spec.builds():
-            if kernels is not None and build.row not in kernels:
+            if (kernels is not None and build.row not in kernels) or (build.min_cc and cc < tuple(build.min_cc)):
                 continue
             kernel, signature = build.make()
             b = build.blocking  # the blocking's trip counts: sass.slab_mix

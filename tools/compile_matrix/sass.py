@@ -4,7 +4,7 @@ The cubin is disassembled by CUDA 13's nvdisasm into (address, opcode, branch ta
 sm_75 and newer only, since no disassembler on PyPI reads sm_52 any more (nvdisasm 13 dropped
 it, CUDA 12's is no wheel), so sm_52's SASS columns stay empty. A loop is a backward branch: the
 instructions from its target to the branch. The *main loop* is, of the innermost loops that do
-FFMAs (no loop inside them does), the one with the most: the k loop of a GEMM, the dot-product
+FFMAs or tensor-core HMMAs (no loop inside them does), the one with the most: the k loop of a GEMM, the dot-product
 loop of the persistent kernel, or its time loop where the compiler unrolled the dot product
 whole. The counts are of the loop's code as it stands (an inner loop's body counts once). A
 kernel without a backward branch (the element-wise ones) has no loop: its loop columns are 0.
@@ -32,7 +32,7 @@ from .toolkits import tool, toolkit_of
 #: Local memory (spills): loads and stores (only the compile matrix counts them).
 LOCAL = frozenset({"LDL", "STL"})
 
-LOOP_COLUMNS = ("loop_instructions", "loop_ffma", "loop_shared_loads", "loop_global_loads", "loop_local",
+LOOP_COLUMNS = ("loop_instructions", "loop_ffma", "loop_hmma", "loop_shared_loads", "loop_global_loads", "loop_local",
                 "loop_integer", "loop_barriers")
 SLAB_COLUMNS = ("slab_instructions", "slab_ffma", "slab_ffma_after_load")
 
@@ -128,6 +128,7 @@ def mix(code: list[Instruction]) -> dict[str, int]:
     return {
         "loop_instructions": len(names),
         "loop_ffma": sum(n in ("FFMA", "FFMA32I") for n in names),
+        "loop_hmma": sum(n == "HMMA" for n in names),
         "loop_shared_loads": sum(n in SHARED_LOADS for n in names),
         "loop_global_loads": sum(n in GLOBAL_LOADS for n in names),
         "loop_local": sum(n in LOCAL for n in names),
@@ -147,12 +148,12 @@ def _spans(code: list[Instruction]) -> dict:
 
 def _main_loop(spans: dict):
     """The main loop's span (see the module docstring), or None without a loop."""
-    # The innermost loops that do FFMAs (none inside them does); without FFMAs, the innermost loops.
-    with_ffma = {span for span, counts in spans.items() if counts["loop_ffma"]}
+    # The innermost loops that do FFMAs or HMMAs (none inside them does); without either, the innermost loops.
+    with_ffma = {span for span, counts in spans.items() if counts["loop_ffma"] + counts["loop_hmma"]}
     pool = with_ffma or set(spans)
     candidates = [span for span in pool if not any(_inside(other, span) for other in pool)]
-    return max(candidates, key=lambda span: (spans[span]["loop_ffma"], spans[span]["loop_instructions"], span),
-               default=None)
+    return max(candidates, key=lambda span: (spans[span]["loop_ffma"] + spans[span]["loop_hmma"],
+                                             spans[span]["loop_instructions"], span), default=None)
 
 
 def main_loop_mix(code: list[Instruction] | None) -> dict[str, int | str]:

@@ -4,7 +4,8 @@ Its versions are its files, each built on the one before, each opening with what
 steps that launch it (``VERSIONS`` lists them in order; ``python -m fastlstm_lib.kernels gemm``
 checks and times them; the README's table counts every step's launches at the article's size):
 ``v0_cublas`` (the yardstick), ``v1_tiled``, ``v2_blocked``, ``v3_exact``, ``v4_prefetch``,
-``v5_vector``, ``v6_split``, ``v7_recurrent``, ``v8_warptiled``. Every version's kernel has its own name,
+``v5_vector``, ``v6_split``, ``v7_recurrent``, ``v8_warptiled``, ``v9_tf32`` (on tensor cores: TF32
+``mma.sync``, compute capability 8.0+). Every version's kernel has its own name,
 which SASS listings, profiles and tables show. What they share: ``tiles`` (the blockings, the shapes,
 the traffic formula), ``slab`` (the unrolled slab of versions 3-8), ``pipeline`` (the register double
 buffering of versions 4-8) and ``launch`` (``gemm()``, ``gemm_split()``,

@@ -14,7 +14,7 @@ Where kernels are compiled (a GPU, the fake GPU) they are Numba intrinsics emitt
 (``intrinsics``); on the simulator, Python stand-ins that compute the same thing (``standin``:
 the warp's 32 threads meet, the last one multiplies). Host helpers: ``round_tf32`` and
 ``truncate_tf32`` (``tf32``, NumPy) and the fragment layout (``layout``: ``element``, ``table``,
-``draw``).
+``draw``), and where the instruction exists (``MIN_COMPUTE_CAPABILITY``, ``require_tf32``).
 
 The fragment layout (PTX ISA, "Matrix Fragments for mma.m16n8k8", .tf32 A and B, .f32 C/D),
 with group = lane >> 2 and tig = lane % 4; "T5:a2" is lane 5's register a2:
@@ -89,5 +89,32 @@ if DEVICE.compiled:  # a GPU or the fake GPU: the instructions themselves
 else:  # the simulator: the stand-ins, same signatures, same results
     from .standin import mma_tf32_m16n8k8, to_tf32
 
-__all__ = ["K", "M", "N", "WARP", "draw", "element", "mma_tf32_m16n8k8", "round_tf32", "table", "to_tf32",
-           "truncate_tf32"]
+#: The first compute capability whose tensor cores take TF32 (Ampere, sm_80): ``mma.sync`` with
+#: .tf32 operands does not exist below it (ptxas refuses the PTX for sm_75 and older).
+MIN_COMPUTE_CAPABILITY = (8, 0)
+
+
+def compute_capability() -> tuple[int, int] | None:
+    """This GPU's compute capability (major, minor), or None on the simulator, where the stand-ins
+    run whatever chip a GPU would be."""
+    if not DEVICE.compiled:
+        return None
+    from numba import cuda
+
+    return tuple(int(part) for part in cuda.get_current_device().compute_capability)
+
+
+def require_tf32(kernel: str, cc: tuple[int, int] | None = None) -> None:
+    """Refuse to launch ``kernel`` (a RuntimeError naming the compute capability) on a GPU of
+    compute capability ``cc`` (default: this one's, ``compute_capability``) below
+    ``MIN_COMPUTE_CAPABILITY``; nothing on the simulator (``cc`` None)."""
+    cc = compute_capability() if cc is None else tuple(cc)
+    if cc is not None and cc < MIN_COMPUTE_CAPABILITY:
+        raise RuntimeError(
+            f"{kernel} needs TF32 tensor cores (mma.sync with .tf32 operands), which exist from compute "
+            f"capability {MIN_COMPUTE_CAPABILITY[0]}.{MIN_COMPUTE_CAPABILITY[1]} (sm_80, Ampere) on; this GPU is "
+            f"compute capability {cc[0]}.{cc[1]} (sm_{cc[0]}{cc[1]})")
+
+
+__all__ = ["K", "M", "MIN_COMPUTE_CAPABILITY", "N", "WARP", "compute_capability", "draw", "element",
+           "mma_tf32_m16n8k8", "require_tf32", "round_tf32", "table", "to_tf32", "truncate_tf32"]
