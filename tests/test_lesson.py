@@ -47,19 +47,47 @@ def test_measure_says_why_it_times_nothing_on_the_simulator(capsys):
     assert "nothing is timed" in capsys.readouterr().out
 
 
-def test_standing_prints_one_line_each_and_returns_every_step_so_far(capsys, keras_available):
+def test_standing_opens_with_one_line_then_the_rest_and_returns_every_step_so_far(capsys, keras_available):
     facts = lesson.standing("streams", SMALL)
     out = capsys.readouterr().out
     assert facts["errors"]["reference"] <= fl.RTOL and facts["errors"]["keras"] <= fl.RTOL
     assert [row["step"] for row in facts["bounds"]] == [row["step"] for row in facts["launches"]] == [
         "baseline", "combined_gemms", "streams"]
-    assert "(combined_gemms -> streams;" in out
-    assert "lower bound, H100, Python host  128.2 -> 128.2 ms, set by host" in out  # the host still binds
-    assert "estimate, M40, C++ host         80.7 -> 63.4 ms" in out  # the side stream overlaps there
-    assert "the article's M40               148.3 -> 108.0 ms (measured; 1.37x)" in out
-    assert "critical path" not in out  # the bound's table is notebook 02's, not every lesson's
+    first, *rest = out.splitlines()
+    assert first == lesson.step_line("streams")  # the one line opens the standing
+    assert "H100, Python host: lower bound 128.2 -> 128.2 ms, set by host; estimate 128.2 -> 128.2 ms" in out
+    assert "launches per pass: 800 GEMMs, 6,804 element-wise" in out
+    assert "streams equals the float64 reference within 1e-05: True" in out
     first = lesson.standing("baseline", SMALL)
-    assert len(first["bounds"]) == 1 and "(baseline;" in capsys.readouterr().out
+    assert len(first["bounds"]) == 1 and capsys.readouterr().out.startswith("02 baseline (")
+
+
+def test_step_line_labels_what_changes_the_article_and_the_model():
+    line = lesson.step_line("streams")
+    what, article, model = line.split(" | ")
+    assert what.startswith("04 streams (input GEMM on its own stream")  # the step's own title
+    assert "launches 7,604 -> 7,604" in what and "streams 1 -> 2" in what  # the same launches, a side stream
+    assert "critical path 7,604 -> 7,204 launches (recorded)" in what
+    assert article == "the article's M40: 148.3 -> 108.0 ms, 1.37x (measured; 2.8x its baseline)"
+    assert model == "the model's M40, C++ host: 80.7 -> 63.4 ms, 1.27x (estimated)"
+    # A step that moves no count says what it does move: the GEMMs' 'T' flag
+    assert "GEMMs reading B with 'T' 100% -> 0%" in lesson.step_line("pretransposed")
+    assert "critical path" not in lesson.step_line("pretransposed")  # unchanged counts are left out
+    persistent = lesson.step_line("persistent", chip="H100").split(" | ")
+    assert "with the H100's launch geometry" in persistent[0]
+    assert persistent[1] == "the article's M40: not measured (the article ends at wavefront)"
+    assert "cannot run there, no cooperative launch" in persistent[2]
+
+
+def test_on_your_cpu_names_a_section_notebook_13_has():
+    import json
+    from pathlib import Path
+
+    cells = json.loads((Path(__file__).resolve().parents[1] / "notebooks" / "13_on_your_cpu.ipynb").read_text())["cells"]
+    headings = {"".join(cell["source"]).splitlines()[0] for cell in cells if cell["cell_type"] == "markdown"}
+    assert all(heading in headings for heading, _ in lesson.ON_YOUR_CPU.values())
+    assert "cpu_speed.stacked_gemms" in lesson.on_your_cpu("combined_gemms")
+    assert lesson.on_your_cpu("wavefront") is None
 
 
 def test_ladder_times_label_every_source_and_estimate_each_measured_gpu():

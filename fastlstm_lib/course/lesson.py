@@ -3,9 +3,10 @@
 - ``check(step)``: the step at the course's odd sizes against the float64 reference and Keras,
   with the launches counted in that real run set against ``fl.profile``'s dry run of it. The
   printed words do not depend on the device, so nbval compares them; the errors are returned.
-- ``standing(step)``: the check's verdicts, then this step beside the one before in one line each:
-  launches per pass, the lower bound and the timeline model's estimate (notebook 02 explains both),
-  the article's M40 measurement.
+- ``standing(step)``: one line first (``step_line``): what the step changes in the recorded pass,
+  the article's M40 measurement and the timeline model's M40 estimate from C++, each labelled,
+  beside the step before; then the launches by kind and an H100 from Python (the lower bound and
+  the estimate: notebook 02 explains both); then the check's verdicts.
 - ``ladder_chart(step)``: the ladder's one chart, which grows by one step per notebook: ms per
   pass of every step so far, measured (the article's M40, committed GPU results, this run) and
   estimated, each labelled, one panel per GPU.
@@ -13,7 +14,9 @@
   range, ``nvtx.py``), or Nsight Compute where a kernel's memory access is the point: the commands,
   and what to look for. Printed the same on every machine; nothing is run.
 - ``measure(step)``: on a GPU, every step so far checked and timed at the article's size; on the
-  simulator nothing is timed (it would measure Python threads) and it says so. Then the ladder chart.
+  simulator nothing is timed (it would measure Python threads) and it says so, and names notebook
+  13's CPU-timed experiment of the same mechanism where it has one (``on_your_cpu``). Then the
+  ladder chart.
 
 Geometry is an M40's unless a notebook says otherwise (``CHIP``): the article's GPU, so that the
 recorded launches are the same on every machine.
@@ -22,12 +25,13 @@ recorded launches are the same on every machine.
 from __future__ import annotations
 
 import math
+import re
 
 import numpy as np
 
 from ..runtime.device import DEVICE
 from .. import steps
-from .article import ARTICLE_GPU, article_ms
+from .article import ARTICLE_GPU, article_ms, article_numbers
 from ..config import LSTMConfig
 from ..gpus import find_gpu
 from ..harness import bench_steps, problem
@@ -125,44 +129,108 @@ def _estimate_ms(name: str, gpu: str, host: str) -> float | None:
         return None
 
 
+def _recorded(name: str, chip: str) -> dict:
+    """What ``step_line`` counts in a pass recorded at the article's size with ``chip``'s geometry:
+    launches, GB loaded and stored (every load and store issued, x 4 bytes), the streams its
+    launches go on, the launches on its critical path, and the share of its GEMMs that read B
+    with the 'T' flag."""
+    p = profile(name, LSTMConfig.article(), chip=chip)
+    totals, gemms = p.totals, [launch for launch in p.launches if family_of(launch.kernel) == "gemm"]
+    return {"launches": totals["launches"], "gb": (totals["bytes_read"] + totals["bytes_written"]) / 1e9,
+            "streams": len({launch.stream for launch in p.launches}), "critical": p.critical_path()["launches"],
+            "transposed": sum(launch.transpose_b for launch in gemms) / len(gemms) if gemms else 0.0}
+
+
+def _number(name: str) -> str:
+    """The notebook that teaches ladder step ``name`` ("04"), from its module's file name."""
+    return re.search(r"step(\d\d)_", type(steps.get(name)).__module__).group(1)
+
+
+def step_line(step: str, *, chip: str = CHIP) -> str:
+    """One line for ``step`` at the article's size, beside the step before: what it changes (its
+    title, then launches, GB loaded and stored, and the streams, critical path and 'T'-flag GEMMs
+    where they move: ``fl.profile``, recorded), the article's M40 (measured, published) and the
+    timeline model's M40 from a C++ host (estimated), each labelled. Deterministic."""
+    name = steps.get(step).name
+    earlier = steps.previous(name)
+    was, now = (_recorded(earlier.name, chip) if earlier else None), _recorded(name, chip)
+
+    def change(key, fmt="{:,}"):
+        return fmt.format(now[key]) if was is None else f"{fmt.format(was[key])} -> {fmt.format(now[key])}"
+
+    parts = [f"launches {change('launches')}", f"{change('gb', '{:.2f}')} GB loaded and stored"]
+    if was is None:
+        parts += [f"{now['streams']} stream{'s' * (now['streams'] > 1)}", f"critical path {now['critical']:,} launches"]
+    else:
+        parts += [text for key, text in (("streams", f"streams {change('streams')}"),
+                                         ("critical", f"critical path {change('critical')} launches"),
+                                         ("transposed", f"GEMMs reading B with 'T' {change('transposed', '{:.0%}')}"))
+                  if was[key] != now[key]]
+    published = {row["step"]: row for row in article_numbers()}
+    measured = article_ms()
+    if name not in measured:
+        article = f"{ARTICLE_LABEL}: not measured (the article ends at {list(measured)[-1]})"
+    elif earlier is None or earlier.name not in measured:
+        article = f"{ARTICLE_LABEL}: {measured[name]:.1f} ms (measured)"
+    else:
+        before_ms, speedup = measured[earlier.name], published[name]["speedup"]
+        article = (f"{ARTICLE_LABEL}: {before_ms:.1f} -> {measured[name]:.1f} ms, {before_ms / measured[name]:.2f}x "
+                   f"(measured; {speedup:g}x its baseline)")
+    gpu, host = ESTIMATES[0]
+    model_before = estimate_ms(earlier.name, gpu, host) if earlier else None
+    model_now = estimate_ms(name, gpu, host)
+    label = f"the model's {gpu}, {HOST_WORDS[host]} host"
+    if model_now is None:
+        model = f"{label}: cannot run there, {_why_not(name, gpu)}"
+    elif model_before is None:
+        model = f"{label}: {model_now:.1f} ms (estimated)"
+    else:
+        model = f"{label}: {model_before:.1f} -> {model_now:.1f} ms, {model_before / model_now:.2f}x (estimated)"
+    geometry = "" if chip == CHIP else f" with the {chip}'s launch geometry"
+    return (f"{_number(name)} {name} ({steps.get(name).title}): " + ", ".join(parts) + f" (recorded{geometry}) | "
+            + article + " | " + model)
+
+
+def _why_not(name: str, gpu: str) -> str:
+    """Why ``name`` cannot be recorded for ``gpu`` (the persistent kernel's limit, in a few words)."""
+    from ..kernels.persistent import PersistentLimitError
+
+    try:
+        profile(name, LSTMConfig.article(), chip=gpu)
+    except PersistentLimitError as error:
+        return error.reason
+    return "no estimate"
+
+
 def standing(step: str, cfg: LSTMConfig = ODD, *, chip: str = CHIP, gpus=BOUND_GPUS) -> dict:
-    """Where ``step`` stands, in one cell: ``check`` at ``cfg`` (the verdicts printed), then, at the
-    article's size and recorded without running, one line each beside the step before: launches
-    per pass, the lower bound and the timeline model's estimate on an H100 issued from Python, and
-    the article's M40 measurement where it has one. Notebook 02 explains the bound and the model
-    once; their tables are ``bounds`` and ``timeline.step_change``. ``chip``: the launch geometry of
-    the check's recording and of the launch counts. Deterministic: nbval compares all of it.
+    """Where ``step`` stands, in one cell. First ``step_line``: what the step changes, the article's
+    M40 and the model's M40 from C++, each labelled, beside the step before. Under it, at the
+    article's size and recorded without running, what the line leaves out: the launches by kind,
+    and an H100 issued from Python (ours): the lower bound and the timeline model's estimate
+    (notebook 02 explains both; their tables are ``bounds`` and ``timeline.step_change``). Then
+    ``check`` at ``cfg`` (the verdicts printed). ``chip``: the launch geometry of the line, of the
+    launch counts and of the check's recording. Deterministic: nbval compares all of it.
     Returns {"errors": ``check``'s dict, "launches": ``launch_rows``, "bounds": ``ladder_bounds``
     rows, "estimates": {(step, gpu, host): ms}}, every step so far in each."""
     from .profile.ladder import ladder_bounds
 
-    errors = check(step, cfg, chip=chip)
     names = steps_so_far(step)
     counted = launch_rows(names, chip=chip)
     rows = ladder_bounds(gpus=gpus, steps=names, chip=CHIP)  # the persistent step is planned per GPU there
     estimates = {(name, gpu, host): estimate_ms(name, gpu, host) for name in names[-2:] for gpu, host in ESTIMATES}
     now, was = rows[-1], (rows[-2] if len(rows) > 1 else None)
-    before = was["step"] if was else None
     old = (lambda key: None) if was is None else (lambda key: was[key])
     gpu, host = ESTIMATES[-1]
-    bound = (f"{_change(old(f'{gpu} {host} ms'), now[f'{gpu} {host} ms'], '{:.1f}')} ms, "
-             f"set by {now[f'{gpu} {host} binding']}")
-    lines = [["launches per pass", _change(old("launches"), now["launches"])
-              + " (" + ", ".join(f"{counted[-1][kind]:,} {what}" for kind, what in KINDS
-                                 if counted[-1][kind] or kind == "gemm") + ")"],
-             [f"lower bound, {gpu}, {HOST_WORDS[host]} host", bound]]
-    for gpu, host in ESTIMATES[::-1]:
-        after, earlier = estimates[step, gpu, host], before and estimates[before, gpu, host]
-        text = ("cannot run there" if after is None else
-                _change(earlier, after, "{:.1f}") + " ms" if earlier is not None or before is None else f"{after:.1f} ms")
-        lines.append([f"estimate, {gpu}, {HOST_WORDS[host]} host", text])
-    if "article_ms" in now:
-        earlier = was.get("article_ms") if was else None
-        gain = f"; {earlier / now['article_ms']:.2f}x" if earlier else ""
-        lines.append([ARTICLE_LABEL, _change(earlier, now["article_ms"], "{:.1f}") + f" ms (measured{gain})"])
-    print(f"\nAt the article's size ({before + ' -> ' + step if before else step}; recorded by fl.profile, "
-          "nothing run; bound and model: notebook 02):")
-    print(table((Column("", "<", 32), Column()), lines, sep="", indent="  ", header=False))
+    print(step_line(step, chip=chip))
+    kinds = ", ".join(f"{counted[-1][kind]:,} {what}" for kind, what in KINDS if counted[-1][kind] or kind == "gemm")
+    after, earlier = estimates[names[-1], gpu, host], was and estimates[was["step"], gpu, host]
+    estimate = ("cannot run there" if after is None else
+                _change(earlier, after, "{:.1f}") + " ms" if earlier is not None or was is None else f"{after:.1f} ms")
+    print(f"  launches per pass: {kinds}")
+    print(f"  {gpu}, {HOST_WORDS[host]} host: lower bound "
+          f"{_change(old(f'{gpu} {host} ms'), now[f'{gpu} {host} ms'], '{:.1f}')} ms, set by "
+          f"{now[f'{gpu} {host} binding']}; estimate {estimate} (bound and model: notebook 02)\n")
+    errors = check(step, cfg, chip=chip)
     return {"errors": errors, "launches": counted, "bounds": rows, "estimates": estimates}
 
 
@@ -293,9 +361,30 @@ def nsight(step: str) -> None:
         print("  sectors / requests = sectors per warp-wide load: 4 when a warp's 32 floats are 128 contiguous bytes")
 
 
+#: Notebook 13's experiment that times a ladder step's mechanism on the CPU, where it has one: its
+#: section's heading there and the function that times it (``cpu_speed``). A test holds the headings.
+ON_YOUR_CPU = {
+    "combined_gemms": ("## 1 · Combined GEMMs (notebook 03): 8 products against 2", "cpu_speed.stacked_gemms"),
+    "fused_pointwise": ("## 2 · The fused cell (notebook 05): 26 NumPy passes against one loop", "cpu_speed.fused_pointwise"),
+    "combined_inputs": ("## 3 · Combined inputs (notebook 07): one product per step against one tall product",
+                        "cpu_speed.combined_inputs"),
+}
+
+
+def on_your_cpu(step: str) -> str | None:
+    """Where notebook 13 times ``step``'s mechanism on this CPU (section and function), or None."""
+    name = steps.get(step).name
+    if name not in ON_YOUR_CPU:
+        return None
+    heading, function = ON_YOUR_CPU[name]
+    return (f"The same mechanism, timed on this CPU in a few seconds: notebook 13 (13_on_your_cpu.ipynb), "
+            f"section \"{heading.lstrip('# ')}\" ({function}).")
+
+
 def measure(step: str, *, chart: bool = True) -> list[dict]:
     """On a GPU: every step so far, checked and timed at the article's size (``fl.bench``), a table.
-    On the simulator nothing is timed, and it says so. Then (``chart``) the ladder's one chart,
+    On the simulator nothing is timed, and it says so, naming notebook 13's CPU-timed experiment of
+    the same mechanism where it has one (``on_your_cpu``). Then (``chart``) the ladder's one chart,
     ``ladder_chart``: this run's times beside the committed results, the article and the estimates."""
     results = []
     if DEVICE.small:
@@ -303,6 +392,8 @@ def measure(step: str, *, chart: bool = True) -> list[dict]:
               "about a GPU, so nothing is timed. The chart shows the article's M40, any GPU result committed "
               "under data/results/, and the timeline model's estimates. On a GPU this cell times every step "
               "so far at the article's size and adds them.")
+        if on_your_cpu(step):
+            print(on_your_cpu(step))
     else:
         results = bench_steps(steps_so_far(step), LSTMConfig.article())
         print(format_table(results))
