@@ -6,6 +6,8 @@ grid at all) and to bound what a step could take on a chip we may not have (note
 Every row of the CSV cites its source. The current GPU's limits are read from its driver
 (``chip()``): numba-cuda turns ``device.X`` into ``cuDeviceGetAttribute(CU_DEVICE_ATTRIBUTE_X)``,
 so X must be a name of CUDA's ``CUdevice_attribute`` (tests/test_gpus.py checks every one).
+Last, the charts' rule, one GPU per panel: ``gpus_named``, ``panel_gpus``, ``several_gpus`` and
+``one_gpu`` (also importable from ``course.plots``, as the notebooks do).
 """
 
 from __future__ import annotations
@@ -182,3 +184,72 @@ def residency_limits(chip_: Chip, threads: int, shared_bytes: int, registers_per
         "shared memory": by_shared,
     }
 
+
+# --------------------------------------------------------------------------------------------
+# One GPU per panel: the rule every chart of the course and its topics keeps (issue 66). An Axes
+# holds one GPU's numbers (a time, a bound, a peak, a balance) and names that GPU; another GPU's
+# numbers go in a panel of their own, at the same scale. A GPU is named in a panel's title, legend,
+# tick labels or texts, by a name or match word of the table ("M40", "Tesla M40") or a GeForce name
+# ("RTX 2080 Ti"). tests/test_chart_marks.py draws every library chart with the notebooks' inputs
+# and checks it with ``several_gpus``; a notebook's own chart that names several GPUs calls
+# ``one_gpu`` for each panel. matplotlib is not imported here: these read the Axes they are given.
+
+
+@functools.lru_cache(maxsize=1)
+def _gpu_names() -> tuple[tuple[re.Pattern, str], ...]:
+    """(whole-word pattern, short name) per name and match word of data/gpus.csv, longest first
+    ("H100 PCIe" before "H100"), then GeForce names, each its own."""
+    words = {word: row["name"] for row in reversed(gpu_table()) for word in [row["name"], *row["match"].split("|")]}
+    edge = "(?<![A-Za-z0-9]){}(?![A-Za-z0-9])"
+    found = [(re.compile(edge.format(re.escape(word)), re.I), name)
+             for word, name in sorted(words.items(), key=lambda item: -len(item[0]))]
+    return tuple(found) + ((re.compile(edge.format(r"(?:GeForce )?[GR]TX \d{3,4}(?: Ti| SUPER)?"), re.I), None),)
+
+
+def gpus_named(text: str) -> set[str]:
+    """The GPUs ``text`` names: data/gpus.csv's short names ("Tesla M40" -> "M40"; "H100 PCIe" is
+    not also an "H100"), and GeForce names as written ("RTX 2080 Ti")."""
+    if not isinstance(text, str):
+        raise TypeError(f"text must be a str, got {type(text).__name__} {text!r:.80}")
+    named = set()
+    for pattern, name in _gpu_names():
+        for match in pattern.finditer(text):
+            named.add(name or " ".join(match.group(0).split()))
+        text = pattern.sub(" ", text)
+    return named
+
+
+def panel_texts(ax) -> list[str]:
+    """Every text a reader sees on ``ax``: title, axis labels, tick labels, legend and series
+    labels, and texts placed on it (annotations)."""
+    ax.figure.canvas.draw()  # tick labels are placed when the figure is drawn
+    texts = [ax.get_title(loc) for loc in ("left", "center", "right")] + [ax.get_xlabel(), ax.get_ylabel()]
+    texts += [tick.get_text() for tick in ax.get_xticklabels() + ax.get_yticklabels()]
+    texts += ax.get_legend_handles_labels()[1] + [text.get_text() for text in ax.texts]
+    legend = ax.get_legend()
+    if legend is not None:
+        texts += [text.get_text() for text in legend.get_texts()]
+    return [text for text in texts if text and not text.startswith("_")]
+
+
+def panel_gpus(ax) -> set[str]:
+    """The GPUs ``ax`` names (``gpus_named`` over ``panel_texts``)."""
+    return set().union(*(gpus_named(text) for text in panel_texts(ax)))
+
+
+def several_gpus(fig) -> list[str]:
+    """The panels of ``fig`` that break the one-GPU rule, each as "axes i names A, B"."""
+    return [f"axes {index} names {', '.join(sorted(named))}" for index, ax in enumerate(fig.axes)
+            for named in [panel_gpus(ax)] if len(named) > 1]
+
+
+def one_gpu(ax, gpu: str) -> None:
+    """Mark ``ax`` as ``gpu``'s panel, once it is drawn: its title starts "{gpu}: " unless it names
+    the GPU already; a ValueError where any of its texts names another GPU (the module's rule)."""
+    check_str("gpu", gpu, example="M40")
+    title, names = ax.get_title(), gpus_named(gpu) | {gpu}  # a device name ("NVIDIA H100 80GB HBM3") or a short one
+    if not names & (gpus_named(title) | {title}):
+        ax.set_title(f"{gpu}: {title}" if title else gpu, fontsize="medium")
+    others = panel_gpus(ax) - names
+    if others:
+        raise ValueError(f"one GPU per panel: the {gpu} panel also names {', '.join(sorted(others))}")

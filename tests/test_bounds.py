@@ -163,8 +163,9 @@ def test_charts_draw(rows):
         charts.timeline_chart("bound")
     # the persistent step's missing bars say why in the table's words (notebook 11)
     fig = charts.ladder_bounds_chart(rows, gpus=("M40", "T4"))
-    notes = [text.get_text() for text in fig.axes[0].texts]
-    assert " M40: no cooperative launch (no grid barrier)" in notes and " T4: does not fit" in notes
+    notes = [text.get_text() for ax in fig.axes for text in ax.texts]  # one GPU per panel
+    assert " cannot run on the M40: no cooperative launch (no grid barrier)" in notes
+    assert " cannot run on the T4: does not fit" in notes
     matplotlib.pyplot.close(fig)
 
 

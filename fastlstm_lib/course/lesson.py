@@ -9,7 +9,7 @@
   the estimate: notebook 02 explains both); then the check's verdicts.
 - ``ladder_chart(step)``: the ladder's one chart, which grows by one step per notebook: ms per
   pass of every step so far, measured (the article's M40, committed GPU results, this run) and
-  estimated, each labelled, one panel per GPU.
+  estimated, each labelled, one panel per GPU, each titled with what it measures and its host.
 - ``nsight(step)``: how to see the step's effect on a GPU with Nsight Systems (each pass an NVTX
   range, ``nvtx.py``), or Nsight Compute where a kernel's memory access is the point: the commands,
   and what to look for. Printed the same on every machine; nothing is run.
@@ -279,21 +279,40 @@ def label_gpu(label: str) -> str:
     return row["name"] if row else device
 
 
+def panel_title(gpu: str, labels: list[str]) -> str:
+    """A ladder chart panel's title: what is measured only where something is, and the host its
+    estimates assume; a Python host binds most steps, so steps that launch as many kernels
+    (streams, pretransposed) draw as long as the one before."""
+    hosts = [host for host, words in HOST_WORDS.items() if any(label.endswith(f"{words} host (estimate)") for label in labels)]
+    estimated = f"estimated (hatched), {' and '.join(HOST_WORDS[h] for h in hosts)} host" if hosts else ""
+    if any(not label.endswith("(estimate)") for label in labels):
+        return f"{gpu}: measured (solid)" + (f" and {estimated}" if estimated else "")
+    flat = "; where issuing binds, steps that launch as many kernels look flat" if "python" in hosts else ""
+    return f"{gpu}: nothing measured; {estimated}{flat}"
+
+
 def ladder_chart(step: str, measured=()):
     """The ladder so far (``ladder_times``), one panel per GPU (a speed on one GPU says nothing of
-    another): ms per pass at the article's size, log scale, one group of bars per step, measured
-    bars solid and estimates hatched, each labelled with its source. Returns the figure."""
+    another; ``gpus.one_gpu``): ms per pass at the article's size, log scale, one group of bars
+    per step, measured bars solid and estimates hatched, each labelled with its source; each
+    panel's title says what it measures and the host its estimates assume (``panel_title``), and
+    a step with no bar says why. Returns the figure."""
     rows = ladder_times(step, measured)
     import matplotlib.pyplot as plt
+
+    from ..gpus import find_gpu
+    from ..gpus import one_gpu
+    from .profile.charts import cannot_run
 
     labels = list(dict.fromkeys(label for row in rows for label in row if label != "step"))
     gpus = list(dict.fromkeys(label_gpu(label) for label in labels))
     panels = {gpu: [label for label in labels if label_gpu(label) == gpu] for gpu in gpus}
     heights = [1.0 + 0.22 * len(rows) * len(mine) for mine in panels.values()]
-    fig, axes = plt.subplots(len(gpus), 1, figsize=(10, sum(heights) + 0.6 * len(gpus)), squeeze=False,
+    fig, axes = plt.subplots(len(gpus), 1, figsize=(12, sum(heights) + 0.6 * len(gpus)), squeeze=False,
                              gridspec_kw={"height_ratios": heights})
     colors = plt.get_cmap("tab10").colors
     least = min(value for row in rows for label, value in row.items() if label != "step")
+    left = 10 ** math.floor(math.log10(least / 1.5))  # bars start at a power of ten, not at the data
     for ax, (gpu, mine) in zip(axes[:, 0], panels.items()):
         height = 0.8 / len(mine)
         for index, label in enumerate(mine):
@@ -306,11 +325,17 @@ def ladder_chart(step: str, measured=()):
             for y, value in zip(ys, ms):
                 ax.annotate(f"{value:.3g}", (value, y), xytext=(3, 0), textcoords="offset points", va="center",
                             fontsize=7)
+        for i, row in enumerate(rows):
+            if not any(label in row for label in mine):
+                why = f"cannot run on the {gpu}: {cannot_run(gpu)}" if find_gpu(gpu) else "not measured"
+                ax.text(left * 1.1, len(rows) - 1 - i, why, va="center", fontsize="small")
         ax.set_yticks(range(len(rows)), [row["step"] for row in rows][::-1])
+        ax.set_ylim(-0.6, len(rows) - 0.4)
         ax.set_xscale("log")
-        ax.set_xlim(10 ** math.floor(math.log10(least / 1.5)), None)  # bars start at a power of ten, not at the data
-        ax.set_title(f"on the {gpu}: measured (solid) and estimated (hatched)", fontsize="medium")
-        ax.legend(loc="lower right", fontsize="small")
+        ax.set_xlim(left, None)
+        ax.set_title(panel_title(gpu, mine), fontsize="medium")
+        ax.legend(loc="upper left", bbox_to_anchor=(1.01, 1.0), fontsize="small")  # beside the bars, never on one
+        one_gpu(ax, gpu)
     axes[-1, 0].set_xlabel("milliseconds per forward pass at the article's size (log scale; shorter is faster)")
     fig.suptitle(f"The ladder so far, up to {steps.get(step).name}, one GPU per panel")
     fig.tight_layout()

@@ -2,10 +2,14 @@
 
 Each chart checks its arguments before matplotlib is imported; ``check_image_path`` checks a
 file a chart will be saved to (the command line's ``--plot``) before any benchmark runs.
+
+**One GPU per panel** in every chart (``gpus.py`` states the rule; ``one_gpu``, ``several_gpus``
+and the rest are importable from here, as the notebooks do).
 """
 
 from __future__ import annotations
 
+from ..gpus import gpus_named, one_gpu, panel_gpus, several_gpus  # noqa: F401  (the rule, for the notebooks)
 from .article import article_numbers
 from ..checks import check_int, check_str, check_writable_path
 from ..kernels.versions import family_of
@@ -42,32 +46,30 @@ def figure_axes(ax, figsize: tuple, nrows: int = 1, ncols: int = 1):
 
 
 def ladder_chart(results: list[dict]):
-    """Horizontal bars: GFLOP/s of each measured step, beside the blog's M40 numbers.
+    """Horizontal bars: GFLOP/s of each measured step, one panel per GPU (``one_gpu``): the blog's
+    M40 numbers, then each device of ``results`` (``fl.bench`` dicts), at one scale.
 
-    ``results`` are ``fl.bench`` dicts (any mix of devices: each bar is labelled with its
-    device). Simulator results are left out: their times mean nothing. Returns the figure.
+    Simulator results are left out: their times mean nothing. Returns the figure.
     """
     results = check_results("results", results, keys=CHART_KEYS)
     import matplotlib.pyplot as plt
 
+    from .article import ARTICLE_GPU
+
     measured = [r for r in results if r.get("times_meaningful")]
-    rows = article_numbers()
-    fig, ax = plt.subplots(figsize=(9, 1.2 + 0.3 * (len(measured) + len(rows))))
-    labels, values, colors = [], [], []
-    for row in rows:
-        labels.append(f"{row['step']} · Tesla M40 (published)")
-        values.append(row["gflops"])
-        colors.append("tab:gray")
-    palette = ["tab:green", "tab:blue", "tab:orange", "tab:purple"]
-    devices = sorted({r["device"]["name"] for r in measured})
+    panels = {f"{ARTICLE_GPU} (published)": [(row["step"], row["gflops"]) for row in article_numbers()]}
     for r in measured:
         origin = r.get("file", "this run")  # committed results carry the file they came from
-        labels.append(f"{r['step']} · {r['device']['name']} ({origin})")
-        values.append(r["gflops"])
-        colors.append(palette[devices.index(r["device"]["name"]) % len(palette)])
-    ax.barh(labels[::-1], values[::-1], color=colors[::-1])
-    ax.set_xlabel("GFLOP/s (GEMM FLOPs / median time; higher is faster)")
-    ax.set_title("LSTM forward pass, hidden 512, batch 64, 100 steps, 4 layers")
+        panels.setdefault(f"{r['device']['name']} ({origin})", []).append((r["step"], r["gflops"]))
+    fig, axes = plt.subplots(len(panels), 1, figsize=(9, 0.8 + sum(0.6 + 0.3 * len(bars) for bars in panels.values())),
+                             sharex=True, squeeze=False, gridspec_kw={"height_ratios": [len(b) + 1 for b in panels.values()]})
+    palette = ["tab:gray", "tab:green", "tab:blue", "tab:orange", "tab:purple"]
+    for index, (ax, (device, bars)) in enumerate(zip(axes[:, 0], panels.items())):
+        ax.barh([step for step, _ in bars][::-1], [gflops for _, gflops in bars][::-1], color=palette[index % len(palette)])
+        ax.set_title(device, fontsize="medium")
+        one_gpu(ax, device.rsplit(" (", 1)[0])
+    axes[-1, 0].set_xlabel("GFLOP/s (GEMM FLOPs / median time; higher is faster)")
+    fig.suptitle("LSTM forward pass, hidden 512, batch 64, 100 steps, 4 layers, one GPU per panel")
     fig.tight_layout()
     return fig
 

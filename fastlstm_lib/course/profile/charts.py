@@ -3,10 +3,10 @@
 - ``timeline_chart``: the lower bound's schedule per stream, zoomed to a few layer-steps: what
   overlaps, what waits for the host, what waits for another launch (notebooks 04, 07, 08);
 - ``sectors_chart``: 32-byte sectors per warp-wide load (notebook 06);
-- ``ladder_bounds_chart``: every step's bound per GPU and host beside the article (notebook 11);
+- ``ladder_bounds_chart``: every step's bound per host, a panel per GPU, the article in the M40's (notebook 11);
 - ``article_ratio_chart``: the article's M40 time over our bound, step by step (notebook 11).
 
-Each returns its figure.
+Each returns its figure, one GPU per panel (``gpus.one_gpu``).
 """
 
 from __future__ import annotations
@@ -14,6 +14,7 @@ from __future__ import annotations
 from ...checks import check_int
 from ...kernels.versions import spec_of
 from ..plots import figure_axes
+from ...gpus import one_gpu
 from .bound import Bound
 
 #: The colour of each role a kernel's spec gives it (``Spec.role``), the legend's groups.
@@ -101,35 +102,61 @@ def cannot_run(gpu: str) -> str:
 
 
 def ladder_bounds_chart(rows: list[dict], gpus=("M40", "H100"), hosts=("cpp", "python"), *, ax=None, title=None):
-    """Per step: the lower bound per GPU and host (``ladder.ladder_bounds`` rows) and the article's
-    measured M40 time, in milliseconds per pass on a log scale."""
+    """Per step: the lower bound per host (``ladder.ladder_bounds`` rows), one panel per GPU (the
+    course's rule, ``gpus.one_gpu``), the article's measured time in its M40's panel; milliseconds
+    per pass on one log scale shared by the panels. ``ax``: one Axes per GPU, else a new figure."""
     import numpy as np
 
-    fig, ax = figure_axes(ax, (10, 1.5 + 0.25 * len(rows) * (len(gpus) * len(hosts) + 1)))
-    series = [(f"{gpu} {host} ms", f"bound on {gpu}, {'C++' if host == 'cpp' else 'Python'} host") for gpu in gpus
-              for host in hosts] + [("article_ms", "the article's implementation, measured on a Tesla M40")]
-    height = 0.8 / len(series)
-    palette = ["tab:blue", "lightsteelblue", "tab:orange", "navajowhite", "tab:green", "palegreen", "tab:purple"]
+    from ..article import ARTICLE_GPU
+
+    gpus = tuple(gpus)
+    if ax is None:
+        panel = 0.6 + 0.14 * len(rows) * (len(hosts) + 1)
+        fig, axes = plt_subplots(len(gpus), (11, 0.6 + panel * len(gpus)))
+    else:
+        axes = [ax] if not isinstance(ax, (list, tuple, np.ndarray)) else list(np.ravel(ax))
+        if len(axes) != len(gpus):
+            raise ValueError(f"ax: one Axes per GPU (one GPU per panel), {len(gpus)} for {gpus}, got {len(axes)}")
+        fig = axes[0].figure
+    palette = ["tab:blue", "lightsteelblue", "tab:orange", "navajowhite", "tab:green", "palegreen"]
     positions = np.arange(len(rows))[::-1]
-    smallest = min(row[key] for row in rows for key, _ in series if row.get(key) is not None)
-    for k, (key, label) in enumerate(series):
-        color = "black" if key == "article_ms" else palette[k % len(palette)]
-        for y, row in zip(positions, rows):
-            bar_y = y + 0.4 - (k + 0.5) * height  # the legend's order, top to bottom
-            if row.get(key) is not None:
-                ax.barh(bar_y, row[key], height=height, color=color, label=label)
-                label = None  # once in the legend
-            elif row.get(key.replace(" ms", " binding")) == "does not fit" and key.endswith(f"{hosts[0]} ms"):
-                ax.text(smallest, bar_y, f" {key.split()[0]}: {cannot_run(key.split()[0])}", va="center",
-                        fontsize="x-small")
-    ax.set_yticks(positions, [row["step"] for row in rows])
-    ax.set_xscale("log")
-    ax.set_xlim(left=smallest / 2)
-    ax.set_xlabel("milliseconds per forward pass, hidden 512, batch 64, 100 steps, 4 layers (log scale; lower is faster)")
-    ax.legend(loc="upper left", bbox_to_anchor=(1.0, 1.0), fontsize="small")
-    ax.set_title(title or "Lower bounds from launches, FLOPs, bytes and dependencies, beside the article")
+    keys = [f"{gpu} {host} ms" for gpu in gpus for host in hosts] + ["article_ms"]
+    smallest = min(row[key] for row in rows for key in keys if row.get(key) is not None)
+    for ax, gpu in zip(axes, gpus):
+        series = [(f"{gpu} {host} ms", f"bound, {'C++' if host == 'cpp' else 'Python'} host", palette[k % len(palette)])
+                  for k, host in enumerate(hosts)]
+        if gpu == ARTICLE_GPU:
+            series.append(("article_ms", "the article's implementation, measured", "black"))
+        height = 0.8 / len(series)
+        for k, (key, label, color) in enumerate(series):
+            for y, row in zip(positions, rows):
+                bar_y = y + 0.4 - (k + 0.5) * height  # the legend's order, top to bottom
+                if row.get(key) is not None:
+                    ax.barh(bar_y, row[key], height=height, color=color, label=label)
+                    label = None  # once in the legend
+                elif row.get(f"{gpu} {hosts[0]} binding") == "does not fit" and k == 0:
+                    ax.text(smallest, y, f" cannot run on the {gpu}: {cannot_run(gpu)}", va="center", fontsize="small")
+        ax.set_yticks(positions, [row["step"] for row in rows])
+        ax.set_ylim(-0.6, len(rows) - 0.4)
+        ax.set_xscale("log")
+        ax.set_xlim(smallest / 2, None)
+        ax.legend(loc="upper left", bbox_to_anchor=(1.0, 1.0), fontsize="small")
+        ax.set_title(f"on the {gpu}", fontsize="medium")
+        one_gpu(ax, gpu)
+    shared = max(ax.get_xlim()[1] for ax in axes)
+    for ax in axes:
+        ax.set_xlim(smallest / 2, shared)
+        ax.set_xlabel("milliseconds per forward pass (log scale; lower is faster)")
+    fig.suptitle(title or "Lower bounds from launches, FLOPs, bytes and dependencies, one GPU per panel\n"
+                          "hidden 512, batch 64, 100 steps, 4 layers")
     fig.tight_layout()
     return fig
+
+
+def plt_subplots(panels: int, figsize: tuple):
+    """A new figure of ``panels`` Axes one above the other (a list, even of one)."""
+    fig, axes = figure_axes(None, figsize, panels, 1)
+    return fig, list(axes) if panels > 1 else [axes]
 
 
 def article_ratio_chart(checked: list[dict], *, ax=None):
@@ -142,5 +169,7 @@ def article_ratio_chart(checked: list[dict], *, ax=None):
     ax.axvline(1, color="black", linewidth=1, label="at the bound")
     ax.set_xlabel("article's M40 time / lower bound (C++ host): how far from the limit")
     ax.legend(loc="lower right", fontsize="small")
+    ax.set_title("the article's time over the lower bound, step by step", fontsize="medium")
+    one_gpu(ax, "M40")
     fig.tight_layout()
     return fig

@@ -83,53 +83,77 @@ def format_then_and_now(rows: list[dict]) -> str:
     return "\n".join(lines)
 
 
-def _bars(rows: list[dict], published: bool):
-    """(label, value, colour, note) per bar: the article's in grey, then the measured rows."""
-    bars = []
+#: The post's GPU, its panel's name.
+ARTICLE_GPU = ARTICLE_SETUP.split(" · ")[0]
+
+
+def _bars(rows: list[dict], published: bool) -> dict:
+    """{panel: [(label, value, colour, note), ...]}: one panel per GPU or machine, the post's
+    first (grey), then each measured device with its rows."""
+    panels = {}
     if published:
-        for row in article_channels_first():
-            bars.append((f"{row['model']} · {row['gpus']} GPU · {row['precision']} · no XLA (the channels_first post)\n{ARTICLE_SETUP}",
-                         row["cf_faster_pct"], "tab:gray", f"{row['qualifier']} {row['cf_faster_pct']:.0f}%"))
+        panels[f"the channels_first post (2019), its words: {ARTICLE_SETUP}"] = [
+            (f"{row['model']} · {row['gpus']} GPU · {row['precision']} · no XLA", row["cf_faster_pct"], "tab:gray",
+             f"{row['qualifier']} {row['cf_faster_pct']:.0f}%") for row in article_channels_first()]
     for row in rows:
         variant = f" · {row['variant']}" if row.get("variant") else ""
         gpus = f" · {row['replicas']} GPUs" if row["replicas"] > 1 else ""
-        label = (f"{row['label']} · {row['precision']} · {'XLA' if row['jit_compile'] else 'no XLA'}{variant}{gpus} · "
-                 f"batch {row['batch_size']}\n{row['device']} ({row.get('origin', 'this run')})")
+        label = (f"{row['label']} · {row['precision']} · {'XLA' if row['jit_compile'] else 'no XLA'}{variant}{gpus}\n"
+                 f"batch {row['batch_size']} ({row.get('origin', 'this run')})")
+        bars = panels.setdefault(f"measured on {row['device']}", [])
         if row.get("error"):
             bars.append((label, 0.0, "white", f"only {row['winner']} runs" if row["winner"] else "neither runs"))
             continue
         value = chart_percent(row["winner"], row["percent_faster"])
         note = f"{row['percent_faster']:.0f}%" + ("" if row["clear"] else ", within noise")
         bars.append((label, value, "tab:blue" if value >= 0 else "tab:orange", note))
-    return bars
+    return panels
 
 
 def speedup_chart(rows: list[dict], *, published: bool = True, ax=None):
     """Horizontal bars of "% faster" (``FASTER_DEFINITION``): to the right when channels_first
-    is faster, to the left when channels_last is; the article's numbers in grey beside the
-    measured ``compare_layouts`` rows. A layout that fails is a labelled gap. Returns the figure."""
+    is faster, to the left when channels_last is; one panel per GPU or machine at one scale (the
+    course's rule, ``gpus.one_gpu``): the post's numbers in grey, then the measured
+    ``compare_layouts`` rows of each device. Each bar's note (its %, "within noise" when the
+    faster layout did not win every round) stands in a column right of its panel, clear of the
+    axis' text. A layout that fails is a labelled gap. ``ax``: one Axes per panel. Returns the figure."""
     check_records("rows", rows, _ROW_KEYS, "compare_layouts")
     check_bool("published", published)
     import matplotlib.pyplot as plt
+    from matplotlib.transforms import blended_transform_factory
 
-    bars = _bars(rows, published)
+    from ...gpus import gpus_named, one_gpu
+
+    panels = _bars(rows, published) or {"nothing to compare": []}
     if ax is None:
-        fig, ax = plt.subplots(figsize=(11, 1.0 + 0.55 * max(1, len(bars))))
+        fig, axes = plt.subplots(len(panels), 1, sharex=True, squeeze=False,
+                                 figsize=(11, 0.9 + sum(0.6 + 0.5 * max(1, len(b)) for b in panels.values())),
+                                 gridspec_kw={"height_ratios": [max(1, len(b)) + 0.5 for b in panels.values()]})
+        axes = list(axes[:, 0])
     else:
-        fig = ax.figure
-    positions = np.arange(len(bars))[::-1]
-    labels, values, colors, notes = zip(*bars) if bars else ((), (), (), ())
-    ax.barh(positions, values, color=colors, edgecolor="black", linewidth=0.5)
-    ax.set_yticks(positions, labels, fontsize=7)
-    ax.axvline(0, color="black", linewidth=0.8)
-    span = max([abs(v) for v in values] + [10.0])
-    for y, value, note in zip(positions, values, notes):
-        ax.text(value + (0.02 * span if value >= 0 else -0.02 * span), y, note, va="center",
-                ha="left" if value >= 0 else "right", fontsize=7)
-    ax.set_xlim(-1.3 * span, 1.3 * span)
-    ax.set_xlabel("% faster = (t_slower / t_faster - 1) x 100, median epochs\n"
-                  "right of 0: channels_first faster · left of 0: channels_last faster")
-    ax.set_title("channels_first vs channels_last: the channels_first post (2019) and measured rows")
+        axes = list(np.ravel(ax)) if isinstance(ax, (list, tuple, np.ndarray)) else [ax]
+        if len(axes) != len(panels):
+            raise ValueError(f"ax: one Axes per panel ({', '.join(panels)}), got {len(axes)}")
+        fig = axes[0].figure
+    values_all = [value for bars in panels.values() for _, value, _, _ in bars]
+    span = max([abs(v) for v in values_all] + [10.0])
+    for axis, (title, bars) in zip(axes, panels.items()):
+        positions = np.arange(len(bars))[::-1]
+        labels, values, colors, notes = zip(*bars) if bars else ((), (), (), ())
+        axis.barh(positions, values, color=colors, edgecolor="black", linewidth=0.5)
+        axis.set_yticks(positions, labels, fontsize=7)
+        axis.axvline(0, color="black", linewidth=0.8)
+        column = blended_transform_factory(axis.transAxes, axis.transData)
+        for y, note in zip(positions, notes):
+            axis.text(1.01, y, note, transform=column, va="center", ha="left", fontsize=7)
+        axis.set_xlim(-1.3 * span, 1.3 * span)
+        axis.set_title(title, fontsize=8)
+        named = gpus_named(title)
+        if named:
+            one_gpu(axis, sorted(named)[0])
+    axes[-1].set_xlabel("% faster = (t_slower / t_faster - 1) x 100, median epochs\n"
+                        "right of 0: channels_first faster · left of 0: channels_last faster")
+    fig.suptitle("channels_first vs channels_last, one GPU or machine per panel")
     fig.tight_layout()
     return fig
 
