@@ -113,10 +113,6 @@ from fastlstm_lib.course import plots  # noqa: E402
 
 OWN_SERIES = re.compile(r"\.(barh?|plot|scatter|loglog|semilog[xy]|step|errorbar|ax[hv]line|fill_between)\(")
 GPU_COLLECTION = re.compile(r"\b[A-Z_]*GPUS\b")
-#: Charts whose notebooks another branch re-executes; their source is to be changed after it merges:
-#: 02's baseline chart draws the M40 and the H100 settings on one Axes; 03's lower row of panels
-#: (least GEMM time per GPU) does not name its GPU.
-PENDING = {"02_baseline.ipynb", "03_combined_gemms.ipynb"}
 
 
 def test_the_rule_sees_two_gpus_in_one_panel():
@@ -218,11 +214,9 @@ def test_the_speedup_notes_stay_clear_of_the_axis_text():
 
 
 @pytest.mark.parametrize("path", sorted((ROOT / "notebooks").glob("*.ipynb")), ids=lambda p: p.name)
-def test_each_notebook_chart_of_several_gpus_marks_each_panel(path, request):
+def test_each_notebook_chart_of_several_gpus_marks_each_panel(path):
     """A notebook cell that draws its own series and names several GPUs (in its strings, or a GPU
     collection such as ``lesson.BOUND_GPUS``) calls ``plots.one_gpu`` for its panels."""
-    if path.name in PENDING:
-        request.applymarker(pytest.mark.xfail(strict=True, reason="another branch re-executes it; see PENDING"))
     for cell in json.loads(path.read_text())["cells"]:
         source = "".join(cell["source"])
         if cell["cell_type"] != "code" or not OWN_SERIES.search(source):
