@@ -33,13 +33,6 @@ def library_found(name):
     return True
 
 
-def where_found():
-    """How numba-cuda found each CUDA library ('site-packages', 'System', 'Conda'...), for the GPU run."""
-    from numba.cuda.cuda_paths import get_cuda_paths
-
-    return {name: found.by for name, found in get_cuda_paths().items() if found is not None and found.info}
-
-
 def cudadevrt_found():
     from numba.cuda.cudadrv import libs
 

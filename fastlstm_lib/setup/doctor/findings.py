@@ -22,8 +22,6 @@ DRIVER_UPDATE = ("update the NVIDIA driver: R525 or newer runs CUDA 12, R580 or 
 SETUP_CELL = "run the notebook's first cell (the set-up cell), then this one again"
 SIMULATOR_CAVEATS = ("slow, tiny sizes, timings meaningless; a failed check means the same as on a GPU, races and "
                      "cross-block barriers need a GPU")
-#: Backends Keras 3 knows (KERAS_BACKEND).
-KERAS_BACKENDS = ("tensorflow", "jax", "torch", "numpy", "openvino")
 #: The notebooks run without these (each loses what it says): a warning, not a failure.
 OPTIONAL = {"tqdm": "no progress bars", "nvtx": "no NVTX ranges for Nsight Systems"}
 
@@ -99,18 +97,6 @@ def cuda_wheel(facts) -> str:
     return DRIVER_UPDATE if requirement is None else pip(facts, requirement)
 
 
-def unset_backend(facts) -> str:
-    """Back to Keras' default backend, TensorFlow (the one the course pins), in this machine's shell."""
-    if facts.colab:
-        return ("delete the line that sets KERAS_BACKEND, then Runtime > Restart session "
-                "(TensorFlow, the course's backend, is Keras' default)")
-    why = ("in the shell that starts Python or Jupyter, then start it again: TensorFlow, the course's pinned "
-           "backend, is Keras' default")
-    if facts.system == "Windows":
-        return f"set KERAS_BACKEND=   (cmd; {why})\nor Remove-Item Env:KERAS_BACKEND   (PowerShell)"
-    return f"unset KERAS_BACKEND   ({why})"
-
-
 # ---- Python and the packages ----------------------------------------------------------------------
 
 def python_too_old(facts) -> bool:
@@ -120,10 +106,10 @@ def python_too_old(facts) -> bool:
 def python_finding(facts) -> Finding:
     version, needed = ".".join(map(str, facts.python)), "{}.{}".format(*LOWEST_PYTHON)
     system = {"Darwin": "darwin", "Windows": "win32", "Linux": "linux"}.get(facts.system, facts.system)
-    why = (f"Python {needed} or newer needed (the course's pins: {facts.requires_python or '>=' + needed})"
-           if python_too_old(facts) else python_problem(facts.python[:2], system, facts.machine))
+    why = (f"Python {needed} or newer needed (the course's pins: >={needed})" if python_too_old(facts)
+           else python_problem(facts.python[:2], system, facts.machine))
     if not why:
-        return Finding("ok", f"Python {version} (the course needs {facts.requires_python or '>=' + needed})")
+        return Finding("ok", f"Python {version} (the course needs >={needed})")
     if facts.colab:
         fix = "Runtime > Change runtime type > the newest runtime version"
     elif facts.course_python:
@@ -134,12 +120,6 @@ def python_finding(facts) -> Finding:
     return Finding("fail", f"Python {version}: {why}", fix)
 
 
-def backend_missing(facts) -> bool:
-    """KERAS_BACKEND names a backend that is not installed here (or no backend at all)."""
-    backend = facts.keras_backend
-    return backend != "tensorflow" and (backend not in KERAS_BACKENDS or facts.installed.get(backend) is None)
-
-
 def names(packages) -> str:
     return ", ".join(packages[:-1]) + " and " + packages[-1] if len(packages) > 1 else "".join(packages)
 
@@ -147,8 +127,7 @@ def names(packages) -> str:
 def package_findings(facts) -> list[Finding]:
     if python_too_old(facts):
         return [Finding("info", "packages not checked: first a Python the pins are for (above)")]
-    needed = [p for p, (_, group) in facts.pins.items() if group == "core"
-              and not (p == "tensorflow" and facts.keras_backend != "tensorflow" and not backend_missing(facts))]
+    needed = [p for p, (_, group) in facts.pins.items() if group == "core"]
     missing = [p for p in needed if facts.installed.get(p) is None]
     differ = [(p, facts.installed[p], facts.pins[p][0]) for p in needed
               if p not in missing and facts.installed[p] != facts.pins[p][0]]
@@ -156,26 +135,21 @@ def package_findings(facts) -> list[Finding]:
     findings = [Finding("ok", "packages as pinned: " + ", ".join(fine))] if fine else []
     absent = ", ".join(missing) + (" is" if len(missing) == 1 else " are") + " not installed"
     absent += (": " + "; ".join(OPTIONAL[p] for p in missing)) if missing and set(missing) <= set(OPTIONAL) else ""
-    if facts.colab:  # Colab's own versions stay (information); what the set-up cell installs comes from it
-        installs = {requirement.split("==")[0] for requirement in COLAB_INSTALLS}
-        kept = [f"{p} {have} is installed, {want} is pinned" for p, have, want in differ if p not in installs]
-        if kept:
-            findings.append(Finding("info", "Colab's own versions, kept: " + "; ".join(kept) + " (the notebooks' stored "
-                                            "outputs were made with the pinned ones; small differences are expected)"))
-        too_old = [f"{p} {have} is installed, the set-up cell installs {want}" for p, have, want in differ if p in installs]
-        if missing or too_old:
-            status = "fail" if too_old or set(missing) - set(OPTIONAL) else "warn"
-            findings.append(Finding(status, "; ".join(([absent] if missing else []) + too_old), SETUP_CELL))
-        return findings
+    kept = [d for d in differ if facts.colab and d[0] not in {r.split("==")[0] for r in COLAB_INSTALLS}]
+    if kept:  # Colab's own versions stay; what the set-up cell installs (pip() says so on Colab) does not
+        findings.append(Finding("info", "Colab's own versions, kept: " + "; ".join(
+            f"{p} {have} is installed, {want} is pinned" for p, have, want in kept) + " (the notebooks' stored "
+            "outputs were made with the pinned ones; small differences are expected)"))
+        differ = [d for d in differ if d not in kept]
     if missing or differ:
         versions = "; ".join(f"{p} {have} is installed, {want} is pinned" for p, have, want in differ)
         parts = ([absent] if missing else []) + ([versions + ": the notebooks' stored outputs were made with the "
                                                    "pinned versions (nbval may flag differences)"] if differ else [])
+        status = "fail" if set(missing) - set(OPTIONAL) or (facts.colab and differ) else "warn"
         driver = facts.cuda.get("driver_library") or facts.cuda.get("numba_cuda") is True  # else: the simulator's plain one
         numba_cuda = (driver and cuda_requirement(facts)) or pinned(facts, "numba-cuda")
         requirements = [numba_cuda if p == "numba-cuda" else pinned(facts, p) for p in missing + [p for p, _, _ in differ]]
-        findings.append(Finding("fail" if set(missing) - set(OPTIONAL) else "warn", "; ".join(parts),
-                                pip(facts, *requirements)))
+        findings.append(Finding(status, "; ".join(parts), pip(facts, *requirements)))
     return findings
 
 
@@ -186,36 +160,23 @@ def not_checked(facts, missing: list[str]) -> str:
 
 
 def backend_findings(facts) -> list[Finding]:
-    backend, answer = facts.keras_backend, facts.backend_gpus
-    tensorflow = " ".join(["TensorFlow", facts.pins.get("tensorflow", ("",))[0]]).strip()
-    if backend_missing(facts):
-        what = "not a Keras backend" if backend not in KERAS_BACKENDS else f"{backend} is not installed"
-        return [Finding("fail", f"KERAS_BACKEND={backend}, but {what} (the course pins {tensorflow} as Keras' "
-                                "backend, and no version of jax or torch)", unset_backend(facts))]
-    needs = ("numpy", "keras") + (("tensorflow",) if backend == "tensorflow" else ())
-    unchecked = [package for package in needs if facts.installed.get(package) is None]
+    answer = facts.backend_gpus
+    unchecked = [package for package in ("numpy", "keras", "tensorflow") if facts.installed.get(package) is None]
     if unchecked or python_too_old(facts):
-        return [Finding("info", f"Keras backend: {backend} (not checked: {not_checked(facts, unchecked)})")]
-    findings = []
-    if backend != "tensorflow":
-        findings.append(Finding("info", f"Keras backend: {backend} {facts.installed.get(backend)} (KERAS_BACKEND); the "
-                                        f"course pins no version of it: its outputs were made with {tensorflow}",
-                                unset_backend(facts)))
+        return [Finding("info", f"Keras backend: tensorflow (not checked: {not_checked(facts, unchecked)})")]
     if answer is None:
-        return findings + [Finding("info", f"Keras backend: {backend} (not imported here, to stay fast; "
-                                           "`python -m fastlstm_lib doctor --full` checks it imports and which GPU it sees)")]
+        return [Finding("info", "Keras backend: tensorflow (not imported here, to stay fast; "
+                                "`python -m fastlstm_lib doctor --full` checks it imports and which GPU it sees)")]
     if "error" in answer:
-        fix = (pip(facts, pinned(facts, "keras"), pinned(facts, "tensorflow")) if backend == "tensorflow"
-               else unset_backend(facts))
-        return findings + [Finding("fail", f"Keras with the {backend} backend does not import: {answer['error']}", fix)]
+        return [Finding("fail", f"Keras with the tensorflow backend does not import: {answer['error']}",
+                        pip(facts, pinned(facts, "keras"), pinned(facts, "tensorflow")))]
     versions = ", ".join(f"{k} {v}" for k, v in sorted(answer.get("versions", {}).items()))
     if answer.get("gpus"):
-        return findings + [Finding("ok", f"Keras ({versions}) sees {', '.join(answer['gpus'])}")]
+        return [Finding("ok", f"Keras ({versions}) sees {', '.join(answer['gpus'])}")]
     if facts.cuda.get("numba_cuda") is True:
-        fix = pip(facts, pinned(facts, "tensorflow", "and-cuda")) if backend == "tensorflow" else unset_backend(facts)
-        return findings + [Finding("warn", f"Keras ({versions}) sees no GPU: notebook 10's Keras LSTM (cuDNN) would run "
-                                           "on the CPU", fix)]
-    return findings + [Finding("ok", f"Keras ({versions}) imports; it computes on the CPU here")]
+        return [Finding("warn", f"Keras ({versions}) sees no GPU: notebook 10's Keras LSTM (cuDNN) would run on the "
+                                "CPU", pip(facts, pinned(facts, "tensorflow", "and-cuda")))]
+    return [Finding("ok", f"Keras ({versions}) imports; it computes on the CPU here")]
 
 
 # ---- the GPU, or the simulator --------------------------------------------------------------------
@@ -291,8 +252,7 @@ def gpu_present(facts) -> list[Finding]:
 
 
 def grid_barrier_finding(facts) -> Finding | None:
-    """Why the grid barrier (notebook 09) fails, if it does: a GPU without cooperative launch, whatever
-    is installed; else a missing libcudadevrt; else the test kernel's own error."""
+    """Why the grid barrier (notebook 09) fails, if it does: first a GPU without cooperative launch."""
     cuda, device = facts.cuda, device_facts(facts)
     capability = version_tuple(device.get("compute_capability"))
     cooperative = device.get("cooperative_launch")
@@ -305,13 +265,12 @@ def grid_barrier_finding(facts) -> Finding | None:
         return Finding("warn", f"{device.get('name')} cannot launch a cooperative grid ({why}): no grid barrier, so "
                                "the persistent step (notebook 09) cannot run on this GPU (benchmarks skip it and say "
                                "why); every other step runs")
-    if cuda.get("cudadevrt") is not True:
-        return Finding("warn", "no working grid barrier (libcudadevrt.a, the CUDA device runtime, missing): "
-                               "notebook 09's persistent kernel will not run on this GPU", cuda_wheel(facts))
-    if cuda.get("grid_barrier") is not True:
-        return Finding("warn", f"the grid-barrier test kernel failed: {error_of(cuda.get('grid_barrier'))}: notebook "
-                               "09's persistent kernel may not run on this GPU", cuda_wheel(facts))
-    return None
+    if cuda.get("grid_barrier") is True:
+        return None
+    why = ("libcudadevrt.a, the CUDA device runtime, is missing" if cuda.get("cudadevrt") is not True
+           else f"its test kernel failed: {error_of(cuda.get('grid_barrier'))}")
+    return Finding("warn", f"no working grid barrier ({why}): notebook 09's persistent kernel will not run on this "
+                           "GPU", cuda_wheel(facts))
 
 
 # ---- disk and memory, the verdict, the report -----------------------------------------------------

@@ -25,8 +25,6 @@ ROOT = Path(__file__).resolve().parents[3]
 SIMULATOR_VARIABLES = ("NUMBA_ENABLE_CUDASIM", "FASTLSTM_SIMULATOR")
 CUDA_PROBE_TIMEOUT_S = 120
 BACKEND_PROBE_TIMEOUT_S = 180
-#: Keras backends whose package the doctor looks for (KERAS_BACKEND names one of them).
-BACKENDS = ("tensorflow", "jax", "torch")
 
 
 @dataclasses.dataclass
@@ -35,10 +33,8 @@ class Facts:
     machine: str
     colab: bool
     python: tuple
-    requires_python: str  # ">=3.11"
     pins: dict  # {package: (version, group)} for THIS platform: group "core", "test" or "lab"
     installed: dict  # {package: version or None}
-    keras_backend: str
     simulator_here: bool  # this process runs kernels on the simulator
     forced_by: str | None  # the simulator variable set in this process, if any
     simulator_kernel: str | None  # "ok", an error, or None when not asked (GPU, or no Numba)
@@ -73,14 +69,14 @@ def marker_holds(marker: str, environment: dict) -> bool:
     return any([all([clause(part) for part in either.split(" and ")]) for either in marker.split(" or ")])
 
 
-def pins(environment: dict | None = None) -> tuple[str, dict]:
-    """(requires-python, {package: (version, group)}): pyproject.toml's exact pins whose markers hold on
-    ``environment`` (default: this machine); ("", {}) in a Python without tomllib (older than 3.11)."""
+def pins(environment: dict | None = None) -> dict:
+    """{package: (version, group)}: pyproject.toml's exact pins whose markers hold on ``environment``
+    (default: this machine); {} in a Python without tomllib (older than 3.11, told so anyway)."""
     environment = this_machine() if environment is None else environment
     try:
         import tomllib
     except ImportError:
-        return "", {}
+        return {}
     project = tomllib.loads((ROOT / "pyproject.toml").read_text(encoding="utf-8"))["project"]
     pinned = {}
     for group, lines in {"core": project["dependencies"], **project["optional-dependencies"]}.items():
@@ -89,7 +85,7 @@ def pins(environment: dict | None = None) -> tuple[str, dict]:
             match = re.fullmatch(r"([A-Za-z0-9_.\-]+)(\[[^\]]*\])?==(\S+)", requirement.strip())
             if match and marker_holds(marker, {**environment, "extra": "" if group == "core" else group}):
                 pinned[match.group(1)] = (match.group(3), group)
-    return project.get("requires-python", ""), pinned
+    return pinned
 
 
 def shown_path(path: str | Path) -> str:
@@ -122,45 +118,39 @@ def _last_line(text: str) -> str:
     return lines[-1][:300] if lines else "no error message"
 
 
-def cuda_facts() -> dict:
-    """What CUDA sees from a fresh Python without the simulator variables (``cuda_probe.py``)."""
-    environment = {k: v for k, v in os.environ.items() if k not in SIMULATOR_VARIABLES}
-    device = sys.modules.get("fastlstm_lib.runtime.device")  # loaded unless NumPy or Numba is missing
-    stand_in = ["--stand-in"] if device is not None and not device.DEVICE.computes else []
+def fresh_python(what: str, timeout: int, *arguments: str, **options) -> dict:
+    """The JSON object a fresh Python prints last, run with ``arguments``; {"error": ...} if it fails."""
     try:
-        done = subprocess.run([sys.executable, str(Path(__file__).with_name("cuda_probe.py")), *stand_in],
-                              capture_output=True, text=True, timeout=CUDA_PROBE_TIMEOUT_S, env=environment)
-        return json.loads(done.stdout) if done.returncode == 0 else {"error": _last_line(done.stderr)}
-    except subprocess.TimeoutExpired:
-        return {"error": f"the CUDA probe did not finish in {CUDA_PROBE_TIMEOUT_S} s"}
-    except ValueError:
-        return {"error": "the CUDA probe printed no answer"}
-
-
-BACKEND_PROBE = """
-import json
-from fastlstm_lib.runtime.keras_backend import backend_name, gpu_names, import_keras
-keras = import_keras()
-versions = {"keras": keras.__version__}
-backend = backend_name()
-if backend in ("tensorflow", "torch", "jax"):
-    versions[backend] = __import__(backend).__version__
-print(json.dumps({"backend": backend, "gpus": gpu_names(), "versions": versions}))
-"""
-
-
-def backend_facts() -> dict:
-    """Which GPUs the Keras backend sees, from a fresh Python (importing TensorFlow takes seconds)."""
-    try:
-        done = subprocess.run([sys.executable, "-c", BACKEND_PROBE], capture_output=True, text=True,
-                              timeout=BACKEND_PROBE_TIMEOUT_S, cwd=str(ROOT))
+        done = subprocess.run([sys.executable, *arguments], capture_output=True, text=True, timeout=timeout, **options)
         if done.returncode != 0:
             return {"error": _last_line(done.stderr)}
         return json.loads(done.stdout.strip().splitlines()[-1])
     except subprocess.TimeoutExpired:
-        return {"error": f"importing Keras took more than {BACKEND_PROBE_TIMEOUT_S} s"}
+        return {"error": f"{what} did not finish in {timeout} s"}
     except (ValueError, IndexError):
-        return {"error": "the Keras probe printed no answer"}
+        return {"error": f"{what} printed no answer"}
+
+
+def cuda_facts() -> dict:
+    """What CUDA sees from a fresh Python without the simulator variables (``cuda_probe.py``)."""
+    device = sys.modules.get("fastlstm_lib.runtime.device")  # loaded unless NumPy or Numba is missing
+    stand_in = ["--stand-in"] if device is not None and not device.DEVICE.computes else []
+    return fresh_python("the CUDA probe", CUDA_PROBE_TIMEOUT_S, str(Path(__file__).with_name("cuda_probe.py")),
+                        *stand_in, env={k: v for k, v in os.environ.items() if k not in SIMULATOR_VARIABLES})
+
+
+BACKEND_PROBE = """
+import json
+from fastlstm_lib.runtime.keras_backend import gpu_names, import_keras
+import tensorflow
+print(json.dumps({"gpus": gpu_names(), "versions": {"keras": import_keras().__version__,
+                                                    "tensorflow": tensorflow.__version__}}))
+"""
+
+
+def backend_facts() -> dict:
+    """Which GPUs Keras' TensorFlow sees, from a fresh Python (importing TensorFlow takes seconds)."""
+    return fresh_python("importing Keras", BACKEND_PROBE_TIMEOUT_S, "-c", BACKEND_PROBE, cwd=str(ROOT))
 
 
 def simulator_kernel() -> str:
@@ -199,12 +189,11 @@ def gather(full: bool | None = None) -> Facts:
     never when NumPy, Keras or its backend is missing (the packages' finding says so)."""
     from .. import requirements
 
-    requires, pinned = pins()
-    backend = os.environ.get("KERAS_BACKEND", "tensorflow")
-    installed = {name: package_version(name) for name in sorted(set(pinned) | set(BACKENDS) | {backend})}
+    pinned = pins()
+    installed = {name: package_version(name) for name in sorted(pinned)}
     cuda = cuda_facts()
     ask_backend = full if full is not None else cuda.get("numba_cuda") is True
-    ask_backend = ask_backend and all(installed.get(name) for name in ("numpy", "keras", backend))
+    ask_backend = ask_backend and all(installed.get(name) for name in ("numpy", "keras", "tensorflow"))
     simulator_here, kernel = False, None
     if not requirements.missing():  # else fastlstm_lib did not load, nor can its simulator
         from ...runtime import simulator
@@ -216,8 +205,8 @@ def gather(full: bool | None = None) -> Facts:
     return Facts(
         system=platform.system(), machine=platform.machine(),
         colab="google.colab" in sys.modules or "COLAB_RELEASE_TAG" in os.environ,
-        python=tuple(sys.version_info[:3]), requires_python=requires, pins=pinned, installed=installed,
-        keras_backend=backend, simulator_here=simulator_here, forced_by=forced, simulator_kernel=kernel,
+        python=tuple(sys.version_info[:3]), pins=pinned, installed=installed,
+        simulator_here=simulator_here, forced_by=forced, simulator_kernel=kernel,
         cuda=cuda, backend_gpus=backend_facts() if ask_backend else None,
         disk_free=disk_free(), memory_total=total, memory_available=available,
         executable=shown_path(sys.executable), course_python=course_python())
