@@ -1,6 +1,6 @@
 """Command line: ``python -m fastlstm_lib bench [--steps ...] [--config article|tiny|default] [--out FILE]``;
 ``profile`` records every step without running it and bounds it per GPU (meaningful on the simulator too);
-``python -m fastlstm_lib doctor [--full | --quick]`` checks that the course will run on this machine.
+``python -m fastlstm_lib doctor [--full]`` checks that the course will run on this machine.
 
 Every argument is checked before any work (step and GPU names, counts, and that each output file
 can be written): a bad one prints ``error: ...`` and exits with status 2, never a traceback."""

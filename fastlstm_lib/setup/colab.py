@@ -1,15 +1,9 @@
-"""Google Colab: the set-up that the cell at the top of every notebook runs there (``tools/colab_cells.py``
-writes those cells, with the course's address).
-
-Standard library only: on Colab this file is run from a fresh clone (``runpy.run_path``) before the
-course is installed, so it must not import ``fastlstm_lib`` (whose ``__init__`` imports Numba).
-
-- ``setup``: what the set-up cell runs on Colab. It removes the preinstalled packages that our
-  install would break (``REMOVE``: computed by ``python tools/colab_check.py`` against Colab's
-  published package list, ``data/colab/pip-freeze.gpu.txt``), installs the one package Colab has too
-  old (``INSTALL``; numba 0.61.2, NumPy, TensorFlow, Keras, matplotlib and tqdm are kept as Colab has
-  them), installs the course with ``--no-deps`` and makes ``notebooks/`` the working directory (the
-  notebooks read ``../data``). Run again in the same runtime, it only does the last step, silently.
+"""Google Colab: ``setup``, what the set-up cell at the top of every notebook runs there
+(``tools/colab_cells.py`` writes those cells). Standard library only: it runs from a fresh clone
+(``runpy.run_path``) before the course is installed. It removes the preinstalled packages our install
+would break (``REMOVE``), installs what Colab has too old (``INSTALL``; Colab's NumPy, TensorFlow,
+Keras... are kept), installs the course with ``--no-deps`` and works in ``notebooks/``. Run again in
+the same runtime, it only does the last step, silently.
 """
 
 from __future__ import annotations
@@ -22,15 +16,11 @@ import sys
 
 #: Where the set-up cell clones the course on Colab (``FASTLSTM_REPO`` overrides the repository).
 HOME = "/content/fastlstm"
-#: What Colab lacks or has too old: numba-cuda (Colab's 0.22.2; the course is checked with 0.30.4;
-#: pip then upgrades cuda-core 0.3.2, which numba-cuda 0.30.4 needs at >=0.5.1). Without the
-#: ``[cu12]`` extra: Colab already has every CUDA 12 library it names (cuda-toolkit 12.8.1,
-#: nvidia-cuda-nvcc/-nvrtc/-runtime-cu12, nvidia-nvjitlink-cu12), and with it pip would also move
-#: nvidia-cuda-cccl-cu12 from 12.9.27 to 12.8.90 (tools/colab_check.py shows both).
+#: What Colab has too old: numba-cuda (Colab's 0.22.2). Without ``[cu12]``: Colab has every CUDA 12
+#: library it names, and pip would move nvidia-cuda-cccl-cu12 back (tools/colab_check.py shows it).
 INSTALL = ("numba-cuda==0.30.4",)
-#: Colab's packages whose requirements INSTALL would break, each with the requirement it breaks (a name
-#: alone: it needs a package removed before it):
-#: written by ``python tools/colab_check.py --write`` (its report: data/colab/colab_check.txt).
+#: Colab's packages whose requirement INSTALL breaks (a name alone: it needs one removed before it),
+#: from ``python tools/colab_check.py --write`` (its report: data/colab/colab_check.txt).
 REMOVE = {
     "cudf-cu12": "numba-cuda<0.23.0",
     "cuml-cu12": "numba-cuda<0.23.0",
@@ -67,10 +57,7 @@ def summary(removed) -> str:
 
 def setup(home: str = HOME, run=subprocess.run, version=version, out=print) -> dict:
     """On Colab: remove ``REMOVE``, install ``INSTALL`` and the course in ``home``; cd to its notebooks.
-
-    Prints one line when it changed something, nothing when the runtime was already set up.
-    Returns what it did (``to_do``'s answer before it started).
-    """
+    Prints one line when it changed something; returns what it did (``to_do``'s answer)."""
     todo = to_do(version)
     pip = [sys.executable, "-m", "pip"]
     quiet = ["-q", "--disable-pip-version-check", "--root-user-action=ignore"]

@@ -1,16 +1,10 @@
 """Whether this Python has what ``import fastlstm_lib`` needs, asked with the standard library alone.
 
-The package imports NumPy and Numba at once. In a Python without them (the system's ``python3``,
-not the course's ``.venv``), importing the package still succeeds, loads nothing else, and every
-name asked of it raises an ``ImportError`` that names this interpreter and the fix. That keeps
-``python -m fastlstm_lib doctor`` (and ``from fastlstm_lib.setup.doctor import run``) working with any
-Python 3: the doctor needs only the standard library and says what is missing, and where.
-
-Which Python the course installs with is decided here too, once (``python_problem``): ``make
-setup`` runs this file as a script before it creates the venv, and the doctor asks the same
-function. The bounds follow the pins' wheels (``python tools/resolve_platforms.py`` prints them):
-TensorFlow 2.21 has wheels for Python 3.11-3.13; on an Intel Mac the last TensorFlow (2.16.2)
-stops at 3.12.
+Without NumPy or Numba, ``import fastlstm_lib`` still succeeds and every name asked of it raises an
+ImportError naming this interpreter and the fix (``refusal``), so the doctor runs in any Python 3.
+``python_problem`` is the one rule for which Python the course installs with (the pins' wheels:
+TensorFlow 2.21 for 3.11-3.13, 2.16.2 on an Intel Mac up to 3.12): ``make setup`` runs this file as
+a script before it creates the venv, and the doctor asks the same function.
 """
 
 from __future__ import annotations
@@ -21,17 +15,13 @@ import sys
 
 #: What the package imports at once (Keras, TensorFlow, matplotlib and tqdm load when first used).
 NEEDED = ("numpy", "numba")
-
-
 #: The Pythons the pins have wheels for: (lowest, highest), and the highest on an Intel Mac.
 LOWEST_PYTHON, HIGHEST_PYTHON, INTEL_MAC_HIGHEST_PYTHON = (3, 11), (3, 13), (3, 12)
 
 
 def python_problem(version=None, system=None, machine=None):
-    """None when the course installs with this Python here, else why not (one sentence).
-
-    ``version`` (major, minor), ``system`` as ``sys.platform`` says it, ``machine`` as
-    ``platform.machine()``: this interpreter and machine by default."""
+    """None when the course installs with this Python here, else why not. ``version`` (major, minor),
+    ``system`` as ``sys.platform``, ``machine`` as ``platform.machine()``: by default, this one."""
     version = tuple(version or sys.version_info[:2])[:2]
     system = system or sys.platform
     machine = machine or platform.machine()

@@ -166,6 +166,13 @@ def _probe_kernels():
     return neighbours, barriers, empty
 
 
+def where_found():
+    """How numba-cuda found each CUDA library ('site-packages', 'System', 'Conda'...), no paths."""
+    from numba.cuda.cuda_paths import get_cuda_paths
+
+    return {name: found.by for name, found in get_cuda_paths().items() if found is not None and found.info}
+
+
 def smoke(ctx) -> dict:
     """The doctor's CUDA probe first (libraries found and how, the device, a plain kernel), then a
     grid barrier across many blocks and the two costs the lessons lack."""
@@ -176,7 +183,7 @@ def smoke(ctx) -> dict:
     lib = fl()
     environment(ctx)
     facts: dict = {}
-    for key, question in (("found_by", cuda_probe.where_found), ("nvvm", lambda: cuda_probe.library_found("nvvm")),
+    for key, question in (("found_by", where_found), ("nvvm", lambda: cuda_probe.library_found("nvvm")),
                           ("nvrtc", lambda: cuda_probe.library_found("nvrtc")),
                           ("cudadevrt", cuda_probe.cudadevrt_found), ("device", cuda_probe.device)):
         cuda_probe.ask(facts, key, question)

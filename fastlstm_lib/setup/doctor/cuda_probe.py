@@ -1,11 +1,9 @@
 """What CUDA looks like from a fresh Python: run as a script by the doctor, prints one JSON object.
 
-Run as a file, not as ``-m fastlstm_lib...``: importing fastlstm_lib would switch Numba to its
-simulator when there is no GPU, and then nothing real could be asked. The doctor starts it with
-the simulator variables removed from the environment, so that it sees the hardware even when the
-notebook forced the simulator. Each question is asked on its own; one failing does not stop the
-others. On a GPU it compiles and launches two tiny kernels: a plain one (the whole course needs
-it) and one with a grid barrier (the persistent kernel of notebook 09 links libcudadevrt for it).
+A file, not ``-m fastlstm_lib...``: importing fastlstm_lib would switch Numba to its simulator when
+there is no GPU. The doctor starts it without the simulator variables, so it sees the hardware even
+when the notebook forced the simulator. Each question is asked on its own; on a GPU it runs a plain
+kernel (the whole course) and one with a grid barrier (notebook 09's persistent kernel, libcudadevrt).
 """
 
 import ctypes.util
@@ -13,10 +11,9 @@ import json
 import os
 import sys
 
-#: ``--stand-in``: the doctor runs on a stand-in driver that compiles and launches kernels but runs
-#: none (``fastlstm_lib.runtime.device.declare_stand_in``). It is loaded as the package loads, so the
-#: probe imports the package first, as the doctor's process did, and asks the same questions of it;
-#: a kernel that launched counts as passing there (nothing is computed to compare).
+#: ``--stand-in``: the doctor's process runs on a stand-in driver that launches kernels but computes
+#: nothing (``fastlstm_lib.runtime.device.declare_stand_in``), loaded with the package: import it
+#: too, and count a kernel that launched as passing.
 STAND_IN = "--stand-in" in sys.argv[1:]
 if STAND_IN:
     import fastlstm_lib  # noqa: F401
@@ -26,7 +23,7 @@ def ask(facts, key, question):
     try:
         facts[key] = question()
     except Exception as error:  # every failure is a fact to report, not a crash
-        facts[key] = {"error": f"{type(error).__name__}: {str(error).strip().splitlines()[0] if str(error).strip() else ''}"}
+        facts[key] = {"error": f"{type(error).__name__}: {(str(error).strip().splitlines() or [''])[0]}"}
 
 
 def library_found(name):
@@ -34,13 +31,6 @@ def library_found(name):
 
     libs.open_cudalib(name)  # raises if it cannot be loaded
     return True
-
-
-def where_found():
-    """How numba-cuda found each CUDA library ('site-packages', 'System', 'Conda'...), no paths."""
-    from numba.cuda.cuda_paths import get_cuda_paths
-
-    return {name: found.by for name, found in get_cuda_paths().items() if found is not None and found.info}
 
 
 def cudadevrt_found():
@@ -56,8 +46,7 @@ def device():
     name = gpu.name.decode() if isinstance(gpu.name, bytes) else str(gpu.name)
     return {"name": name, "compute_capability": "{}.{}".format(*gpu.compute_capability),
             "multiprocessors": int(gpu.MULTIPROCESSOR_COUNT),
-            # A grid barrier needs cooperative launch (compute capability 6.0 or newer).
-            "cooperative_launch": bool(gpu.COOPERATIVE_LAUNCH),
+            "cooperative_launch": bool(gpu.COOPERATIVE_LAUNCH),  # a grid barrier needs it
             "driver": "{}.{}".format(*cuda.cudadrv.driver.driver.get_version())}
 
 
@@ -78,7 +67,6 @@ def plain_kernel(launch_only: bool = STAND_IN):
 
 
 def grid_barrier_kernel(launch_only: bool = STAND_IN):
-    """Whether a kernel with a grid barrier computes the right values (``launch_only``: launched)."""
     import numpy as np
     from numba import cuda
 
@@ -99,7 +87,6 @@ def grid_barrier_kernel(launch_only: bool = STAND_IN):
 def main():
     facts = {"driver_library": ctypes.util.find_library("cuda") is not None or os.path.exists("/usr/lib/wsl/lib")}
     ask(facts, "numba_cuda", lambda: __import__("numba.cuda").cuda.is_available())
-    ask(facts, "found_by", where_found)
     for name in ("nvvm", "nvrtc"):
         ask(facts, name, lambda name=name: library_found(name))
     ask(facts, "cudadevrt", cudadevrt_found)

@@ -1,63 +1,220 @@
-"""From the machine's answers (``probes.Facts``) to findings: ok, info, warn or fail, each problem
-with the one command that fixes it (``fixes``). Pure functions of the facts, so every case (a GPU
-without libcudadevrt, TensorFlow blind to the GPU, Colab without a GPU runtime, a Mac, a Python
-without Numba...) is testable anywhere. The software's findings are in ``software``; here the GPU
-(or the simulator), the disk and memory, the verdict and the report.
-
-A GPU below compute capability 6.0 has no cooperative launch, hence no grid barrier: the
-persistent step cannot run on it, whatever is installed.
+"""From the machine's answers (``probes.Facts``) to findings (ok, info, warn or fail), each problem with
+the one command that fixes it, by the Python that needs it; then the verdict and the report. Each
+cause is reported once: what follows from it (Keras not importing, the GPU not checked) is not again.
 """
 
 from __future__ import annotations
 
+import dataclasses
+import shlex
+
 from ...tables import Column, Span, table
-from . import fixes
-from .fixes import CUDA13_COMPUTE_CAPABILITY, DRIVER_UPDATE, Finding, cuda_wheel, device_facts, version_tuple
-from . import software
-from .software import backend_findings, package_findings, python_finding, python_too_old
+from ..colab import INSTALL as COLAB_INSTALLS
+from ..requirements import LOWEST_PYTHON, python_problem
 
 GIB = 1024 ** 3
+#: CUDA 13's NVVM compiles for compute capability 7.5 and newer only (CUDA 12's from 5.0).
+CUDA13_COMPUTE_CAPABILITY = (7, 5)
 #: Cooperative launch, and so a grid barrier (notebook 09's persistent kernel), from this compute capability.
 COOPERATIVE_COMPUTE_CAPABILITY = (6, 0)
+DRIVER_UPDATE = ("update the NVIDIA driver: R525 or newer runs CUDA 12, R580 or newer CUDA 13 (nvidia-smi shows "
+                 "the one installed)")
+SETUP_CELL = "run the notebook's first cell (the set-up cell), then this one again"
 SIMULATOR_CAVEATS = ("slow, tiny sizes, timings meaningless; a failed check means the same as on a GPU, races and "
                      "cross-block barriers need a GPU")
+#: The notebooks run without these (each loses what it says): a warning, not a failure.
+OPTIONAL = {"tqdm": "no progress bars", "nvtx": "no NVTX ranges for Nsight Systems"}
 
 
-def cuda_packages_missing(facts) -> list[str]:
-    """Numba, and numba-cuda where this platform pins it: without them nothing about CUDA can be asked."""
-    return [p for p in ("numba", "numba-cuda") if (p == "numba" or p in facts.pins) and facts.installed.get(p) is None]
+@dataclasses.dataclass(frozen=True)
+class Finding:
+    status: str  # "ok", "info", "warn" (runs, with a caveat) or "fail" (the course will not run)
+    text: str
+    fix: str = ""  # a command; alternatives on further lines, each starting "or "
 
+
+# ---- the fixes ------------------------------------------------------------------------------------
+
+def quoted(path: str, system: str = "Linux") -> str:
+    """A path as a shell word: POSIX quoting after a leading "~/", double quotes on Windows."""
+    if system == "Windows":
+        path = path.replace("/", "\\")
+        return f'"{path}"' if " " in path else path
+    if path.startswith("~/"):
+        return "~/" + (shlex.quote(path[2:]) if path[2:] else "")
+    return shlex.quote(path)
+
+
+def use_course_python(facts) -> str:
+    return (f"use the course's Python: {quoted(facts.course_python, facts.system)} -m fastlstm_lib doctor   "
+            "(`make setup` installs into it; in Jupyter, its kernel: `make lab` starts it)")
+
+
+def or_this_python(facts, command: str) -> str:
+    """``command`` run by this Python; the course's .venv Python first when this is another one."""
+    return f"{use_course_python(facts)}\nor install into this Python: {command}" if facts.course_python else command
+
+
+def pip(facts, *requirements: str) -> str:
+    if facts.colab:
+        return SETUP_CELL
+    return or_this_python(facts, f"{quoted(facts.executable, facts.system)} -m pip install "
+                          + " ".join(f'"{r}"' for r in requirements))
+
+
+def pinned(facts, package: str, extra: str = "") -> str:
+    """``package[extra]==pin`` (no ``==`` when the course pins no version of it here)."""
+    name = f"{package}[{extra}]" if extra else package
+    return f"{name}=={facts.pins[package][0]}" if package in facts.pins else name
+
+
+def version_tuple(text) -> tuple[int, ...] | None:
+    """ "13.0" -> (13, 0); None when unknown or not a version."""
+    try:
+        return tuple(int(part) for part in str(text).split(".")[:2]) if text else None
+    except ValueError:
+        return None
+
+
+def device_facts(facts) -> dict:
+    device = facts.cuda.get("device")
+    return device if isinstance(device, dict) else {}
+
+
+def cuda_requirement(facts) -> str | None:
+    """numba-cuda with the CUDA libraries this driver AND GPU need: CUDA 13's NVVM refuses compute
+    capability below 7.5, which R580 drivers (13.0) still run; None: the driver predates CUDA 12."""
+    device = device_facts(facts)
+    driver, capability = version_tuple(device.get("driver")), version_tuple(device.get("compute_capability"))
+    if driver is not None and driver < (12,):
+        return None
+    new = driver is not None and driver >= (13,) and (capability is None or capability >= CUDA13_COMPUTE_CAPABILITY)
+    return pinned(facts, "numba-cuda", "cu13" if new else "cu12")
+
+
+def cuda_wheel(facts) -> str:
+    requirement = cuda_requirement(facts)
+    return DRIVER_UPDATE if requirement is None else pip(facts, requirement)
+
+
+# ---- Python and the packages ----------------------------------------------------------------------
+
+def python_too_old(facts) -> bool:
+    return tuple(facts.python[:2]) < LOWEST_PYTHON
+
+
+def python_finding(facts) -> Finding:
+    version, needed = ".".join(map(str, facts.python)), "{}.{}".format(*LOWEST_PYTHON)
+    system = {"Darwin": "darwin", "Windows": "win32", "Linux": "linux"}.get(facts.system, facts.system)
+    why = (f"Python {needed} or newer needed (the course's pins: >={needed})" if python_too_old(facts)
+           else python_problem(facts.python[:2], system, facts.machine))
+    if not why:
+        return Finding("ok", f"Python {version} (the course needs >={needed})")
+    if facts.colab:
+        fix = "Runtime > Change runtime type > the newest runtime version"
+    elif facts.course_python:
+        fix = use_course_python(facts)
+    else:
+        fix = (f"make setup PYTHON=python3.11   (creates .venv with Python {needed} or newer and the pinned "
+               "packages; any Python 3.11, 3.12 or 3.13 will do)\nor conda env create -f environment.yml")
+    return Finding("fail", f"Python {version}: {why}", fix)
+
+
+def names(packages) -> str:
+    return ", ".join(packages[:-1]) + " and " + packages[-1] if len(packages) > 1 else "".join(packages)
+
+
+def package_findings(facts) -> list[Finding]:
+    if python_too_old(facts):
+        return [Finding("info", "packages not checked: first a Python the pins are for (above)")]
+    needed = [p for p, (_, group) in facts.pins.items() if group == "core"]
+    missing = [p for p in needed if facts.installed.get(p) is None]
+    differ = [(p, facts.installed[p], facts.pins[p][0]) for p in needed
+              if p not in missing and facts.installed[p] != facts.pins[p][0]]
+    fine = [f"{p} {facts.installed[p]}" for p in needed if p not in missing and facts.installed[p] == facts.pins[p][0]]
+    findings = [Finding("ok", "packages as pinned: " + ", ".join(fine))] if fine else []
+    absent = ", ".join(missing) + (" is" if len(missing) == 1 else " are") + " not installed"
+    absent += (": " + "; ".join(OPTIONAL[p] for p in missing)) if missing and set(missing) <= set(OPTIONAL) else ""
+    kept = [d for d in differ if facts.colab and d[0] not in {r.split("==")[0] for r in COLAB_INSTALLS}]
+    if kept:  # Colab's own versions stay; what the set-up cell installs (pip() says so on Colab) does not
+        findings.append(Finding("info", "Colab's own versions, kept: " + "; ".join(
+            f"{p} {have} is installed, {want} is pinned" for p, have, want in kept) + " (the notebooks' stored "
+            "outputs were made with the pinned ones; small differences are expected)"))
+        differ = [d for d in differ if d not in kept]
+    if missing or differ:
+        versions = "; ".join(f"{p} {have} is installed, {want} is pinned" for p, have, want in differ)
+        parts = ([absent] if missing else []) + ([versions + ": the notebooks' stored outputs were made with the "
+                                                   "pinned versions (nbval may flag differences)"] if differ else [])
+        status = "fail" if set(missing) - set(OPTIONAL) or (facts.colab and differ) else "warn"
+        driver = facts.cuda.get("driver_library") or facts.cuda.get("numba_cuda") is True  # else: the simulator's plain one
+        numba_cuda = (driver and cuda_requirement(facts)) or pinned(facts, "numba-cuda")
+        requirements = [numba_cuda if p == "numba-cuda" else pinned(facts, p) for p in missing + [p for p, _, _ in differ]]
+        findings.append(Finding(status, "; ".join(parts), pip(facts, *requirements)))
+    return findings
+
+
+def not_checked(facts, missing: list[str]) -> str:
+    if python_too_old(facts):
+        return "needs Python {}.{} or newer, above".format(*LOWEST_PYTHON)
+    return f"needs {names(missing)}, above"
+
+
+def backend_findings(facts) -> list[Finding]:
+    answer = facts.backend_gpus
+    unchecked = [package for package in ("numpy", "keras", "tensorflow") if facts.installed.get(package) is None]
+    if unchecked or python_too_old(facts):
+        return [Finding("info", f"Keras backend: tensorflow (not checked: {not_checked(facts, unchecked)})")]
+    if answer is None:
+        return [Finding("info", "Keras backend: tensorflow (not imported here, to stay fast; "
+                                "`python -m fastlstm_lib doctor --full` checks it imports and which GPU it sees)")]
+    if "error" in answer:
+        return [Finding("fail", f"Keras with the tensorflow backend does not import: {answer['error']}",
+                        pip(facts, pinned(facts, "keras"), pinned(facts, "tensorflow")))]
+    versions = ", ".join(f"{k} {v}" for k, v in sorted(answer.get("versions", {}).items()))
+    if answer.get("gpus"):
+        return [Finding("ok", f"Keras ({versions}) sees {', '.join(answer['gpus'])}")]
+    if facts.cuda.get("numba_cuda") is True:
+        return [Finding("warn", f"Keras ({versions}) sees no GPU: notebook 10's Keras LSTM (cuDNN) would run on the "
+                                "CPU", pip(facts, pinned(facts, "tensorflow", "and-cuda")))]
+    return [Finding("ok", f"Keras ({versions}) imports; it computes on the CPU here")]
+
+
+# ---- the GPU, or the simulator --------------------------------------------------------------------
 
 def gpu_findings(facts) -> list[Finding]:
-    cuda, missing = facts.cuda, cuda_packages_missing(facts)
+    cuda = facts.cuda
+    missing = [p for p in ("numba", "numba-cuda") if (p == "numba" or p in facts.pins) and facts.installed.get(p) is None]
     if missing or python_too_old(facts):
-        return [Finding("info", f"the GPU (or Numba's CUDA simulator): not checked ({software.needs(facts, missing)})")]
+        return [Finding("info", f"the GPU (or Numba's CUDA simulator): not checked ({not_checked(facts, missing)})")]
     if "error" in cuda:
         return [Finding("warn", f"could not ask CUDA what it sees: {cuda['error']}", cuda_wheel(facts))]
     if cuda.get("numba_cuda") is True:
         return gpu_present(facts)
-    findings = []
     if facts.colab:
-        findings.append(Finding("warn", "this Colab runtime has no GPU: the notebooks run on the simulator",
-                                "Runtime > Change runtime type > a GPU, then run the set-up cell again"))
+        findings = [Finding("warn", "this Colab runtime has no GPU: the notebooks run on the simulator",
+                            "Runtime > Change runtime type > a GPU, then run the set-up cell again")]
     elif facts.system == "Darwin":
-        findings.append(Finding("info", "macOS has no CUDA: the notebooks run on Numba's own CUDA simulator (numba-cuda, "
-                                        f"the GPU path, is not needed on a Mac; {SIMULATOR_CAVEATS})"))
+        findings = [Finding("info", "macOS has no CUDA: the notebooks run on Numba's own CUDA simulator (numba-cuda, "
+                                    f"the GPU path, is not needed on a Mac; {SIMULATOR_CAVEATS})")]
     elif cuda.get("driver_library"):
-        findings.append(Finding("warn", "a CUDA driver is installed but sees no GPU: the notebooks run on the simulator",
-                                "nvidia-smi   (shows whether the driver sees the GPU, and why not)"))
+        findings = [Finding("warn", "a CUDA driver is installed but sees no GPU: the notebooks run on the simulator",
+                            "nvidia-smi   (shows whether the driver sees the GPU, and why not)")]
     else:
-        findings.append(Finding("info", f"no NVIDIA GPU: the notebooks run on Numba's CUDA simulator ({SIMULATOR_CAVEATS})"))
+        findings = [Finding("info", f"no NVIDIA GPU: the notebooks run on Numba's CUDA simulator ({SIMULATOR_CAVEATS})")]
     if facts.simulator_kernel == "ok":
         findings.append(Finding("ok", "the simulator runs kernels"))
     elif facts.simulator_kernel is not None:
         findings.append(Finding("fail", f"the simulator cannot run a kernel: {facts.simulator_kernel}",
-                                fixes.pip(facts, *(fixes.pinned(facts, p) for p in ("numba", "numba-cuda") if p in facts.pins))))
+                                pip(facts, *(pinned(facts, p) for p in ("numba", "numba-cuda") if p in facts.pins))))
     if cuda.get("nvvm") is True and cuda.get("nvrtc") is True:
         findings.append(Finding("info", "CUDA's compilers (NVVM, NVRTC) are here: Numba can compile the kernels for a GPU "
                                         "on this machine (what they compile the kernels to, for every GPU from sm_52 to "
                                         "sm_90, is already in data/kernel_resources.csv)"))
     return findings
+
+
+def error_of(answer) -> str:
+    return answer.get("error", "wrong result") if isinstance(answer, dict) else "wrong result"
 
 
 def gpu_present(facts) -> list[Finding]:
@@ -75,17 +232,16 @@ def gpu_present(facts) -> list[Finding]:
                                         "(it needs 7.5 or newer): this GPU needs CUDA 12's libraries (numba-cuda[cu12]), "
                                         f"which its {device.get('driver')} driver runs"))
     kernel = cuda.get("plain_kernel")
-    error = kernel.get("error", "wrong result") if isinstance(kernel, dict) else "wrong result"
     compilers = [library.upper() for library in ("nvvm", "nvrtc") if cuda.get(library) is not True]
     if compilers:  # one cause: the test kernels cannot have worked without them, so they are not counted again
         findings.append(Finding("fail", f"{' and '.join(compilers)} {'is' if len(compilers) == 1 else 'are'} missing: "
                                         "Numba cannot compile kernels for the GPU"
-                                        + ("" if kernel is True else f" (the test kernel failed: {error})"),
+                                        + ("" if kernel is True else f" (the test kernel failed: {error_of(kernel)})"),
                                 cuda_wheel(facts)))
     elif kernel is True:
         findings.append(Finding("ok", "a test kernel compiled and ran on the GPU"))
     else:
-        findings.append(Finding("fail", f"a test kernel failed on the GPU: {error}", cuda_wheel(facts)))
+        findings.append(Finding("fail", f"a test kernel failed on the GPU: {error_of(kernel)}", cuda_wheel(facts)))
     barrier = None if compilers else grid_barrier_finding(facts)
     if barrier is not None:
         findings.append(barrier)
@@ -96,9 +252,7 @@ def gpu_present(facts) -> list[Finding]:
 
 
 def grid_barrier_finding(facts) -> Finding | None:
-    """Why the grid barrier (notebook 09) does not work here, if it does not: a GPU without
-    cooperative launch (compute capability below 6.0), whatever is installed; else a missing
-    libcudadevrt; else the test kernel's own error. None when it works."""
+    """Why the grid barrier (notebook 09) fails, if it does: first a GPU without cooperative launch."""
     cuda, device = facts.cuda, device_facts(facts)
     capability = version_tuple(device.get("compute_capability"))
     cooperative = device.get("cooperative_launch")
@@ -111,29 +265,27 @@ def grid_barrier_finding(facts) -> Finding | None:
         return Finding("warn", f"{device.get('name')} cannot launch a cooperative grid ({why}): no grid barrier, so "
                                "the persistent step (notebook 09) cannot run on this GPU (benchmarks skip it and say "
                                "why); every other step runs")
-    if cuda.get("cudadevrt") is not True:
-        return Finding("warn", "no working grid barrier (libcudadevrt.a, the CUDA device runtime, missing): "
-                               "notebook 09's persistent kernel will not run on this GPU", cuda_wheel(facts))
-    if cuda.get("grid_barrier") is not True:
-        answer = cuda.get("grid_barrier")
-        error = answer.get("error", "wrong result") if isinstance(answer, dict) else "wrong result"
-        return Finding("warn", f"the grid-barrier test kernel failed: {error}: notebook 09's persistent kernel may not "
-                               "run on this GPU", cuda_wheel(facts))
-    return None
+    if cuda.get("grid_barrier") is True:
+        return None
+    why = ("libcudadevrt.a, the CUDA device runtime, is missing" if cuda.get("cudadevrt") is not True
+           else f"its test kernel failed: {error_of(cuda.get('grid_barrier'))}")
+    return Finding("warn", f"no working grid barrier ({why}): notebook 09's persistent kernel will not run on this "
+                           "GPU", cuda_wheel(facts))
 
+
+# ---- disk and memory, the verdict, the report -----------------------------------------------------
 
 def resource_findings(facts) -> list[Finding]:
-    findings = []
     if facts.disk_free is None:
-        findings.append(Finding("info", "free disk space unknown"))
+        findings = [Finding("info", "free disk space unknown")]
     elif facts.disk_free < GIB // 4:
-        findings.append(Finding("fail", f"{facts.disk_free / GIB:.2f} GiB free on the course's disk: too little to "
-                                        "run the notebooks", "df -h .   (then free some space)"))
+        findings = [Finding("fail", f"{facts.disk_free / GIB:.2f} GiB free on the course's disk: too little to "
+                                    "run the notebooks", "df -h .   (then free some space)")]
     elif facts.disk_free < GIB:
-        findings.append(Finding("warn", f"{facts.disk_free / GIB:.1f} GiB free on the course's disk (1 GiB or more "
-                                        "is comfortable)", "df -h ."))
+        findings = [Finding("warn", f"{facts.disk_free / GIB:.1f} GiB free on the course's disk (1 GiB or more "
+                                    "is comfortable)", "df -h .")]
     else:
-        findings.append(Finding("ok", f"{facts.disk_free / GIB:.0f} GiB free on the course's disk"))
+        findings = [Finding("ok", f"{facts.disk_free / GIB:.0f} GiB free on the course's disk")]
     if facts.memory_available is not None and facts.memory_available < 2 * GIB:
         findings.append(Finding("warn", f"{facts.memory_available / GIB:.1f} GiB of memory available: TensorFlow "
                                         "and a notebook need about 2 GiB; close other programs"))

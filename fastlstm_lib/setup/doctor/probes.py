@@ -1,12 +1,9 @@
-"""The doctor's questions to this machine: each a small function, so tests can replace it.
+"""The doctor's questions to this machine, collected by ``gather`` into one ``Facts``.
 
-Standard library only, in any Python 3.8 or newer: the doctor must run in a Python that lacks the
-course's packages (to say so) or is too old (to say that). Nothing here imports NumPy, Numba,
-TensorFlow, torch or Keras: what CUDA sees is asked in a fresh Python (``cuda_probe.py``), the
-simulator's test kernel only when Numba imports (``simulator_probe.py``), and whether the Keras
-backend sees a GPU in another Python, with a time limit, only when it matters (a GPU is present)
-or when asked (``full``), and only when Keras and its backend are installed. ``gather`` collects
-all the answers into one ``Facts``.
+Standard library only, so that a Python without the course's packages is told what it lacks. What
+CUDA sees is asked in a fresh Python (``cuda_probe.py``), the Keras backend's GPUs in another, with
+a time limit; the simulator's test kernel (``simulator_probe``) only where Numba imports. Tests
+replace these functions to play other machines.
 """
 
 from __future__ import annotations
@@ -15,21 +12,19 @@ import dataclasses
 import json
 import os
 import platform
+import re
 import shutil
 import subprocess
 import sys
 from pathlib import Path
 
-from .pyproject import pins
-from ...runtime.numba_compat import package_version  # the one definition; loads no numba
+from ...runtime.numba_compat import package_version  # loads no numba
 
 ROOT = Path(__file__).resolve().parents[3]
 #: Either switches this process to the simulator (fastlstm_lib sets the first itself when there is no GPU).
 SIMULATOR_VARIABLES = ("NUMBA_ENABLE_CUDASIM", "FASTLSTM_SIMULATOR")
 CUDA_PROBE_TIMEOUT_S = 120
 BACKEND_PROBE_TIMEOUT_S = 180
-#: Keras backends whose package the doctor looks for (KERAS_BACKEND names one of them).
-BACKENDS = ("tensorflow", "jax", "torch")
 
 
 @dataclasses.dataclass
@@ -38,10 +33,8 @@ class Facts:
     machine: str
     colab: bool
     python: tuple
-    requires_python: str  # ">=3.11"
-    pins: dict  # {package: (version, group)} for THIS platform (markers evaluated): group "core", "test" or "lab"
+    pins: dict  # {package: (version, group)} for THIS platform: group "core", "test" or "lab"
     installed: dict  # {package: version or None}
-    keras_backend: str
     simulator_here: bool  # this process runs kernels on the simulator
     forced_by: str | None  # the simulator variable set in this process, if any
     simulator_kernel: str | None  # "ok", an error, or None when not asked (GPU, or no Numba)
@@ -54,12 +47,52 @@ class Facts:
     course_python: str | None = None  # the course's .venv Python when it exists and this is another one
 
 
+def this_machine(**changes: str) -> dict:
+    """The environment-marker variables the pins use, here (``changes`` replace some: a fake Mac)."""
+    return {"sys_platform": sys.platform, "platform_machine": platform.machine(),
+            "platform_system": platform.system(), "os_name": os.name, "extra": "", **changes}
+
+
+def marker_holds(marker: str, environment: dict) -> bool:
+    """A PEP 508 marker as the pins write it: ``variable ==/!= 'text'`` clauses joined by ``and`` and
+    ``or``, no parentheses (a bare Python has no ``packaging``); ValueError for anything else, so that
+    a new pin it cannot read is noticed (tests/test_doctor.py reads every pin with it)."""
+
+    def clause(text: str) -> bool:
+        match = re.fullmatch(r"\s*(\w+)\s*(==|!=)\s*(['\"])([^'\"]*)\3\s*", text)
+        if match is None or match.group(1) not in environment:
+            raise ValueError(f"unsupported environment marker {marker!r}")
+        return (environment[match.group(1)] == match.group(4)) == (match.group(2) == "==")
+
+    if not marker.strip():
+        return True
+    return any([all([clause(part) for part in either.split(" and ")]) for either in marker.split(" or ")])
+
+
+def pins(environment: dict | None = None) -> dict:
+    """{package: (version, group)}: pyproject.toml's exact pins whose markers hold on ``environment``
+    (default: this machine); {} in a Python without tomllib (older than 3.11, told so anyway)."""
+    environment = this_machine() if environment is None else environment
+    try:
+        import tomllib
+    except ImportError:
+        return {}
+    project = tomllib.loads((ROOT / "pyproject.toml").read_text(encoding="utf-8"))["project"]
+    pinned = {}
+    for group, lines in {"core": project["dependencies"], **project["optional-dependencies"]}.items():
+        for line in lines:
+            requirement, _, marker = line.partition(";")
+            match = re.fullmatch(r"([A-Za-z0-9_.\-]+)(\[[^\]]*\])?==(\S+)", requirement.strip())
+            if match and marker_holds(marker, {**environment, "extra": "" if group == "core" else group}):
+                pinned[match.group(1)] = (match.group(3), group)
+    return pinned
+
+
 def shown_path(path: str | Path) -> str:
-    """A path as the report prints it: relative to the course's folder inside it (".venv/bin/python"),
-    "~/..." inside the home folder (the report is shown in a notebook: no user names), else as is."""
+    """A path as the report prints it (it is shown in a notebook: no user names): relative inside the
+    course's folder (".venv/bin/python"), "~/..." inside the home folder (not on Windows), else as is."""
     path = Path(path)
-    bases = [(ROOT, "")] + ([(Path.home(), "~/")] if os.name != "nt" else [])  # no "~" in cmd or PowerShell
-    for base, prefix in bases:
+    for base, prefix in [(ROOT, "")] + ([(Path.home(), "~/")] if os.name != "nt" else []):
         try:
             return prefix + path.relative_to(base).as_posix()
         except ValueError:
@@ -67,65 +100,61 @@ def shown_path(path: str | Path) -> str:
     return str(path)
 
 
-def venv_python() -> Path | None:
-    """The course's own Python (``make setup`` creates .venv in the course's folder), if it exists."""
+def course_python() -> str | None:
+    """The course's .venv Python (``make setup`` makes it) when it exists and this Python is another."""
+    try:
+        if Path(sys.prefix).resolve() == (ROOT / ".venv").resolve():
+            return None
+    except OSError:
+        pass
     for candidate in (ROOT / ".venv" / "bin" / "python", ROOT / ".venv" / "Scripts" / "python.exe"):
         if candidate.is_file():
-            return candidate
+            return shown_path(candidate)
     return None
 
 
-def in_course_venv() -> bool:
-    """Whether this Python is the course's .venv (its prefix, whatever the links say)."""
+def _last_line(text: str) -> str:
+    lines = [line for line in (text or "").strip().splitlines() if line.strip()]
+    return lines[-1][:300] if lines else "no error message"
+
+
+def fresh_python(what: str, timeout: int, *arguments: str, **options) -> dict:
+    """The JSON object a fresh Python prints last, run with ``arguments``; {"error": ...} if it fails."""
     try:
-        return Path(sys.prefix).resolve() == (ROOT / ".venv").resolve()
-    except OSError:
-        return False
-
-
-def cuda_facts() -> dict:
-    """What CUDA sees from a fresh Python without the simulator variables (``cuda_probe.py``)."""
-    environment = {k: v for k, v in os.environ.items() if k not in SIMULATOR_VARIABLES}
-    try:
-        device = sys.modules.get("fastlstm_lib.runtime.device")  # loaded unless NumPy or Numba is missing
-        stand_in = ["--stand-in"] if device is not None and not device.DEVICE.computes else []
-        done = subprocess.run([sys.executable, str(Path(__file__).with_name("cuda_probe.py")), *stand_in],
-                              capture_output=True, text=True, timeout=CUDA_PROBE_TIMEOUT_S, env=environment)
-        return json.loads(done.stdout) if done.returncode == 0 else {"error": _last_line(done.stderr)}
-    except subprocess.TimeoutExpired:
-        return {"error": f"the CUDA probe did not finish in {CUDA_PROBE_TIMEOUT_S} s"}
-    except ValueError:
-        return {"error": "the CUDA probe printed no answer"}
-
-
-BACKEND_PROBE = """
-import json
-from fastlstm_lib.runtime.keras_backend import backend_name, gpu_names, import_keras
-keras = import_keras()
-versions = {"keras": keras.__version__}
-backend = backend_name()
-if backend in ("tensorflow", "torch", "jax"):
-    versions[backend] = __import__(backend).__version__
-print(json.dumps({"backend": backend, "gpus": gpu_names(), "versions": versions}))
-"""
-
-
-def backend_facts() -> dict:
-    """Which GPUs the Keras backend sees, from a fresh Python (importing TensorFlow takes seconds)."""
-    try:
-        done = subprocess.run([sys.executable, "-c", BACKEND_PROBE], capture_output=True, text=True,
-                              timeout=BACKEND_PROBE_TIMEOUT_S, cwd=str(ROOT))
+        done = subprocess.run([sys.executable, *arguments], capture_output=True, text=True, timeout=timeout, **options)
         if done.returncode != 0:
             return {"error": _last_line(done.stderr)}
         return json.loads(done.stdout.strip().splitlines()[-1])
     except subprocess.TimeoutExpired:
-        return {"error": f"importing Keras took more than {BACKEND_PROBE_TIMEOUT_S} s"}
+        return {"error": f"{what} did not finish in {timeout} s"}
     except (ValueError, IndexError):
-        return {"error": "the Keras probe printed no answer"}
+        return {"error": f"{what} printed no answer"}
+
+
+def cuda_facts() -> dict:
+    """What CUDA sees from a fresh Python without the simulator variables (``cuda_probe.py``)."""
+    device = sys.modules.get("fastlstm_lib.runtime.device")  # loaded unless NumPy or Numba is missing
+    stand_in = ["--stand-in"] if device is not None and not device.DEVICE.computes else []
+    return fresh_python("the CUDA probe", CUDA_PROBE_TIMEOUT_S, str(Path(__file__).with_name("cuda_probe.py")),
+                        *stand_in, env={k: v for k, v in os.environ.items() if k not in SIMULATOR_VARIABLES})
+
+
+BACKEND_PROBE = """
+import json
+from fastlstm_lib.runtime.keras_backend import gpu_names, import_keras
+import tensorflow
+print(json.dumps({"gpus": gpu_names(), "versions": {"keras": import_keras().__version__,
+                                                    "tensorflow": tensorflow.__version__}}))
+"""
+
+
+def backend_facts() -> dict:
+    """Which GPUs Keras' TensorFlow sees, from a fresh Python (importing TensorFlow takes seconds)."""
+    return fresh_python("importing Keras", BACKEND_PROBE_TIMEOUT_S, "-c", BACKEND_PROBE, cwd=str(ROOT))
 
 
 def simulator_kernel() -> str:
-    """Launch a tiny kernel on this process's simulator: "ok", or what went wrong (``simulator_probe``)."""
+    """A tiny kernel on this process's simulator: "ok", or what went wrong."""
     try:
         from .simulator_probe import run_kernel
 
@@ -140,14 +169,11 @@ def memory() -> tuple[int | None, int | None]:
         total = os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES")
     except (ValueError, OSError, AttributeError):
         total = None
-    available = None
     try:
         with open("/proc/meminfo") as lines:
-            for line in lines:
-                if line.startswith("MemAvailable:"):
-                    available = int(line.split()[1]) * 1024
+            available = next((int(line.split()[1]) * 1024 for line in lines if line.startswith("MemAvailable:")), None)
     except OSError:
-        pass
+        available = None
     return total, available
 
 
@@ -158,39 +184,29 @@ def disk_free() -> int | None:
         return None
 
 
-def _last_line(text: str) -> str:
-    lines = [line for line in (text or "").strip().splitlines() if line.strip()]
-    return lines[-1][:300] if lines else "no error message"
-
-
 def gather(full: bool | None = None) -> Facts:
-    """Every answer. ``full``: also ask the Keras backend for its GPUs (None: only if CUDA sees one;
-    never when Keras, its backend or NumPy is not installed: the packages' finding says so)."""
+    """Every answer. ``full``: also ask the Keras backend for its GPUs (None: only if CUDA sees one);
+    never when NumPy, Keras or its backend is missing (the packages' finding says so)."""
     from .. import requirements
 
-    requires, pinned = pins()
-    backend = os.environ.get("KERAS_BACKEND", "tensorflow")
-    names = set(pinned) | set(BACKENDS) | {backend}
-    installed = {name: package_version(name) for name in sorted(names)}
+    pinned = pins()
+    installed = {name: package_version(name) for name in sorted(pinned)}
     cuda = cuda_facts()
     ask_backend = full if full is not None else cuda.get("numba_cuda") is True
-    ask_backend = ask_backend and all(installed.get(name) for name in ("numpy", "keras", backend))
-    if requirements.missing():  # no NumPy or Numba: fastlstm_lib did not load, nor can its simulator
-        simulator_here, kernel = False, None
-    else:
+    ask_backend = ask_backend and all(installed.get(name) for name in ("numpy", "keras", "tensorflow"))
+    simulator_here, kernel = False, None
+    if not requirements.missing():  # else fastlstm_lib did not load, nor can its simulator
         from ...runtime import simulator
 
         simulator_here = simulator.SIMULATOR
         kernel = simulator_kernel() if simulator_here else None
     forced = next((v for v in reversed(SIMULATOR_VARIABLES) if os.environ.get(v, "0") not in ("", "0")), None)
     total, available = memory()
-    course_python = venv_python()
     return Facts(
         system=platform.system(), machine=platform.machine(),
         colab="google.colab" in sys.modules or "COLAB_RELEASE_TAG" in os.environ,
-        python=tuple(sys.version_info[:3]), requires_python=requires, pins=pinned, installed=installed,
-        keras_backend=backend, simulator_here=simulator_here, forced_by=forced, simulator_kernel=kernel,
+        python=tuple(sys.version_info[:3]), pins=pinned, installed=installed,
+        simulator_here=simulator_here, forced_by=forced, simulator_kernel=kernel,
         cuda=cuda, backend_gpus=backend_facts() if ask_backend else None,
         disk_free=disk_free(), memory_total=total, memory_available=available,
-        executable=shown_path(sys.executable),
-        course_python=shown_path(course_python) if course_python and not in_course_venv() else None)
+        executable=shown_path(sys.executable), course_python=course_python())
