@@ -1,13 +1,6 @@
-"""Which exercises the learner has passed, kept across notebooks and sessions, for ``fl.exercises.progress()``.
-
-``fl.check(name, candidate)`` records a pass of the learner's own code (never the library's
-solution, ``fl.check(name)``) in ``<cache>/exercises_passed.json``, ``<cache>`` being the
-project's one cache folder (``kept.cache_root()``: ``$FASTLSTM_CACHE``, else
-``~/.cache/fastlstm``), outside the recordings' fingerprinted folders, so that a change of the
-library's code keeps it. The file maps each exercise passed to the date it was first passed. Where
-nothing can be written (a read-only home, ``FASTLSTM_DISK_CACHE=0``) passes are kept for this
-process only. The table depends on what this machine has seen: a notebook that shows it tags the
-cell ``nbval-ignore-output``.
+"""Which exercises the learner has passed, for ``fl.exercises.progress()``: kept in
+``<cache>/exercises_passed.json`` (``kept.cache_root()``), or for this process only where nothing
+can be written (``FASTLSTM_DISK_CACHE=0``).
 """
 
 from __future__ import annotations
