@@ -42,15 +42,6 @@ def pointwise_launch(over: str, *arguments: str):
     return launch
 
 
-def padded(array: np.ndarray):
-    """(the device buffer with NaN all around, the view of it holding ``array``)."""
-    big = np.full(tuple(n + PAD for n in array.shape), np.nan, dtype=array.dtype)
-    inside = tuple(slice(0, n) for n in array.shape)
-    big[inside] = array
-    device = cuda.to_device(big)
-    return device, device[inside]
-
-
 @dataclasses.dataclass
 class Outcome:
     """One launch of one probe: outputs or the error, and which outputs' padding got written."""
@@ -68,7 +59,13 @@ class ProbeResult:
         self.outcomes = [self._launch(exercise, kernel, order) for order in exercise.orders()]
 
     def _launch(self, exercise, kernel, order) -> Outcome:
-        buffers = {name: padded(array) for name, array in self.inputs.items()}
+        buffers = {}
+        for name, array in self.inputs.items():  # each inside a device buffer with NaN all around
+            big = np.full(tuple(n + PAD for n in array.shape), np.nan, dtype=array.dtype)
+            inside = tuple(slice(0, n) for n in array.shape)
+            big[inside] = array
+            device = cuda.to_device(big)
+            buffers[name] = (device, device[inside])
         views = {name: view for name, (_, view) in buffers.items()} | dict(self.probe.flags)
         try:
             if order is None:

@@ -7,8 +7,6 @@ from __future__ import annotations
 
 import datetime
 import json
-import os
-import tempfile
 from pathlib import Path
 
 from ...tables import Column, table
@@ -43,17 +41,11 @@ def record(name: str) -> None:
     done[name] = _this_process[name] = datetime.date.today().isoformat()
     if not kept.enabled():
         return
-    try:
+    try:  # a file half-written by a crash reads as unreadable: the passes are then kept anew
         path().parent.mkdir(parents=True, exist_ok=True)
-        handle, temporary = tempfile.mkstemp(dir=path().parent, suffix=".tmp")
+        path().write_text(json.dumps(done, indent=1, sort_keys=True))
     except OSError:  # nowhere to keep it: this process remembers
-        return
-    try:
-        with os.fdopen(handle, "w") as out:
-            json.dump(done, out, indent=1, sort_keys=True)
-        os.replace(temporary, path())
-    except OSError:
-        Path(temporary).unlink(missing_ok=True)
+        pass
 
 
 def report(exercises) -> str:

@@ -90,25 +90,6 @@ def element_offsets(layout, buffer: Buffer) -> np.ndarray | None:
     return index if index.size == 0 or (index.min() >= 0 and index.max() < buffer.size) else None
 
 
-class Memory:
-    """Every buffer seen so far, found by address."""
-
-    def __init__(self):
-        self.buffers: list[Buffer] = []
-
-    def buffer_of(self, array, scratch: bool) -> Buffer:
-        """The buffer ``array`` lies in (registered now if new)."""
-        start, shape, strides, itemsize = device_layout(array)
-        for buffer in self.buffers:
-            if buffer.contains(start):
-                return buffer
-        extent = 1 + sum((n - 1) * s for n, s in zip(shape, strides)) // itemsize if all(shape) else 0
-        buffer = Buffer(f"{UNNAMED} #{len(self.buffers)}", start, itemsize,
-                        tuple(shape) if extent == int(np.prod(shape)) else (extent,), scratch)
-        self.buffers.append(buffer)
-        return buffer
-
-
 DEFAULT_STREAM = "the default stream"
 
 
@@ -157,7 +138,7 @@ class Trace:
     """``with Trace() as trace:`` records launches, events and allocations (see the module doc)."""
 
     def __init__(self):
-        self.memory = Memory()
+        self.buffers: list[Buffer] = []  # every buffer seen so far, found by address
         self.launches: list[Launch] = []
         self.log: list[tuple] = []  # ("launch", Launch) / ("record" | "wait", event name, stream)
         self.findings: list[Finding] = []
@@ -177,7 +158,7 @@ class Trace:
             array = original_alloc(*args, **kwargs)
             if np.dtype(array.dtype).kind == "f":
                 array.copy_to_device(np.full(array.shape, np.nan, dtype=array.dtype))
-                self.memory.buffer_of(array, scratch=True)
+                self.buffer_of(array, scratch=True)
             return array
 
         self._patches.enter_context(patched([(cuda, "device_array", poisoned_device_array)]))
@@ -204,7 +185,7 @@ class Trace:
         for root, value in roots.items():
             for path, item in state_items(value, root):
                 if device_layout(item) is not None:
-                    buffer = self.memory.buffer_of(item, scratch=False)
+                    buffer = self.buffer_of(item, scratch=False)
                     if buffer.start == device_layout(item)[0] and buffer.name.startswith(UNNAMED):
                         buffer.name = path
                 elif isinstance(item, event_type):
@@ -215,16 +196,16 @@ class Trace:
 
     def set_output(self, array) -> None:
         """The step's output: written in full by every run, never read before it is written."""
-        self._output = self.memory.buffer_of(array, scratch=True)
+        self._output = self.buffer_of(array, scratch=True)
         self._output.name = "out"
 
     def end_setup(self) -> None:
-        for buffer in self.memory.buffers:
+        for buffer in self.buffers:
             buffer.after_setup = buffer.written.copy()
 
     def start_run(self) -> None:
         """Scratch written during setup stays written; everything else must be written again."""
-        for buffer in self.memory.buffers:
+        for buffer in self.buffers:
             buffer.written = buffer.after_setup.copy()
         if self._output is not None:
             self._output.written[:] = False
@@ -237,6 +218,18 @@ class Trace:
                                                   "were never written", elements=missing))
 
     # ---- what happens ----------------------------------------------------------------------
+
+    def buffer_of(self, array, scratch: bool) -> Buffer:
+        """The buffer ``array`` lies in (registered now if new)."""
+        start, shape, strides, itemsize = device_layout(array)
+        for buffer in self.buffers:
+            if buffer.contains(start):
+                return buffer
+        extent = 1 + sum((n - 1) * s for n, s in zip(shape, strides)) // itemsize if all(shape) else 0
+        buffer = Buffer(f"{UNNAMED} #{len(self.buffers)}", start, itemsize,
+                        tuple(shape) if extent == int(np.prod(shape)) else (extent,), scratch)
+        self.buffers.append(buffer)
+        return buffer
 
     def stream_name(self, stream) -> str:
         if is_default_stream(stream):
@@ -267,7 +260,7 @@ class Trace:
         arrays = [(i, a) for i, a in enumerate(args) if device_layout(a) is not None]
         if kernel not in ACCESS:  # a learner's kernel: assume it writes everything, check nothing
             for _, array in arrays:
-                buffer = self.memory.buffer_of(array, scratch=False)
+                buffer = self.buffer_of(array, scratch=False)
                 elements = element_offsets(device_layout(array), buffer)
                 if elements is not None:
                     buffer.written[elements] = True
@@ -277,7 +270,7 @@ class Trace:
             reads = reads + (2,)  # C += A @ B reads C
         regions = {}
         for i, array in arrays:
-            buffer = self.memory.buffer_of(array, scratch=False)
+            buffer = self.buffer_of(array, scratch=False)
             elements = element_offsets(device_layout(array), buffer)
             if elements is not None:
                 regions[i] = (buffer, elements)
