@@ -14,7 +14,7 @@ import pytest
 
 import fastlstm_lib as fl
 from fastlstm_lib.config import LSTMConfig
-from fastlstm_lib.course.exercises.memory import ACCESS
+from fastlstm_lib.course.exercises.trace import ACCESS
 from fastlstm_lib.gpus import chip
 from fastlstm_lib.kernels import catalog, gemm
 from fastlstm_lib.kernels.versions import every, spec_of

@@ -20,7 +20,7 @@ from fastlstm_lib.course import exercises
 from fastlstm_lib import harness
 from fastlstm_lib.steps import simulator_budget
 from fastlstm_lib.course.exercises import ex02_add_bias
-from fastlstm_lib.course.exercises.watchdog import GradingTimeout, time_limit
+from fastlstm_lib.course.exercises.base import GradingTimeout, time_limit
 from fastlstm_lib.steps.step02_baseline import Baseline
 from fastlstm_lib.steps.step03_combined_gemms import CombinedGemms
 from fastlstm_lib.steps.step05_fused_pointwise import FusedPointwise

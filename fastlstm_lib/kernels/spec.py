@@ -21,7 +21,7 @@ One ``Spec`` per kernel of a numbered version (``SPECS`` where a version is seve
   the hidden size is a multiple of it (1 otherwise).
 
 Who reads them (``versions.every()`` collects them; ``versions.spec_of`` finds a launch's):
-``course/profile/formulas.py`` (the formulas), ``course/exercises/memory.py`` (the access table),
+``course/profile/formulas.py`` (the formulas), ``course/exercises/trace.py`` (the access table),
 ``tools/compile_matrix`` (what to compile), ``course/timeline/blocks.py`` (which compiled row a
 launch ran, how a persistent kernel stages h), the course's charts (roles and colours), the course's
 counts, bounds and estimates (which launches are GEMMs, which persistent layers: ``family``),

@@ -1,25 +1,9 @@
-"""Exercises that grade themselves: write one piece of a step, and ``check`` says whether it is
-right, and if not, where and which usual mistake it looks like.
+"""Exercises that grade themselves: ``fl.check(name, candidate)`` prints whether the learner's code
+is right, and if not, where and which typical mistake it looks like; ``hint``, ``solution``,
+``catalog``, ``draw`` and ``progress`` help along (TEACHING.md, "The exercises").
 
-    import fastlstm_lib as fl
-    fl.check("gate_products", MyCombinedGemms)   # prints the verdict
-    fl.check("gate_products")                    # the library's own solution: what a pass looks like (and says so)
-    verdict = fl.exercises.grade("gate_products", MyCombinedGemms)   # the same, as an object
-    fl.exercises.names()                         # every exercise, in notebook order
-    fl.exercises.hint("gate_products", 1)        # stuck? a nudge; 2: the idea; 3: the code
-    print(fl.exercises.solution("gate_products"))  # the solution's source, when the hints were not enough
-    fl.exercises.catalog("gate_products")        # its typical mistakes and how each is recognised
-    fl.exercises.draw("global_index", my_kernel) # a picture of what it did, where the exercise has one
-    fl.exercises.progress()                      # every exercise, passed or not yet (kept on disk)
-
-One module per exercise, ``exNN_<name>.py`` (NN = its notebook), holding its record,
-``EXERCISE``: a ``StepExercise`` (a method of a step subclass, run by ``step_runs``) or a
-``KernelExercise`` (a kernel, run by ``kernel_runs``), with the detectors its catalog needs. The evidence comes from ``trace`` (every launch, event and buffer of a run; its
-buffers in ``memory``, its stream ordering in ``profile/graph.Order``), ``schedule`` (thread orders on the
-simulator), ``mutants`` (the reference LSTM with a typical mistake in it) and ``locate`` (where, in words);
-``symptoms`` holds the detectors the catalogs share, ``base`` the grading loop, ``passes`` the
-passes ``check`` records. Importing this package loads NumPy and Numba only (``draw``, matplotlib,
-when called).
+One module per exercise, ``exNN_<name>.py`` (NN: its notebook), holding its record ``EXERCISE``.
+Importing this package loads NumPy and Numba only.
 """
 
 from __future__ import annotations
@@ -69,8 +53,7 @@ SOLUTION = _Solution()
 
 
 def grade(name: str, candidate=SOLUTION) -> Verdict:
-    """Grade ``candidate`` (a step subclass or a kernel, as the exercise asks). Left out: the
-    library's own solution, and the verdict says so; None is nothing to grade: "not attempted"."""
+    """The verdict on ``candidate`` (a step subclass or a kernel); left out: the library's solution."""
     exercise = get(name)
     if candidate is SOLUTION:
         verdict = exercise.grade(exercise.solution())
@@ -80,11 +63,7 @@ def grade(name: str, candidate=SOLUTION) -> Verdict:
 
 
 def check(name: str, candidate=SOLUTION) -> None:
-    """Grade ``candidate`` and print the verdict: passed, not attempted yet, or where it goes wrong
-    and the usual mistake behind it. Deterministic: the same code gives the same words. Without a
-    candidate it grades the library's own solution (what a pass looks like) and says so; a
-    candidate of None is "not attempted", never "passed". A pass of the learner's own code is
-    recorded for ``progress()``."""
+    """Print the verdict on ``candidate``; a pass of the learner's own code is kept for ``progress()``."""
     verdict = grade(name, candidate)
     if verdict.passed and candidate is not SOLUTION and candidate is not get(name).solution():
         from . import passes
@@ -94,9 +73,7 @@ def check(name: str, candidate=SOLUTION) -> None:
 
 
 def draw(name: str, candidate=SOLUTION):
-    """A picture of what ``candidate`` did (for ``global_index``: which thread wrote which element),
-    as a matplotlib Figure (a notebook cell shows it as its value). A stub draws what a pass will
-    look like, greyed; left out, the library's own solution. A ValueError for an exercise without one."""
+    """A matplotlib Figure of what ``candidate`` did, for an exercise with a picture (``global_index``)."""
     exercise = get(name)
     if exercise.picture is None:
         with_one = [n for n in names() if get(n).picture is not None]
@@ -106,8 +83,7 @@ def draw(name: str, candidate=SOLUTION):
 
 
 def progress() -> None:
-    """Print every exercise in notebook order, passed (and when first) or not yet: the passes
-    ``check`` recorded on this machine, in any notebook (kept in the course's cache folder)."""
+    """Print every exercise in notebook order, passed (and when first) or not yet."""
     from . import passes
 
     print(passes.report([get(n) for n in names()]))
@@ -118,9 +94,7 @@ HINT_LEVELS = {1: "a nudge", 2: "the idea", 3: "the code"}
 
 
 def hint(name: str, level: int = 1) -> None:
-    """Print hint ``level`` of exercise ``name``: 1 a nudge (what to think about), 2 the idea (what
-    the code must do, in words), 3 the code (the lines, nearly). Ask for them in order; the solution
-    (``solution(name)``) comes after all three."""
+    """Print hint ``level`` (1 a nudge, 2 the idea, 3 the code) of exercise ``name``."""
     exercise = get(name)
     if isinstance(level, bool) or not isinstance(level, int):
         raise TypeError(f"level must be an int, 1, 2 or 3, got {type(level).__name__} {level!r}")

@@ -1,32 +1,23 @@
 """What every exercise shares: the verdict, a mistake of the catalog, the grading loop, stubs.
 
-An ``Exercise`` is a record: its name, notebook, title, hints and catalog of typical
-``Mistake``s. Its kind knows the solution (the library's own code) and how to run a candidate and
-gather ``evidence`` about it: ``StepExercise`` for a method of a step subclass, ``KernelExercise``
-for a kernel. Each ``exNN_<name>.py`` holds one record and the detectors its catalog needs. Grading:
-
-1. a stub (a function of the candidate still raises NotImplementedError) is "not attempted yet";
-2. every mistake of the catalog looks for its own symptom in the evidence, in catalog order
-   (those needing only the first stage of evidence, "first": one run at odd sizes, before those
-   needing more, "again": more probes, runs back to back); the first one found is the verdict,
-   with where it showed and what usually causes it. Evidence is gathered when first asked for;
-3. if none is found but something is still wrong, the exercise's generic checks say where,
-   stage by stage;
-4. otherwise: passed.
-
-(tests/planting.py plants each mistake in the solution on purpose, so that the tests show that
-each is recognised by its own symptom.)
+Grading (``Exercise.judge``): a stub (a function of the candidate still raises
+NotImplementedError) is "not attempted yet"; else each mistake of the catalog looks for its own
+symptom in the evidence, stage by stage ("first": one run at odd sizes; "again": more probes,
+runs back to back), and the first found is the verdict; else the kind's generic checks say where
+it goes wrong; else it passed. ``time_limit`` stops a candidate that never returns.
 """
 
 from __future__ import annotations
 
 import ast
+import contextlib
+import ctypes
 import dataclasses
 import inspect
 import textwrap
+import threading
 from typing import Any, Callable
 
-from .watchdog import GradingTimeout, time_limit
 
 STAGES = ("first", "again")
 
@@ -50,9 +41,8 @@ class Verdict:
 
 @dataclasses.dataclass(frozen=True)
 class Mistake:
-    """One typical mistake: what it is (``title``), what to do (``advice``), how it shows
-    (``symptom``, in words, for ``catalog``), and ``detect(evidence)``: where the symptom shows (a
-    sentence) or None. ``stage``: the stage of evidence it needs (see the module docstring)."""
+    """One typical mistake: ``title``, ``advice``, ``symptom`` (for ``catalog``), and
+    ``detect(evidence)``: where the symptom shows (a sentence) or None."""
 
     name: str
     title: str
@@ -64,9 +54,7 @@ class Mistake:
 
 @dataclasses.dataclass(eq=False, kw_only=True)
 class Exercise:
-    """An exercise's record: what the learner reads (``title``, ``hints``) and what grades them
-    (``catalog``). Its kind (``StepExercise``, ``KernelExercise``) adds how a candidate is run; see
-    the module docstring for the grading loop. Compared and hashed by identity: one per exercise."""
+    """An exercise's record; its kind (``StepExercise``, ``KernelExercise``) runs a candidate."""
 
     name: str
     notebook: str  # the notebook that asks for it, "02"
@@ -74,30 +62,16 @@ class Exercise:
     difficulty: str  # "easy", "medium" or "hard"
     hints: tuple  # (a nudge, the idea, the code): fl.exercises.hint(name, level), one at a time
     catalog: tuple = ()  # the typical Mistakes, in the order they are looked for
-    #: Seconds a candidate's grading may take before it is stopped and judged "did not finish"
-    #: (the library's solutions take well under 20 s each on a 2-core machine's simulator).
-    time_limit: float = 180.0
-    #: ``picture(candidate, verdict)``: a matplotlib Figure of what the candidate did (which thread
-    #: wrote where), for ``fl.exercises.draw``; None where the exercise has none.
-    picture: Callable | None = None
-
-    def __post_init__(self) -> None:
-        if self.difficulty not in ("easy", "medium", "hard") or len(self.hints) != 3:
-            raise ValueError(f"exercise {self.name!r}: difficulty must be easy, medium or hard and there must be "
-                             f"3 hints, got {self.difficulty!r} and {len(self.hints)}")
-
-    # What a kind provides: solution(), solution_source(), evidence(candidate), generic(evidence,
-    # stage), passed_text(evidence), check_kind(candidate), and functions_of(candidate).
+    time_limit: float = 180.0  # seconds; the solutions take well under 20 s on the simulator
+    picture: Callable | None = None  # picture(candidate, verdict): a Figure, for fl.exercises.draw
 
     def functions_of(self, candidate) -> list:
         """The candidate's own functions, searched for a stub."""
         return [candidate]
 
     def grade(self, candidate) -> Verdict:
-        """The verdict on ``candidate`` (None: nothing to grade, "not attempted"; the solution is
-        graded by passing ``self.solution()``). Every candidate gets one: an error raised anywhere in
-        the learner's code (its constructor included) is reported as theirs, and a run that does not
-        finish within ``time_limit`` seconds is stopped and judged."""
+        """The verdict on ``candidate``; an error in the learner's code, or a run longer than
+        ``time_limit``, is a verdict too."""
         if candidate is None:
             return self.not_attempted("nothing was given to grade (None)")
         self.check_kind(candidate)
@@ -117,7 +91,7 @@ class Exercise:
                                RAISED_ADVICE, "raised")
 
     def judge(self, candidate) -> Verdict:
-        """The grading loop of the module docstring (under ``grade``'s time limit)."""
+        """The grading loop of the module docstring."""
         evidence = self.evidence(candidate)
         for mistake in sorted(self.catalog, key=lambda m: STAGES.index(m.stage)):
             if evidence.not_attempted(mistake.stage):
@@ -168,8 +142,7 @@ def is_stub(function) -> bool:
 
 
 def learner_frame(error: BaseException) -> str | None:
-    """'in run, line 12 of <cell>': the innermost frame of ``error``'s traceback outside the library,
-    Numba, NumPy and Python's own modules (the learner's code), or None if there is none."""
+    """'in run, line 12': the innermost frame of ``error`` in the learner's code, or None."""
     import os
     import sysconfig
 
@@ -191,3 +164,70 @@ def first_line(error: BaseException) -> str:
     text = str(error).strip().splitlines()
     return f"{type(error).__name__}: {text[0] if text else ''}".rstrip(": ")
 
+
+class GradingTimeout(BaseException):
+    """Raised in the grading thread when the time is up (a BaseException: ``except Exception`` lets it by)."""
+
+
+class _Stopped(Exception):
+    """Raised in the threads the candidate's run started (the simulator's GPU threads), quietly."""
+
+
+def _raise_in(thread_id: int, exception) -> None:
+    ctypes.pythonapi.PyThreadState_SetAsyncExc(ctypes.c_ulong(thread_id), ctypes.py_object(exception))
+
+
+def _wake(thread) -> None:
+    """Wake a simulator thread asleep at a barrier, so that the exception sent to it arrives (one left
+    pending would slow every thread of the process)."""
+    for event in ("syncthreads_event", "go"):  # numba's own simulator threads; ``schedule``'s
+        if getattr(thread, event, None) is not None:
+            if event == "syncthreads_event":
+                thread.syncthreads_blocked = False
+            getattr(thread, event).set()
+
+
+@contextlib.contextmanager
+def time_limit(seconds: float):
+    """Raise ``GradingTimeout`` in the body after ``seconds``, and stop the threads it started.
+
+    A watcher thread sends the exception with CPython's ``PyThreadState_SetAsyncExc``: to the grading
+    thread every half second until the body ends, to the others once. It arrives at the next Python
+    instruction: it stops a loop on the simulator, not a kernel looping on a real GPU."""
+    grader = threading.get_ident()
+    before = {thread.ident for thread in threading.enumerate()}
+    done = threading.Event()
+    lock = threading.Lock()
+    fired = []
+    stopped = set()
+
+    def watch():
+        if done.wait(seconds):
+            return
+        while True:
+            with lock:
+                if done.is_set():
+                    return
+                _raise_in(grader, GradingTimeout)  # again and again, in case the candidate swallows it
+                fired.append(True)
+                for thread in threading.enumerate():  # threads the candidate's run started: once each
+                    if thread.ident not in before and thread is not watcher and thread.ident not in stopped:
+                        stopped.add(thread.ident)
+                        _raise_in(thread.ident, _Stopped)
+                        _wake(thread)
+            done.wait(0.5)
+
+    watcher = threading.Thread(target=watch, name="grading time limit", daemon=True)
+    watcher.start()
+    try:
+        yield
+    finally:
+        with lock:
+            done.set()
+        watcher.join()
+        if fired:  # one sent after the body ended arrives here, not in the caller's code
+            try:
+                for _ in range(1000):
+                    pass
+            except GradingTimeout:
+                pass

@@ -1,13 +1,6 @@
-"""Exercise (notebook 00): a first kernel, ``global_index``: each thread writes its own number.
-
-The course's first win, a few minutes in (GPU-Puzzles' "map" and "guard" puzzles in one): the
-learner writes ``global_index(out)``, where each thread of the grid writes its number in the whole
-grid, ``cuda.grid(1)``, into the element of ``out`` with that number. It is launched as 3 blocks
-of 8 threads over 20 elements, so the last 4 threads have no element and must write nothing.
-``picture`` (``fl.exercises.draw``) draws the grid's threads block by block above out, a line
-from each thread to each element it wrote, as GPU-Puzzles draws its threads: on the simulator
-every write is watched; on a GPU the value written says which thread wrote it.
-The solution is this module's own kernel (no library kernel is this small).
+"""Exercise (notebook 00): a first kernel, ``global_index(out)``: each thread writes its number in
+the grid, ``cuda.grid(1)``, into that element of ``out``; 3 blocks of 8 threads over 20 elements,
+so the last 4 threads must write nothing. ``picture`` draws which thread wrote where.
 """
 
 from __future__ import annotations
@@ -63,12 +56,8 @@ def written_only(probe: str, output: str, indices, what: str):
 
 
 def run_for_picture(kernel):
-    """``kernel`` launched on out (NaN) inside a buffer with one cell per thread, so that a write past
-    out's end lands in view. Returns (the whole buffer after the run, the error raised or None, the
-    writes as (thread's number in the grid, element) pairs). On the simulator each write is recorded
-    as it happens, the threads running one at a time in ascending order (the same kernel draws the
-    same); on a GPU, which cannot be watched, each written element is paired with the thread whose
-    number it holds."""
+    """(the buffer, one cell per thread, after ``kernel`` ran on out at its start; the error or None;
+    the (thread, element) writes: watched on the simulator, read from the values on a GPU)."""
     whole = cuda.to_device(np.full(BLOCKS * THREADS, np.nan, dtype=np.float32))
     writes, error = [], None
     try:
@@ -88,9 +77,7 @@ def run_for_picture(kernel):
 
 
 def watched(whole, writes: list):
-    """On the simulator: out (the first SIZE cells of ``whole``), as an array that appends (the
-    writing thread's number in the grid, the element) to ``writes`` before each write, so that a
-    write past the end is seen before it raises."""
+    """Out on the simulator, an array that appends (thread, element) to ``writes`` before each write."""
     import threading
 
     from numba.cuda.simulator.cudadrv.devicearray import FakeCUDAArray
@@ -106,11 +93,8 @@ def watched(whole, writes: list):
 
 
 def picture(kernel, verdict):
-    """The grid's threads, block by block, above out after ``kernel`` ran, a line from each thread to
-    each element it wrote: each element shows the number written into it, coloured as the block of
-    the thread that wrote it; unwritten elements are red; writes past the end land in the dashed
-    cells. A stub (``verdict`` "not attempted") shows the solution's picture greyed: what a pass will
-    look like. A matplotlib Figure, closed from pyplot (a notebook shows it as the cell's value)."""
+    """The grid's threads above out, a line from each thread to what it wrote; unwritten elements red,
+    writes past the end in dashed cells. A stub draws the solution's picture, greyed."""
     import matplotlib.pyplot as plt
     from matplotlib.patches import Rectangle
 

@@ -1,10 +1,5 @@
-"""Exercise (notebook 02): a point-wise kernel, ``add_bias``: one thread per element.
-
-The learner writes ``add_bias(a, bias, out)``: out[r, c] = a[r, c] + bias[c]. The solution is
-the baseline's own kernel, ``kernels/pointwise._add_bias``. It is launched like every
-point-wise kernel of the library (``kernels/geometry.pointwise_grid``) on a matrix a bit larger
-than one block of threads, so that the last block is only partly needed.
-"""
+"""Exercise (notebook 02): the point-wise kernel ``add_bias(a, bias, out)``, one thread per element;
+the solution is the baseline's ``kernels/pointwise._add_bias``."""
 
 from __future__ import annotations
 

@@ -1,10 +1,5 @@
-"""Exercise (notebook 03): ``gate_products`` with the four gates' weights stacked: 2 GEMMs, not 8.
-
-The learner subclasses the baseline and rewrites ``gate_products(state, weights, x_t, h_prev)``:
-x_t @ W into ``state.x_gates`` and h_prev @ U into ``state.h_gates``, one GEMM each for all
-four gates. The solution is the library's ``CombinedGemms``. Judged on one layer (the exercise
-does not touch how layers chain), 2 steps, and against the solution's launches.
-"""
+"""Exercise (notebook 03): ``gate_products`` with the four gates' weights stacked, 2 GEMMs, not 8;
+the solution is the library's ``CombinedGemms``."""
 
 from __future__ import annotations
 

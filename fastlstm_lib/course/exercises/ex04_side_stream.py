@@ -1,11 +1,5 @@
-"""Exercise (notebook 04): the input GEMM on a side stream, ordered by an event per step.
-
-The learner rewrites ``run_layer`` of a subclass of ``Streams`` (its ``setup`` is given: the two
-streams, the per-step buffer ``state.x_seq``, the events). The solution is the library's
-``Streams.run_layer``. On the simulator streams run one after the other, so the numbers come
-out right whatever the order: the trace judges the order itself (every read of another
-stream's result must be ordered after it by an event).
-"""
+"""Exercise (notebook 04): ``run_layer`` with the input GEMM on a side stream, ordered by an event
+per step; the solution is ``Streams.run_layer``. The trace judges the order, not only the numbers."""
 
 from __future__ import annotations
 

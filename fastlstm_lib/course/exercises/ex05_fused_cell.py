@@ -1,12 +1,5 @@
-"""Exercise (notebook 05): the fused cell kernel: bias, activations, c and h in one launch.
-
-The learner writes ``lstm_cell(x_gates, h_gates, bias, c, h)``: one thread per (batch row,
-hidden unit) reads that unit's four pre-activations from both GEMM results (gates i, f, c, o,
-side by side in 4H columns), adds the bias, applies the gates, updates c in place and writes h.
-The solution is the library's ``kernels/pointwise._lstm_cell``. Most of the LSTM's arithmetic
-mistakes happen here, so the catalog is long: each is recognised by the outputs equalling a
-cell with that mistake (``mutants``), by a probe with zero bias, or by what was not written.
-"""
+"""Exercise (notebook 05): the fused cell kernel ``lstm_cell(x_gates, h_gates, bias, c, h)``: bias,
+activations, c and h in one launch; the solution is ``kernels/pointwise._lstm_cell``."""
 
 from __future__ import annotations
 

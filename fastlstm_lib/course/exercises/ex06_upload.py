@@ -1,11 +1,5 @@
-"""Exercise (notebook 06): upload the weights once, in the layout the GEMM takes without the 'T' flag.
-
-The learner rewrites ``upload_weights(layer)`` in a subclass of ``FusedPointwise``: a namespace
-with ``kernel`` = W (in x 4H) and ``recurrent`` = U (H x 4H) as row-major device arrays,
-``bias``, and ``transposed=False``. The solution is the library's ``Pretransposed``. Layout
-mistakes give right numbers (the GEMM handles any layout), so the uploaded namespace itself is
-inspected first: its fields, shapes, dtype, memory order and flag; then the step is run.
-"""
+"""Exercise (notebook 06): ``upload_weights`` in the layout the GEMM reads without its 'T' flag; the
+solution is ``Pretransposed``. Layout mistakes give right numbers, so the upload itself is inspected."""
 
 from __future__ import annotations
 
@@ -13,7 +7,7 @@ import numpy as np
 
 from ...config import LSTMConfig
 from ...copies import fresh
-from .memory import device_layout
+from .trace import device_layout
 from .base import Mistake, first_line
 from .step_runs import StepExercise
 

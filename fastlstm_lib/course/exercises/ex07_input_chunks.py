@@ -1,10 +1,5 @@
-"""Exercise (notebook 07): one input GEMM per chunk of steps, queued ahead on the side stream.
-
-The learner rewrites ``run_layer`` in a subclass of ``CombinedInputs`` (its ``setup`` is given:
-``state.chunks`` = [(t0, t1), ...] and one event per chunk, ``state.chunk_inputs_done``). The
-solution is the library's ``CombinedInputs.run_layer``. Judged with ``chunk=2`` over 3 steps, so
-that the last chunk is shorter than the others, and against the solution's launches.
-"""
+"""Exercise (notebook 07): ``run_layer`` with one input GEMM per chunk of steps on the side stream;
+the solution is ``CombinedInputs.run_layer``, judged with chunk=2 over 3 steps."""
 
 from __future__ import annotations
 

@@ -1,11 +1,5 @@
-"""Exercise (notebook 08): walk the wavefront's diagonals.
-
-The learner rewrites ``run`` in a subclass of ``Wavefront``: the stub keeps its first lines
-(wait for the previous run, reset every lane's c); the learner writes the loop that calls
-``self.run_chunk(state, layer, k, inputs[layer], outputs[layer])`` for every (layer, chunk k),
-diagonal by diagonal (layer + k = d). The solution is the library's ``Wavefront.run``. Judged
-with 2 layers and ``chunk=1`` over 3 steps (3 chunks, 4 diagonals), and twice back to back.
-"""
+"""Exercise (notebook 08): the loop of ``Wavefront.run`` over the diagonals (layer + chunk = d),
+judged with 2 layers and chunk=1 over 3 steps, and twice back to back."""
 
 from __future__ import annotations
 

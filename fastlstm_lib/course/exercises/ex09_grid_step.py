@@ -1,13 +1,6 @@
-"""Exercise (notebook 09): one time step of the persistent kernel, and its grid barrier.
-
-The learner writes the body of the time loop of a persistent LSTM layer kernel,
-``persistent_layer(x_gates, recurrent, bias, hs)``: for its (batch row b, unit j), the four dot
-products h_{t-1} . U[:, gate column] (none at t = 0), plus the input products and the bias, the
-gates, c (kept in a register across steps) and h_t; then the grid barrier, so that no block
-starts step t+1 before every block has written h_t. The stub gives the rest (U's columns loaded
-into shared memory once). The solution is the library's kernel (``kernels/persistent/v1_layer.py``) for
-the same grid, with one thread per (row, unit). On the simulator the grid is one block (its
-blocks run one after the other, so a barrier across blocks cannot work there); on a GPU, three.
+"""Exercise (notebook 09): the body of the persistent layer kernel's time loop, and its grid barrier;
+the solution is ``kernels/persistent/v1_layer.py`` for the same grid. On the simulator the grid is one
+block (its blocks run one after the other); on a GPU, three.
 """
 
 from __future__ import annotations

@@ -1,18 +1,9 @@
-"""Exercise (notebook 09): several batch rows per thread, the register blocking of the persistent
-kernel's inner loop.
+"""Exercise (notebook 09): ``gate_dots(h, u, z)``, several batch rows per thread, the register
+blocking of the persistent kernel's inner loop; the solution is written here plainly.
 
-The learner writes ``gate_dots(h, u, z)``: for one block of UNITS hidden units, z[b, g * UNITS +
-jj] = the sum over k of h[b, k] * u[k, g * UNITS + jj], for the 4 gates g (i, f, c, o), every
-batch row b and unit jj. Each thread owns one unit jj and ROWS batch rows (group * ROWS + r,
-r < ROWS): at each k it loads the unit's 4 weights once, and each feeds ROWS FMAs, one per row,
-into 4 x ROWS sums kept in registers (``kernels/persistent/v1_layer.py`` does the same from shared
-memory). The check launches exactly ceil(B / ROWS) * UNITS threads, one block, so a kernel doing
-one row per thread leaves rows unwritten. The solution is written plainly (global memory only).
-
-Two probes, the batch no multiple of ROWS (a partial last group): z poisoned with NaN; and
-another batch with z holding numbers before the launch (sums added to z, or NaN sums written
-into it, show there). Reloading the weights inside the row loop gives the same numbers: no
-output can show it, so it is in the hints, not the catalog.
+The check launches ceil(B / ROWS) * UNITS threads in one block, on two probes: an odd batch with z
+NaN, and z holding numbers. Weights reloaded inside the row loop give the same numbers: no output
+shows it, so it is in the hints, not the catalog.
 """
 
 from __future__ import annotations
@@ -26,8 +17,7 @@ from . import locate, symptoms
 from .base import Mistake
 from .kernel_runs import KernelExercise, Probe
 
-#: Batch rows per thread (the library's kernel does up to as many), units per block, the length
-#: of the dot products (the hidden size), and the probes' batches: none a multiple of ROWS.
+#: Batch rows per thread, units per block, the dot products' length; batches no multiple of ROWS.
 ROWS, UNITS, K = MAX_ROWS, 5, 13
 BATCH, HELD_BATCH = 7, 10
 GROUPS = blocks_for(BATCH, ROWS)  # groups of rows in the odd probe: the check launches GROUPS * UNITS threads
@@ -85,8 +75,7 @@ def dots(inputs: dict, ks=slice(None)) -> np.ndarray:
 
 
 def written_part(evidence):
-    """(rows, units) of the odd probe's z that were written, when those are right and NaN is all the
-    rest, whole rows x whole units; else None."""
+    """(rows, units) of the odd probe's z written (and right, the rest NaN, whole rows x units), or None."""
     result = evidence.probe(ODD)
     if result.error is not None or result.order_dependent():
         return None
@@ -102,8 +91,7 @@ def written_part(evidence):
 
 
 def only_written(rows=None, units=None):
-    """z is right at the rows and units that pass ``rows(found)`` and ``units(found)`` (None: all of
-    them must be written) and never written elsewhere."""
+    """z is right at rows and units that pass ``rows(found)``/``units(found)`` (None: all), unwritten elsewhere."""
 
     def detect(evidence):
         part = written_part(evidence)

@@ -1,12 +1,5 @@
-"""Exercise (notebook 12): the shared-memory tile loads of the tiled GEMM, and its barriers.
-
-The learner writes, inside the given ``tiled_gemm(a, b, c, accumulate)`` kernel, the loads of
-one element of A and one of B into the shared tiles (zeros past the edges of the matrices) and
-the two ``cuda.syncthreads()`` around the multiply-adds. The solution is the library's
-``kernels/gemm/v1_tiled.tiled_gemm_kernel(TILE)``. Three probes, all at sizes derived from the tile edge
-(4 on the simulator, 16 on a GPU): sizes off the tile edges with a partial last slab along K;
-sizes that are exact multiples of the tile (no edge at all); K within one slab.
-"""
+"""Exercise (notebook 12): the shared-memory tile loads of ``tiled_gemm`` and its two barriers; the
+solution is ``kernels/gemm/v1_tiled``. Probes at sizes off the tile edges, exact tiles, one slab."""
 
 from __future__ import annotations
 

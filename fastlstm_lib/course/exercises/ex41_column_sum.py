@@ -1,16 +1,9 @@
-"""Exercise (notebook 41): the column sum behind the bias gradient, db = 1^T dZ.
+"""Exercise (notebook 41): ``column_sum(a, out, accumulate)``, the bias gradient db = 1^T dZ; the
+solution is ``kernels/reduce/v1_column_sum.py``.
 
-The learner writes ``column_sum(a, out, accumulate)``: out[j] = the sum of column j of ``a`` (or
-out[j] += it), launched like the library's (``kernels/reduce/v1_column_sum.py``): one block of (COLUMNS,
-ROW_THREADS) threads per 32 columns; each thread adds up every ROW_THREADS-th row of its column,
-the block adds its partial sums in a shared-memory tree, and one thread per column writes. The
-solution is the library's kernel. Four probes, none a multiple of 32 or of ROW_THREADS: odd sizes
-(a partly used last tile); a square matrix (a sum along the wrong axis gives the row sums there);
-``accumulate`` on an ``out`` that holds values; fewer rows than threads down a column.
-
-Many of the mistakes leave out or repeat whole rows. Where there are more columns than rows, the
-output fixes the weight each row was added with (a least-squares solve, exact here): which rows
-are missing or counted twice says whether the stride or the tree is at fault.
+Where there are more columns than rows, the output fixes the weight each row was added with (an
+exact least-squares solve): which rows are missing or counted twice says whether the stride or
+the tree is at fault.
 """
 
 from __future__ import annotations
@@ -42,8 +35,7 @@ def sum_inputs(rows: int, cols: int, seed: int, accumulate: bool = False):
 
 
 def row_weights(a: np.ndarray, out: np.ndarray | None) -> np.ndarray | None:
-    """The whole number of times ``out`` added each row of ``a`` (out = w @ a, solved exactly where
-    there are more columns than rows); None when no such weights explain it."""
+    """The whole number of times ``out`` added each row of ``a`` (out = w @ a), or None."""
     a = a.astype(np.float64)
     if out is None or not np.isfinite(out).all() or a.shape[0] > a.shape[1]:
         return None
@@ -68,8 +60,7 @@ def by_thread(weights: np.ndarray) -> np.ndarray | None:
 
 
 def rows_left_out(by_tree: bool):
-    """Some rows are never added (weight 0, the others 1): by whole threads (``by_tree``, the tree
-    drops partial sums) or not (the stride skips rows)."""
+    """Some rows are never added: by whole threads (``by_tree``: the tree drops sums) or not (the stride)."""
 
     def detect(evidence):
         weights = odd_weights(evidence)
@@ -99,8 +90,7 @@ def rows_counted_twice(evidence):
 
 
 def order_dependent_with_nan(nan: bool):
-    """The two thread orders differ, and one of them gives NaN (a partial sum read before it was
-    stored: shared memory starts as NaN there) or neither does (a tree level read too early)."""
+    """The thread orders differ, with NaN in one (a sum read before it was stored) or in neither."""
     detect_order = symptoms.order_dependent(ODD)
 
     def detect(evidence):
@@ -114,8 +104,7 @@ def order_dependent_with_nan(nan: bool):
 
 
 def added_to_nan(evidence):
-    """Without accumulate, out (NaN before the launch) comes back NaN everywhere, and the accumulate
-    probe is right: out is always added to."""
+    """Without accumulate out comes back NaN, with it right: out is always added to."""
     result, accumulated = evidence.probe(ODD), evidence.probe(ACCUMULATE)
     if result.error is not None or result.order_dependent() or np.isfinite(result.outputs["out"]).any():
         return None

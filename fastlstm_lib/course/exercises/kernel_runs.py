@@ -1,14 +1,8 @@
 """Exercises where the learner writes a kernel: how it is launched on probes and judged.
 
-Each probe is a set of inputs (odd sizes, sizes at a tile edge, crafted values). Every array
-sits inside a larger buffer padded with NaN: a kernel that reads past an edge gets NaN on a GPU
-(the simulator raises IndexError instead), and a kernel that writes past one leaves a number in
-the padding. Outputs start as NaN, so elements nobody writes show.
-
-Each probe runs twice. On the simulator the threads of each block run one at a time, once in
-ascending and once in descending order (``schedule``): a kernel that needs a barrier it does not
-have gives two different results. On a GPU it simply runs twice (and a race may or may not
-show: the simulator is the stricter judge here).
+Each probe (odd sizes, a tile edge, crafted values) sits inside buffers padded with NaN, outputs
+start as NaN, and it runs twice: on the simulator with the threads of each block one at a time,
+ascending then descending (``schedule``: a missing barrier gives two results); on a GPU, twice.
 """
 
 from __future__ import annotations
@@ -30,10 +24,7 @@ PAD = 2
 
 @dataclasses.dataclass(frozen=True)
 class Probe:
-    """``make()`` -> dict of host float32 arrays: the inputs, and the outputs' initial values
-    (NaN for pure outputs). ``stage``: graded with the first run or later. ``flags``: (name,
-    value) pairs handed to ``launch`` beside the arrays (a kernel's scalar argument, such as
-    ``accumulate``)."""
+    """``make()``: the host arrays (outputs' initial values too); ``flags``: scalar arguments."""
 
     name: str
     make: Callable[[], dict]
@@ -42,9 +33,7 @@ class Probe:
 
 
 def pointwise_launch(over: str, *arguments: str):
-    """A ``launch`` for a point-wise kernel, as the library launches its own: one thread per
-    element of the array ``over`` (``kernels/geometry.pointwise_grid``), the arrays named by
-    ``arguments`` passed in that order."""
+    """A ``launch`` with one thread per element of ``over``, as the library's point-wise kernels."""
 
     def launch(kernel, arrays: dict) -> None:
         blocks, threads = pointwise_grid(arrays[over].size)
@@ -53,18 +42,9 @@ def pointwise_launch(over: str, *arguments: str):
     return launch
 
 
-def padded(array: np.ndarray):
-    """(the device buffer with NaN all around, the view of it holding ``array``)."""
-    big = np.full(tuple(n + PAD for n in array.shape), np.nan, dtype=array.dtype)
-    inside = tuple(slice(0, n) for n in array.shape)
-    big[inside] = array
-    device = cuda.to_device(big)
-    return device, device[inside]
-
-
 @dataclasses.dataclass
 class Outcome:
-    """One launch of one probe: outputs (host), or the error; which outputs' padding got written."""
+    """One launch of one probe: outputs or the error, and which outputs' padding got written."""
 
     outputs: dict | None = None
     error: BaseException | None = None
@@ -79,7 +59,13 @@ class ProbeResult:
         self.outcomes = [self._launch(exercise, kernel, order) for order in exercise.orders()]
 
     def _launch(self, exercise, kernel, order) -> Outcome:
-        buffers = {name: padded(array) for name, array in self.inputs.items()}
+        buffers = {}
+        for name, array in self.inputs.items():  # each inside a device buffer with NaN all around
+            big = np.full(tuple(n + PAD for n in array.shape), np.nan, dtype=array.dtype)
+            inside = tuple(slice(0, n) for n in array.shape)
+            big[inside] = array
+            device = cuda.to_device(big)
+            buffers[name] = (device, device[inside])
         views = {name: view for name, (_, view) in buffers.items()} | dict(self.probe.flags)
         try:
             if order is None:
@@ -143,12 +129,8 @@ class KernelEvidence:
 
 @dataclasses.dataclass(eq=False, kw_only=True)
 class KernelExercise(Exercise):
-    """The learner writes a kernel. ``solution()`` returns the library's, whose source lives in
-    ``source`` (a path, and what the reader should know); ``launch(kernel, arrays)`` launches a
-    kernel on a probe's device arrays; ``expected(inputs)`` gives each output in float64;
-    ``outputs`` names each output and its axes; ``probes`` are the inputs it is judged on;
-    ``listing``, when given, is the function whose source ``solution_source`` shows instead of the
-    kernel's (the factory that sets its constants)."""
+    """The learner writes a kernel, launched on ``probes``; ``expected(inputs)`` gives each output
+    in float64; ``listing``: the source shown instead of the kernel's (its factory)."""
 
     solution: Callable[[], Any]
     source: str

@@ -1,6 +1,5 @@
-"""Where an output is wrong, in words: which steps, batch rows and units, the worst element, the
-first NaN. Every sentence is built from the arrays alone (no timings, no addresses), so the
-grader's report is the same every time the same mistake is made."""
+"""Where an output is wrong, in words (steps, batch rows, units, the worst element, the first
+NaN), from the arrays alone, so that the same mistake always gets the same words."""
 
 from __future__ import annotations
 

@@ -1,12 +1,8 @@
 """The float64 reference LSTM with one typical mistake planted: which mistake a wrong output is.
 
-A wrong output alone says little; the same output as "the LSTM with the bias added twice" says
-exactly what went wrong. ``VARIANTS`` names the mistakes learners make in the cell and the
-recurrence (gate order, bias, carrying c and h from step to step, the activations); ``match``
-returns the one a candidate's output equals (to float32 rounding), if any.
-
-``forward(x, params, Variant())`` is ``reference.reference_forward``, written once more with
-the knobs that plant each mistake (tests/test_exercises.py checks that they agree).
+``VARIANTS`` names the mistakes learners make in the cell and the recurrence; ``match`` returns
+the one a candidate's output equals, if any. ``forward(x, params, Variant())`` is
+``reference.reference_forward`` (tests/test_exercises.py checks that they agree).
 """
 
 from __future__ import annotations
@@ -19,10 +15,8 @@ import numpy as np
 from ...params import GATES
 from ...numerics import relative_error, sigmoid64
 
-#: A candidate "is" a variant when it is within this of it (float32 rounding of a few steps)...
-MATCH_RTOL = 1e-4
-#: ...and a variant counts only if it is this far from the right answer (else it says nothing).
-DISTINCT_RTOL = 1e-3
+MATCH_RTOL = 1e-4  # a candidate "is" a variant this close to it...
+DISTINCT_RTOL = 1e-3  # ...that is this far from the right answer
 
 
 @dataclasses.dataclass(frozen=True)

@@ -1,21 +1,12 @@
-"""Which exercises the learner has passed, kept across notebooks and sessions, for ``fl.exercises.progress()``.
-
-``fl.check(name, candidate)`` records a pass of the learner's own code (never the library's
-solution, ``fl.check(name)``) in ``<cache>/exercises_passed.json``, ``<cache>`` being the
-project's one cache folder (``kept.cache_root()``: ``$FASTLSTM_CACHE``, else
-``~/.cache/fastlstm``), outside the recordings' fingerprinted folders, so that a change of the
-library's code keeps it. The file maps each exercise passed to the date it was first passed. Where
-nothing can be written (a read-only home, ``FASTLSTM_DISK_CACHE=0``) passes are kept for this
-process only. The table depends on what this machine has seen: a notebook that shows it tags the
-cell ``nbval-ignore-output``.
+"""Which exercises the learner has passed, for ``fl.exercises.progress()``: kept in
+``<cache>/exercises_passed.json`` (``kept.cache_root()``), or for this process only where nothing
+can be written (``FASTLSTM_DISK_CACHE=0``).
 """
 
 from __future__ import annotations
 
 import datetime
 import json
-import os
-import tempfile
 from pathlib import Path
 
 from ...tables import Column, table
@@ -50,17 +41,11 @@ def record(name: str) -> None:
     done[name] = _this_process[name] = datetime.date.today().isoformat()
     if not kept.enabled():
         return
-    try:
+    try:  # a file half-written by a crash reads as unreadable: the passes are then kept anew
         path().parent.mkdir(parents=True, exist_ok=True)
-        handle, temporary = tempfile.mkstemp(dir=path().parent, suffix=".tmp")
+        path().write_text(json.dumps(done, indent=1, sort_keys=True))
     except OSError:  # nowhere to keep it: this process remembers
-        return
-    try:
-        with os.fdopen(handle, "w") as out:
-            json.dump(done, out, indent=1, sort_keys=True)
-        os.replace(temporary, path())
-    except OSError:
-        Path(temporary).unlink(missing_ok=True)
+        pass
 
 
 def report(exercises) -> str:

@@ -1,20 +1,9 @@
 """Deterministic thread schedules on Numba's CUDA simulator, so that a race shows every time.
 
-The simulator runs each CUDA thread of a block as a Python thread, interleaved however Python's
-scheduler likes: a kernel that forgets a ``cuda.syncthreads()`` is right on some runs and wrong
-on others. To grade such a kernel we take the interleaving away. Inside ``ordered_threads()``
-the threads of a block run one at a time, in a fixed order (ascending thread index, or
-descending), each until it reaches a barrier (``syncthreads``, a grid ``sync``) or returns; then
-the next one runs. A kernel with every barrier it needs gives the same result in both orders; a
-kernel that reads what another thread has not written yet (or overwrites what another still
-reads) gives two different results. That difference is the symptom of a missing barrier.
-
-The same context poisons memory a kernel allocates for itself: new ``cuda.shared.array`` and
-``cuda.local.array`` buffers of floats start as NaN instead of whatever ``np.empty`` held, so a
-read of a shared tile entry nobody loaded (or an accumulator nobody zeroed) shows as NaN.
-
-On a real GPU nothing here applies (``available()`` is False): the grader runs a kernel several
-times instead and compares the results.
+Inside ``ordered_threads(order)`` the threads of a block run one at a time, ascending or
+descending, each until a barrier or its end: a kernel missing a barrier gives two different
+results. New shared and local float arrays start as NaN, so a read nobody wrote shows. On a
+real GPU (``available()`` False) the grader runs a kernel twice instead.
 """
 
 from __future__ import annotations
@@ -36,14 +25,8 @@ def available() -> bool:
     return DEVICE.small
 
 
-def _simulator_modules():
-    from numba.cuda.simulator import kernel, kernelapi
-
-    return kernel, kernelapi
-
-
-def _turn_thread_class(block_thread):
-    """A simulator thread that runs only when the manager hands it a turn."""
+def _ordered_manager_class(block_thread, descending: bool):
+    """The simulator's BlockManager with threads (``TurnThread``) that run only when handed a turn."""
 
     class TurnThread(block_thread):
         def __init__(self, *args):
@@ -80,12 +63,6 @@ def _turn_thread_class(block_thread):
             self.go.set()
             self.paused.wait()
 
-    return TurnThread
-
-
-def _ordered_manager_class(block_thread, descending: bool):
-    turn_thread = _turn_thread_class(block_thread)
-
     class OrderedBlockManager:
         """Drop-in for the simulator's BlockManager: one thread at a time, in a fixed order."""
 
@@ -100,7 +77,7 @@ def _ordered_manager_class(block_thread, descending: bool):
             def target():
                 self._f(*args)
 
-            threads = [turn_thread(target, self, grid_point, point, self._debug)
+            threads = [TurnThread(target, self, grid_point, point, self._debug)
                        for point in np.ndindex(*self._block_dim)]
             threads.sort(key=lambda t: t.thread_id, reverse=descending)
             for thread in threads:
@@ -135,13 +112,13 @@ class _PoisonedAllocations(dict):
 
 @contextlib.contextmanager
 def ordered_threads(order: str = "ascending"):
-    """Run every simulated block's threads one at a time in ``order``; poison new shared and
-    local float arrays with NaN. Only on the simulator (a RuntimeError elsewhere)."""
+    """Run each simulated block's threads one at a time in ``order``; new float arrays start as NaN."""
     if order not in ORDERS:
         raise ValueError(f"order must be one of {ORDERS}, got {order!r}")
     if not available():
         raise RuntimeError("thread orders exist only on Numba's CUDA simulator")
-    kernel, kernelapi = _simulator_modules()
+    from numba.cuda.simulator import kernel, kernelapi
+
     original_shared_init = kernelapi.FakeCUDAShared.__init__
     original_local_array = kernelapi.FakeCUDALocal.array
 

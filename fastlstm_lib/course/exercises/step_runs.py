@@ -1,15 +1,8 @@
 """Exercises where the learner writes a method of a step subclass: how they are run and judged.
 
-The candidate runs the whole forward pass at odd sizes, traced (``trace``): scratch and output
-start as NaN, every launch, stream and event is recorded. Two stages of evidence:
-
-- "first": one run. Its exception, its trace findings (read before write, races, unwritten
-  output), its output against the float64 reference (and against the reference with each
-  typical mistake planted, ``mutants``), the output of the layer below when the step keeps it,
-  and its launches against the solution's.
-- "again": a fresh runner launched twice back to back, without waiting in between, as the
-  benchmark's warm-up does: state left over from one run, or buffers shared by two runs in
-  flight, show here.
+The candidate runs the whole forward pass at odd sizes, traced (``trace``). Stage "first": one
+run (its error, trace findings, output against the reference and its ``mutants``, launches);
+stage "again": a fresh runner launched twice back to back, as the benchmark's warm-up does.
 """
 
 from __future__ import annotations
@@ -47,7 +40,7 @@ RACE_CAUSES = {
 
 @dataclasses.dataclass
 class Run:
-    """One runner of the candidate, traced: its output, error, trace, launches and state."""
+    """One traced runner of the candidate."""
 
     y: np.ndarray | None = None
     error: BaseException | None = None
@@ -67,8 +60,7 @@ def traced_run(step: LSTMStep, x, params, options: dict, launches: int) -> Run:
         except Exception as error:
             run.error = error
             return run
-        # NumPy arrays in the state: host memory, which no kernel can read (the library's steps keep
-        # only device arrays there)
+        # NumPy arrays in the state: host memory, which no kernel can read
         run.host = [path for path, item in state_items(runner.state, "state") if isinstance(item, np.ndarray)]
         if run.host:
             return run
@@ -113,7 +105,7 @@ class StepEvidence:
 
     @functools.cached_property
     def variant(self) -> str | None:
-        """The typical mistake (``mutants``) the first run's output equals, if any."""
+        """The ``mutants`` variant the first run's output equals, if any."""
         y = self.first.y
         if y is None or not np.all(np.isfinite(y)):
             return None
@@ -126,9 +118,8 @@ class StepEvidence:
 
 @dataclasses.dataclass(eq=False, kw_only=True)
 class StepExercise(Exercise):
-    """The learner writes ``methods`` of a subclass; the library's step called ``step`` is the
-    solution. Judged at ``cfg`` (odd sizes) with ``options``; ``compare_launches``: a right output
-    with more launches than the solution's is still wrong."""
+    """The learner writes ``methods`` of a subclass of the library's step ``step`` (the solution),
+    judged at ``cfg``; ``compare_launches``: more launches than the solution's is wrong."""
 
     step: str
     methods: tuple
@@ -163,9 +154,7 @@ class StepExercise(Exercise):
 
     @functools.lru_cache(maxsize=None)  # one entry per exercise: they are module-level singletons
     def problem(self):
-        """(x, params, the reference output, the reference output of layer 0), read-only: every run
-        gets its own copies of x and params (``traced_run``), so no candidate changes what the next
-        is checked against."""
+        """(x, params, the reference output, layer 0's), read-only: each run gets copies."""
         x, params, ref = problem(self.cfg, seed=0)  # the harness's: params from seed 0, x from seed 1
         return frozen((x, params, ref, reference_forward(x, params[:1])))
 
@@ -200,28 +189,23 @@ class StepExercise(Exercise):
             return f"{again}no kernel wrote the output at {locate.spread(mask)}"
         wrong = evidence.wrong(stage)
         if wrong:
-            return again + wrong + self.layer_note(run, evidence)
+            if run.lower is None:
+                return again + wrong
+            lower = locate.where_wrong(run.lower, evidence.ref_lower)
+            return again + wrong + ("; layer 0 is right, so it goes wrong in the layer above" if lower is None
+                                    else f"; layer 0 too: {lower}")
         if stage == "first" and self.compare_launches:
             return more_launches(run.launches, self.solution_launches())
         return None
 
-    def layer_note(self, run: Run, evidence: StepEvidence) -> str:
-        if run.lower is None:
-            return ""
-        lower = locate.where_wrong(run.lower, evidence.ref_lower)
-        return "; layer 0 is right, so it goes wrong in the layer above" if lower is None else f"; layer 0 too: {lower}"
-
     def passed_text(self, evidence: StepEvidence) -> str:
         cfg = self.cfg
         launches = sum(evidence.first.launches.values())
+        options = "".join(f", {k}={v}" for k, v in sorted(self.options.items()))
         return (f"Right at odd sizes (batch {cfg.batch}, {cfg.seq_len} steps, input {cfg.input_size}, hidden "
-                f"{cfg.hidden}, {cfg.layers} layer{'s' if cfg.layers > 1 else ''}{options_text(self.options)}) with scratch and output poisoned "
+                f"{cfg.hidden}, {cfg.layers} layer{'s' if cfg.layers > 1 else ''}{options}) with scratch and output poisoned "
                 f"with NaN, every launch ordered across streams, right again when run twice back to back, and "
                 f"{launches} launches per forward pass, like the solution.")
-
-
-def options_text(options: dict) -> str:
-    return "".join(f", {k}={v}" for k, v in sorted(options.items()))
 
 
 def more_launches(candidate: Counter, solution: Counter) -> str | None:

@@ -1,8 +1,5 @@
-"""Symptoms the catalog's mistakes are recognised by: small detectors, shared by the exercises.
-
-Each factory returns ``detect(evidence) -> str | None``: a sentence saying where the symptom
-shows, or None when it does not. Kernel exercises' evidence is a ``KernelEvidence`` (probes),
-step exercises' a ``StepEvidence`` (traced runs).
+"""Symptoms the catalogs' mistakes are recognised by, shared by the exercises: each factory
+returns ``detect(evidence) -> str | None``, where the symptom shows, or None.
 """
 
 from __future__ import annotations
@@ -16,8 +13,7 @@ from .base import first_line
 
 
 def past_edge(probe: str, output: str):
-    """A thread beyond the last element indexes past the end: IndexError on the simulator, a write
-    into the NaN padding (or NaN read from it) on a GPU."""
+    """IndexError on the simulator; a write into the NaN padding (or NaN read from it) on a GPU."""
 
     def detect(evidence):
         result = evidence.probe(probe)
@@ -121,8 +117,7 @@ def raised(error_type: str, contains: str = ""):
 
 
 def race(cause: str | None = None, buffer: str | None = None, overwrite: bool | None = None, stage: str = "first"):
-    """The trace found two unordered launches touching the same memory, with this cause/buffer.
-    At stage "again" only when the first run was clean: the race then comes from running twice."""
+    """A race in the trace, with this cause/buffer ("again": only when the first run was clean)."""
 
     def detect(evidence):
         if stage == "again" and (evidence.first.error or evidence.first.trace.findings or evidence.wrong()):
@@ -141,8 +136,7 @@ def race(cause: str | None = None, buffer: str | None = None, overwrite: bool | 
 
 
 def read_before_write(buffer: str | None = None):
-    """The trace of the first run: a kernel read ``buffer`` (None: any) before any kernel of the run
-    wrote it."""
+    """The first run read ``buffer`` (None: any) before any kernel of the run wrote it."""
 
     def detect(evidence):
         run = evidence.first

@@ -1,27 +1,12 @@
-"""A record of every launch, stream, event and buffer of a run, and the ordering mistakes in it.
+"""A record of every launch, stream, event and buffer of a step's run, and the ordering mistakes in it.
 
-On the simulator streams run one after the other, so a step whose side stream is not ordered
-with its main stream still computes the right numbers there; on a GPU it races. The grader
-therefore checks the order itself, not only the numbers. Inside ``Trace()``:
-
-- every kernel launch is recorded with its stream and the memory its arguments cover (which
-  arguments a library kernel reads and writes is known: ``memory.ACCESS``);
-- every ``event.record`` / ``event.wait`` and host synchronisation is recorded (the library's one
-  recorder, ``replay.recording``, tells the trace each operation as it is issued);
-- every float buffer made with ``cuda.device_array`` starts as NaN (uninitialised scratch shows).
-
-From that, with CUDA's rules for ordinary (blocking) streams and the legacy default stream, the
-course's one model of stream ordering (``profile/graph.Order``) tells whether launch A is
-guaranteed to finish before launch B starts.
-Three findings come out, in launch order, the first of each kind kept:
-
-- ``read_before_write``: a kernel reads scratch (or the output) that no kernel of this run wrote;
-- ``race``: two launches touch the same elements, one writing, with nothing ordering them; the
-  events around them say which usual mistake it is (``Finding.cause``);
-- ``unwritten_output``: elements of the output that no kernel of this run wrote.
-
-Buffers and streams are named after where the step keeps them (``state.x_seq[2]``,
-``state.side``), found by walking the step's state after ``setup``.
+On the simulator streams run one after the other, so a step whose streams are not ordered still
+computes the right numbers: the grader checks the order itself. Inside ``Trace()`` every launch
+is recorded with its stream and the memory its arguments cover (``ACCESS``), every event record,
+wait and host synchronisation (told by the library's one recorder, ``replay.recording``), and
+every float ``cuda.device_array`` starts as NaN. CUDA's stream ordering (``profile/graph.Order``)
+then gives three findings: ``read_before_write``, ``race`` (with its likely ``cause``) and
+``unwritten_output``. Buffers and streams are named after where the step's state keeps them.
 """
 
 from __future__ import annotations
@@ -35,9 +20,75 @@ from numba import cuda
 
 from ...launches import patched  # the one place that patches Numba
 from ...replay import recording
+from ...kernels.versions import every
 from ...runtime.numba_compat import function_name
-from .memory import ACCESS, UNNAMED, Buffer, Memory, device_layout, element_offsets
 from ..profile.graph import Order
+
+#: Arguments (by position) each library kernel reads and writes (its ``Spec`` says); a learner's
+#: kernel counts as writing all its arrays.
+ACCESS = {spec.name: spec.access for spec in every() if spec.access is not None} | {"_empty_kernel": ((), ())}
+#: What a buffer is called until the walk of the step's state finds where it is kept.
+UNNAMED = "an unnamed array"
+
+
+def device_layout(array):
+    """(address, shape, strides in bytes, itemsize) of a device array; None for anything else."""
+    if hasattr(array, "_ary") and isinstance(array._ary, np.ndarray):  # the simulator's arrays
+        host = array._ary
+        return host.__array_interface__["data"][0], host.shape, host.strides, host.itemsize
+    interface = getattr(array, "__cuda_array_interface__", None)
+    if interface is None:
+        return None
+    return interface["data"][0], array.shape, array.strides, array.dtype.itemsize
+
+
+@dataclasses.dataclass
+class Buffer:
+    """One device allocation: per element, whether this run wrote it and which launch last did."""
+
+    name: str
+    start: int
+    itemsize: int
+    shape: tuple
+    scratch: bool  # read-before-write is checked only for scratch and the output
+
+    def __post_init__(self):
+        self.size = int(np.prod(self.shape)) if self.shape else 1
+        self.written = np.zeros(self.size, dtype=bool)
+        self.after_setup = self.written
+        self.last_write = np.full(self.size, -1)
+        self.readers: list[tuple[int, np.ndarray]] = []
+
+    def contains(self, address: int) -> bool:
+        return self.start <= address < self.start + self.size * self.itemsize
+
+    def describe(self, elements: np.ndarray) -> str:
+        """'state.x_seq[2]', 'state.x_seq[0:2]', 'part of state.z': which part of it that is."""
+        if len(self.shape) < 2:
+            return self.name if elements.size == self.size else f"part of {self.name}"
+        per_lead = self.size // self.shape[0]
+        leads = np.unique(elements // per_lead)
+        whole_rows = elements.size == leads.size * per_lead
+        if leads.size == self.shape[0]:
+            where = self.name
+        elif leads.size == 1:
+            where = f"{self.name}[{leads[0]}]"
+        elif leads[-1] - leads[0] + 1 == leads.size:
+            where = f"{self.name}[{leads[0]}:{leads[-1] + 1}]"
+        else:
+            where = f"{self.name}[{', '.join(str(i) for i in leads)}]"
+        return where if whole_rows else f"part of {where}"
+
+
+def element_offsets(layout, buffer: Buffer) -> np.ndarray | None:
+    """Flat indices into ``buffer`` of the elements a view covers (None: it reaches outside)."""
+    start, shape, strides, itemsize = layout
+    index = np.array((start - buffer.start) // itemsize)
+    for extent, stride in zip(shape, strides):
+        index = index[..., None] + np.arange(extent) * (stride // itemsize)
+    index = index.ravel()
+    return index if index.size == 0 or (index.min() >= 0 and index.max() < buffer.size) else None
+
 
 DEFAULT_STREAM = "the default stream"
 
@@ -63,8 +114,7 @@ def is_default_stream(stream) -> bool:
 
 
 def state_items(value, path: str, depth: int = 0):
-    """(path, value) of everything ``value`` (a step's state) keeps, through lists, tuples and
-    namespaces down to 4 levels: ("state.x_seq[2]", a device array), ("state.side", a stream)..."""
+    """("state.x_seq[2]", a device array)...: everything a step's state keeps, 4 levels down."""
     if depth < 4 and isinstance(value, (list, tuple)):
         for i, item in enumerate(value):
             yield from state_items(item, f"{path}[{i}]", depth + 1)
@@ -88,7 +138,7 @@ class Trace:
     """``with Trace() as trace:`` records launches, events and allocations (see the module doc)."""
 
     def __init__(self):
-        self.memory = Memory()
+        self.buffers: list[Buffer] = []  # every buffer seen so far, found by address
         self.launches: list[Launch] = []
         self.log: list[tuple] = []  # ("launch", Launch) / ("record" | "wait", event name, stream)
         self.findings: list[Finding] = []
@@ -108,7 +158,7 @@ class Trace:
             array = original_alloc(*args, **kwargs)
             if np.dtype(array.dtype).kind == "f":
                 array.copy_to_device(np.full(array.shape, np.nan, dtype=array.dtype))
-                self.memory.buffer_of(array, scratch=True)
+                self.buffer_of(array, scratch=True)
             return array
 
         self._patches.enter_context(patched([(cuda, "device_array", poisoned_device_array)]))
@@ -135,7 +185,7 @@ class Trace:
         for root, value in roots.items():
             for path, item in state_items(value, root):
                 if device_layout(item) is not None:
-                    buffer = self.memory.buffer_of(item, scratch=False)
+                    buffer = self.buffer_of(item, scratch=False)
                     if buffer.start == device_layout(item)[0] and buffer.name.startswith(UNNAMED):
                         buffer.name = path
                 elif isinstance(item, event_type):
@@ -146,16 +196,16 @@ class Trace:
 
     def set_output(self, array) -> None:
         """The step's output: written in full by every run, never read before it is written."""
-        self._output = self.memory.buffer_of(array, scratch=True)
+        self._output = self.buffer_of(array, scratch=True)
         self._output.name = "out"
 
     def end_setup(self) -> None:
-        for buffer in self.memory.buffers:
+        for buffer in self.buffers:
             buffer.after_setup = buffer.written.copy()
 
     def start_run(self) -> None:
         """Scratch written during setup stays written; everything else must be written again."""
-        for buffer in self.memory.buffers:
+        for buffer in self.buffers:
             buffer.written = buffer.after_setup.copy()
         if self._output is not None:
             self._output.written[:] = False
@@ -168,6 +218,18 @@ class Trace:
                                                   "were never written", elements=missing))
 
     # ---- what happens ----------------------------------------------------------------------
+
+    def buffer_of(self, array, scratch: bool) -> Buffer:
+        """The buffer ``array`` lies in (registered now if new)."""
+        start, shape, strides, itemsize = device_layout(array)
+        for buffer in self.buffers:
+            if buffer.contains(start):
+                return buffer
+        extent = 1 + sum((n - 1) * s for n, s in zip(shape, strides)) // itemsize if all(shape) else 0
+        buffer = Buffer(f"{UNNAMED} #{len(self.buffers)}", start, itemsize,
+                        tuple(shape) if extent == int(np.prod(shape)) else (extent,), scratch)
+        self.buffers.append(buffer)
+        return buffer
 
     def stream_name(self, stream) -> str:
         if is_default_stream(stream):
@@ -187,7 +249,7 @@ class Trace:
         self.log.append((kind, self._event_name(event), name))
 
     def host_waited(self, event) -> None:
-        """The host waited for ``event`` (None: for all work): everything queued later is ordered after it."""
+        """The host waited for ``event`` (None: for all work)."""
         self.order.host_waits(None if event is None else id(event))
 
     def _launch(self, kernel: str, stream, args) -> None:
@@ -198,7 +260,7 @@ class Trace:
         arrays = [(i, a) for i, a in enumerate(args) if device_layout(a) is not None]
         if kernel not in ACCESS:  # a learner's kernel: assume it writes everything, check nothing
             for _, array in arrays:
-                buffer = self.memory.buffer_of(array, scratch=False)
+                buffer = self.buffer_of(array, scratch=False)
                 elements = element_offsets(device_layout(array), buffer)
                 if elements is not None:
                     buffer.written[elements] = True
@@ -208,7 +270,7 @@ class Trace:
             reads = reads + (2,)  # C += A @ B reads C
         regions = {}
         for i, array in arrays:
-            buffer = self.memory.buffer_of(array, scratch=False)
+            buffer = self.buffer_of(array, scratch=False)
             elements = element_offsets(device_layout(array), buffer)
             if elements is not None:
                 regions[i] = (buffer, elements)
