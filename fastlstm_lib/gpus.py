@@ -95,6 +95,12 @@ class Chip:
     compute_capability: str  # "5.2"
     cooperative_launch: bool  # can it launch a cooperative grid (and so have a grid barrier)? From 6.0
 
+    @property
+    def capability(self) -> tuple[int, int]:
+        """``compute_capability`` as (major, minor), for comparing: (7, 5)."""
+        major, minor = self.compute_capability.split(".")
+        return int(major), int(minor)
+
     @classmethod
     def from_row(cls, row: dict) -> "Chip":
         major = int(str(row["compute_capability"]).split(".")[0])

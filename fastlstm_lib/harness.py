@@ -103,9 +103,10 @@ class CheckedRun(NamedTuple):
     error_before: float
 
 
-def resolve(step, cfg: LSTMConfig | None, seed: int, rtol: float | None):
+def resolve(step, cfg: LSTMConfig | None, seed: int, rtol: float | None, options: dict | None = None):
     """(step object, cfg, seed, rtol) checked: a name or a step, an LSTMConfig (None: the default
-    for this device), a seed >= 0, a tolerance > 0 (None: the step's own)."""
+    for this device), a seed >= 0, a tolerance > 0 (None: the step's own under its ``options``,
+    ``step.tolerance``: the "tf32" GEMM policy's is wider)."""
     from .steps.base import LSTMStep
 
     if isinstance(step, str):
@@ -121,15 +122,15 @@ def resolve(step, cfg: LSTMConfig | None, seed: int, rtol: float | None):
         rtol = check_number("rtol", rtol)
         if not 0 < rtol < 1:
             raise ValueError(f"rtol must be a relative error between 0 and 1 (the steps use {RTOL:g}), got {rtol:g}")
-    return step, cfg, seed, step.rtol if rtol is None else rtol
+    return step, cfg, seed, step.tolerance(**(options or {})) if rtol is None else rtol
 
 
 def checked_run(step, cfg: LSTMConfig | None, seed: int, rtol: float | None, options: dict, passes: int) -> CheckedRun:
     """Resolve the step and config, set the step up on its own copy of ``problem(cfg, seed)`` and
-    check it once against its reference (``step.reference``, within ``step.rtol`` unless ``rtol``
-    is given). On the simulator a size that would take more than a few minutes for ``passes``
+    check it once against its reference (``step.reference``, within ``step.tolerance(**options)``
+    unless ``rtol`` is given). On the simulator a size that would take more than a few minutes for ``passes``
     passes is refused first."""
-    step, cfg, seed, rtol = resolve(step, cfg, seed, rtol)
+    step, cfg, seed, rtol = resolve(step, cfg, seed, rtol, options)
     checked_graph(options.get("graph", False))  # before any work: graphs need a GPU
     refuse_slow_simulation(step, cfg, passes)
     extra = step.extra_inputs(cfg, seed)  # made once: the reference's and the runner's (its own copy)
@@ -154,7 +155,8 @@ def bench(step, cfg: LSTMConfig | None = None, *, warmup: int | None = None, rep
     """Check and time one step on the current device. Returns a JSON-able dict.
 
     ``step`` is a name from ``fl.steps.names()`` (or a Keras step) or a step object; ``options``
-    go to the step. ``rtol``: the step's own tolerance (``step.rtol``) unless given. Raises
+    go to the step. ``rtol``: the step's own tolerance (``step.tolerance(**options)``: 1e-5, or
+    the "tf32" GEMM policy's 2e-3) unless given. Raises
     WrongResultError rather than report the time of a wrong step.
     """
     warmup, repeats = counts(warmup, repeats)

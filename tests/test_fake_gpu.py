@@ -28,18 +28,22 @@ from conftest import needs_fake_gpu
 
 pytestmark = [needs_fake_gpu, pytest.mark.tools]  # make test-tools; Linux, numba-cuda and a C compiler: skipped, saying which is missing
 
+#: The "tf32" GEMM policy's tour items, refused below compute capability 8.0 (the T4, the M40); the
+#: A100, L4 and H100 run them, and they fail unless the pass launches GEMM version 9 (tf32_gemm).
+TF32_ITEMS = {f"forward {name} article tf32": "need compute capability 8.0" for name in ("wavefront", "persistent")}
 #: What a GPU legitimately cannot run, by the library's own reasons.
 EXPECTED_SKIPS = {
     "T4": {"forward persistent article": "does not fit", "bench persistent article": "does not fit",
            "profile persistent article": "does not fit",
-           "kernel persistent 1: persistent_layer": "does not fit"},  # Colab's GPU: 64 KiB of shared memory per block
+           "kernel persistent 1: persistent_layer": "does not fit",  # Colab's GPU: 64 KiB of shared memory per block
+           **TF32_ITEMS},
     # (The L4's 99 KiB per block holds 9 units of 4 rows per thread: 57 blocks, which it runs. Persistent
     # version 2, U in registers, runs on the T4 too: 40 blocks of 13 units, 6 rows staged at a time.)
     "M40": {name: "cannot launch a cooperative grid" for name in
             ("forward persistent odd", "forward persistent article", "bench persistent article",
              "profile persistent article", "persistent_limits", "graph persistent odd",
              "kernel persistent 1: persistent_layer", "kernel persistent 2: persistent_registers",
-             "kernel persistent 3: persistent_light_barrier")},
+             "kernel persistent 3: persistent_light_barrier")} | TF32_ITEMS,
 }
 
 
@@ -47,6 +51,7 @@ EXPECTED_SKIPS = {
 def test_every_path_runs_on_the_fake_gpu(gpu):
     report = result(gpu)
     assert report["gpu"] == gpu
+    assert set(TF32_ITEMS) <= set(report["items"])  # the tf32 policy's items ran (ok, or skipped naming why)
     assert report["errors"] == [], "the fake driver itself failed"
     assert report["refused"] == [], "the driver would refuse these launches or calls"
     assert report["unmodelled_attributes"] == [], "the library asks for attributes the fake does not model"

@@ -150,3 +150,13 @@ def is_simulator() -> bool:
 def multiprocessors() -> int:
     """SMs of the current GPU (1 on the simulator, whose blocks run one at a time)."""
     return 1 if DEVICE.small else int(cuda.get_current_device().MULTIPROCESSOR_COUNT)
+
+
+@functools.lru_cache(maxsize=1)
+def gpu_identity() -> tuple[str | None, tuple[int, int] | None]:
+    """(name, compute capability (major, minor)) of the current GPU; (None, None) on the simulator."""
+    if DEVICE.small:
+        return None, None
+    device = cuda.get_current_device()
+    name = device.name.decode() if isinstance(device.name, bytes) else str(device.name)
+    return name, tuple(int(part) for part in device.compute_capability)

@@ -2,11 +2,12 @@
 their launch geometry, and whether the kernels they launch are compiled first.
 
 By default it is this device: a GPU's SM count (``multiprocessors``), or the simulator's layout
-(``sms`` None: small blocks, K never cut, since its blocks run one at a time). A profile's dry run
-(``course/profile/dryrun.py``) records a pass instead of running it, laid out as on a named chip:
-``with laid_out_for(chip.sms):`` (or ``laid_out_for(None)`` for this device's own layout) sets the
-target for the block, and launches inside it compile nothing (nothing runs, and the chip may not
-be this one). No module's attributes are replaced: the geometry is read from here at each launch.
+(``sms`` None: small blocks, K never cut, since its blocks run one at a time), with its name and
+compute capability (what decides which instructions exist: the "tf32" GEMM policy needs 8.0). A
+profile's dry run (``course/profile/dryrun.py``) records a pass instead of running it, laid out as
+on a named chip: ``with laid_out_for(chip.sms, chip.name, cc):`` (or ``laid_out_for(None)`` for
+this device's own layout) sets the target for the block, and launches inside it compile nothing
+(nothing runs, and the chip may not be this one). No module's attributes are replaced: the geometry is read from here at each launch.
 """
 
 from __future__ import annotations
@@ -15,16 +16,20 @@ import contextlib
 import contextvars
 import dataclasses
 
-from .device import DEVICE, multiprocessors
+from .device import DEVICE, gpu_identity, multiprocessors
 
 
 @dataclasses.dataclass(frozen=True)
 class Target:
     """``sms``: the SMs a pass's grids are chosen for (None: the simulator's small layout);
-    ``compiles``: whether a launch compiles its kernel first (False in a dry run)."""
+    ``compiles``: whether a launch compiles its kernel first (False in a dry run); ``gpu`` and
+    ``compute_capability`` (major, minor): the GPU's, None on the simulator (which runs stand-ins
+    for every instruction a kernel uses)."""
 
     sms: int | None
     compiles: bool = True
+    gpu: str | None = None
+    compute_capability: tuple[int, int] | None = None
 
     @property
     def small(self) -> bool:
@@ -40,17 +45,23 @@ def target() -> Target:
     chosen = _LAID_OUT_FOR.get()
     if chosen is not None:
         return chosen
-    return Target(None if DEVICE.small else multiprocessors(), compiles=DEVICE.compiled)
+    gpu, cc = gpu_identity()
+    return Target(None if DEVICE.small else multiprocessors(), compiles=DEVICE.compiled, gpu=gpu,
+                  compute_capability=cc)
 
 
 @contextlib.contextmanager
-def laid_out_for(sms: int | None = None):
-    """Inside the block, passes are laid out for a chip of ``sms`` SMs (None: as on this device) and
-    launches compile nothing: what a dry run records."""
+def laid_out_for(sms: int | None = None, gpu: str | None = None, compute_capability: tuple[int, int] | None = None):
+    """Inside the block, passes are laid out for a chip of ``sms`` SMs, called ``gpu``, of
+    ``compute_capability`` (None: as on this device) and launches compile nothing: what a dry run records."""
     if sms is not None and (not isinstance(sms, int) or isinstance(sms, bool) or sms < 1):
         raise ValueError(f"sms must be a positive int or None, got {sms!r}")
+    if sms is not None and (gpu is None or compute_capability is None):
+        raise ValueError(f"a chip of {sms} SMs needs its name and compute capability, got gpu={gpu!r}, "
+                         f"compute_capability={compute_capability!r}")
     own = target()
-    token = _LAID_OUT_FOR.set(Target(own.sms if sms is None else sms, compiles=False))
+    laid_out = own if sms is None else Target(sms, gpu=gpu, compute_capability=tuple(compute_capability))
+    token = _LAID_OUT_FOR.set(dataclasses.replace(laid_out, compiles=False))
     try:
         yield
     finally:

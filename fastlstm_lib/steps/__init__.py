@@ -8,7 +8,7 @@ Each ladder module ``stepNN_<name>.py`` (NN = the notebook that teaches it) defi
 names, in NN order: adding a step is adding a file (``registry.Ladder``). ``keras_lstm.py`` adds
 Keras' own LSTM three ways (``keras_names()``); they are steps of the same registry, not rungs of
 the ladder. Every ladder step launches its GEMMs through one policy for the whole pass, the option
-``gemms`` ("2016", the default, or "fast": ``gemm_policy.py``).
+``gemms`` ("2016", the default, "fast", or "tf32" on compute capability 8.0+: ``gemm_policy.py``).
 """
 
 from __future__ import annotations

@@ -14,7 +14,8 @@ the ``Runner``. A step that computes elsewhere (Keras' own LSTM, ``keras_lstm.py
 ``runner()`` and returns a Runner subclass with its own clock; nothing else needs to know.
 
 What the harness checks a step against is the step's too: ``reference`` (the float64 forward
-pass), ``Runner.error`` (``relative_error``), ``rtol`` and ``flop`` (the forward's GEMM FLOPs).
+pass), ``Runner.error`` (``relative_error``), ``rtol`` (``tolerance``: wider under the "tf32" GEMM
+policy) and ``flop`` (the forward's GEMM FLOPs).
 A step that computes something else, a backward pass (``fastlstm_lib/backward``), overrides them
 and is checked and timed by the same ``fl.bench``.
 
@@ -38,6 +39,7 @@ from ..reference import reference_forward
 from ..replay import recording
 from ..runtime.nvtx import nvtx_range
 from ..timing import issue_and_run_times, time_launches
+from .gemm_policy import checked_policy
 
 #: (warmup, repeats) on real hardware: a GPU, or the CPU that Keras runs on beside the simulator.
 REAL_REPEATS = (3, 20)
@@ -173,6 +175,11 @@ class LSTMStep:
     def flop(self, cfg: LSTMConfig, **options) -> int:
         """The FLOPs one run counts (GFLOP/s = flop / time): the forward pass's GEMMs."""
         return flops(cfg)
+
+    def tolerance(self, **options) -> float:
+        """The tolerance of the check of a pass run with ``options``: ``rtol``, or the GEMM policy's
+        where that is wider (``gemm_policy.POLICIES``: "tf32" -> ``numerics.TOLERANCES["tf32"]``)."""
+        return max(self.rtol, checked_policy(options.get("gemms")).rtol)
 
     def extra_inputs(self, cfg: LSTMConfig, seed: int = 0) -> dict:
         """What the step needs besides x and params, for the harness's shared problem (passed to

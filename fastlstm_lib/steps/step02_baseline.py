@@ -12,8 +12,8 @@ Keras' ``kernel`` and ``recurrent_kernel``. The baseline stores their transposes
 U^T (4H x H), one row per gate unit, as PyTorch and cuDNN keep them; the products x_t @ W and
 h_{t-1} @ U then read the stored matrices with BLAS's 'T' flag. Notebook 06 changes that.
 
-Option ``gemms``: the GEMM policy of the whole pass, "2016" (default) or "fast" (``gemm_policy.py``);
-every step takes it.
+Option ``gemms``: the GEMM policy of the whole pass, "2016" (default), "fast" or "tf32" (tensor
+cores, compute capability 8.0+: ``gemm_policy.py``); every step takes it.
 
 State (what ``setup`` returns):
 - ``stream``: where everything is launched (0, the default stream);
@@ -35,7 +35,7 @@ from numba import cuda
 from ..kernels import pointwise as pw
 from ..kernels.gemm import gemm
 from .base import LSTMStep, reject_options
-from .gemm_policy import checked_policy
+from .gemm_policy import offered_policy
 from .resources import scratch
 
 #: Which activation each gate gets, in Keras' gate order i, f, c, o.
@@ -61,7 +61,7 @@ class Baseline(LSTMStep):
     def setup(self, params, cfg, gemms=None, **options):
         reject_options(self, options)
         B, H, T = cfg.batch, cfg.hidden, cfg.seq_len
-        policy = checked_policy(gemms)
+        policy = offered_policy(gemms)
         layers = [self.upload_weights(layer) for layer in params]
         for weights in layers:
             weights.gemms = policy  # how this pass's GEMMs run (gemm_policy.py)

@@ -29,12 +29,15 @@ class CombinedGemms(Baseline):
 
     def input_gemm(self, weights, xs, x_gates, stream):
         """xs @ W for all 4 gates at once: (rows, in) -> (rows, 4H)."""
-        gemm(xs, weights.kernel, x_gates, transpose_b=weights.transposed, vector=policy_of(weights).vector, stream=stream)
+        policy = policy_of(weights)
+        gemm(xs, weights.kernel, x_gates, transpose_b=weights.transposed, vector=policy.vector, tf32=policy.tf32,
+             stream=stream)
 
     def recurrent_gemm(self, state, weights, h_prev):
         """h_prev @ U for all 4 gates at once: (B, H) -> state.h_gates (B, 4H)."""
-        gemm(h_prev, weights.recurrent, state.h_gates, transpose_b=weights.transposed, vector=policy_of(weights).vector,
-             stream=state.stream)
+        policy = policy_of(weights)
+        gemm(h_prev, weights.recurrent, state.h_gates, transpose_b=weights.transposed, vector=policy.vector,
+             tf32=policy.tf32, stream=state.stream)
 
 
 STEP = CombinedGemms()

@@ -20,11 +20,15 @@ fit), added up by the fused cell as it reads them (``pointwise.lstm_cell_split``
 kernels per layer-step; ``gemm.choose_splits`` picks the parts from the GPU's SM count (8 at batch
 64 on an H100; 1 on the simulator, and wherever the tile does not divide the shape).
 
-What changes: ``upload_weights``; and for the "fast" policy ``setup`` (the recurrent product's
-parts), ``recurrent_gemm`` and ``cell_update`` (split K where there are parts).
+Under the "tf32" policy the recurrent GEMM runs on tensor cores (version 9, TF32 ``mma.sync``)
+where its patch divides the shape, in ``gemm.tf32_parts`` (1 on the simulator, where the fused cell
+reads the one part), and the input GEMM too (``gemm()``'s ``tf32``); elsewhere "fast"'s kernels.
+
+What changes: ``upload_weights``; and for the "fast" and "tf32" policies ``setup`` (the recurrent
+product's parts), ``recurrent_gemm`` and ``cell_update`` (split K where there are parts).
 
 Option ``splits``: parts of K for the recurrent GEMM (default: 1 under the "2016" policy,
-``gemm.choose_splits``'s under "fast").
+``gemm.choose_splits``'s under "fast", ``gemm.tf32_parts``' under "tf32" where version 9 fits).
 
 State added: ``splits``; where it is above 1, ``h_gates`` is (splits, B, 4H), one product per part.
 """
@@ -38,7 +42,7 @@ from numba import cuda
 from ..kernels import gemm as gemms
 from ..kernels import pointwise as pw
 from .base import reject_options
-from .gemm_policy import checked_policy
+from .gemm_policy import offered_policy, policy_of
 from .resources import scratch
 from .step05_fused_pointwise import FusedPointwise
 
@@ -64,27 +68,37 @@ class Pretransposed(FusedPointwise):
         )
 
     def setup(self, params, cfg, splits=None, **options):
-        splits = self.recurrent_splits(cfg, splits, checked_policy(options.get("gemms")).split)
+        policy = offered_policy(options.get("gemms"))
+        splits = self.recurrent_splits(cfg, splits, policy)
         state = super().setup(params, cfg, **options)
         state.splits = splits
-        if splits > 1:  # the recurrent product in parts, one per layer of the GEMM's grid
+        shape = (cfg.batch, 4 * cfg.hidden, cfg.hidden)
+        if splits > 1 or (policy.tf32 and gemms.tf32_launch(*shape, splits)):  # in parts, one per grid layer
             state.h_gates = scratch((splits, cfg.batch, 4 * cfg.hidden))
         return state
 
-    def recurrent_splits(self, cfg, splits, split_by_default: bool) -> int:
+    def recurrent_splits(self, cfg, splits, policy) -> int:
         """Parts of K for the recurrent GEMM, (B x H) @ (H x 4H): ``splits`` checked, or the default:
-        this GPU's choice where the GEMM policy splits (``split_by_default``), else 1."""
+        this GPU's choice where the GEMM ``policy`` splits (version 9's where it has ``tf32`` and
+        version 9 fits: ``gemm.tf32_parts``), else 1."""
         if not self.split_recurrent:
             reject_options(self, {} if splits is None else {"splits": splits})
             return 1
-        if splits is None and not split_by_default:
+        if splits is None and not policy.split:
             return 1
-        return gemms.checked_splits(cfg.batch, 4 * cfg.hidden, cfg.hidden, splits)
+        shape = (cfg.batch, 4 * cfg.hidden, cfg.hidden)
+        if policy.tf32 and splits is None and gemms.tf32_parts(*shape):
+            return gemms.tf32_parts(*shape)
+        if policy.tf32 and splits is not None and gemms.tf32_launch(*shape, splits):
+            return splits
+        return gemms.checked_splits(*shape, splits)
 
     def recurrent_gemm(self, state, weights, h_prev):
-        """h_prev @ U for all 4 gates; in parts of K (``gemm_split``) where ``state.h_gates`` has them."""
+        """h_prev @ U for all 4 gates; in parts of K (``gemm_split``, on tensor cores where the
+        policy says ``tf32`` and version 9 fits) where ``state.h_gates`` has them."""
         if split_parts(state.h_gates):
-            gemms.gemm_split(h_prev, weights.recurrent, state.h_gates, stream=state.stream)
+            gemms.gemm_split(h_prev, weights.recurrent, state.h_gates, tf32=policy_of(weights).tf32,
+                             stream=state.stream)
         else:
             super().recurrent_gemm(state, weights, h_prev)
 

@@ -13,7 +13,8 @@ layer's persistent grid already occupies the whole GPU).
 
 What changes: ``setup`` (plan the grid, or say plainly why the layer does not fit) and
 ``run_layer`` (2 launches per layer instead of 2 per layer-step). Under the "fast" policy
-(``gemm_policy.py``) the kernel is version 2, U in registers, where its plan fits the GPU.
+(``gemm_policy.py``) the kernel is version 2, U in registers, where its plan fits the GPU; under
+"tf32" too, with the input GEMM on tensor cores where version 9 fits (the recurrence stays FP32).
 
 Option ``chip``: plan the grid for a GPU named in data/gpus.csv ("H100") instead of this device.
 
@@ -23,7 +24,7 @@ State added: ``plan``, the persistent grid (blocks, threads, units per block, sh
 from __future__ import annotations
 
 from ..kernels import persistent
-from .gemm_policy import checked_policy
+from .gemm_policy import offered_policy
 from .resources import rows
 from .step07_combined_inputs import CombinedInputs
 
@@ -49,7 +50,7 @@ class Persistent(CombinedInputs):
         # for a GPU named in data/gpus.csv instead of this device; what fl.profile's dry run needs
         # on the simulator, which plans a single block (a real simulated run of a multi-block plan
         # gives wrong results there: its blocks run one after another).
-        grid = grid_plan(cfg, chip, registers=checked_policy(options.get("gemms")).registers)
+        grid = grid_plan(cfg, chip, registers=offered_policy(options.get("gemms")).registers)
         state = super().setup(params, cfg, **options)
         state.plan = grid
         return state

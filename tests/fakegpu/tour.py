@@ -1,7 +1,8 @@
 """Everything the course does on a GPU, run once on the fake GPU: ``python -m fakegpu.tour``.
 
 With ``FASTLSTM_FAKE_GPU=<GPU>`` set and tests/ on PYTHONPATH, this runs, through numba-cuda's
-real host path: every forward step at the course's odd sizes and at the article's size, every backward step,
+real host path: every forward step at the course's odd sizes and at the article's size (two of them
+under the "tf32" GEMM policy too, refused below compute capability 8.0), every backward step,
 ``FastLSTM``'s forward and backward, ``fl.bench``, ``fl.profile`` (the chip read from the
 driver), the clocks and the doctor. Each item ends "ok", "skipped: <the library's reason>"
 (a step the GPU cannot run, such as the persistent one on an M40) or "failed: <error>". It
@@ -21,6 +22,7 @@ import traceback
 def _item(results: dict, name: str, call) -> None:
     from fastlstm_lib.kernels.case import Unavailable
     from fastlstm_lib.kernels.persistent import PersistentLimitError
+    from fastlstm_lib.steps.gemm_policy import PolicyNotOffered
     from . import state
 
     before = len(state().launches())
@@ -30,13 +32,23 @@ def _item(results: dict, name: str, call) -> None:
         skipped = [r["skipped"] for r in returned if isinstance(r, dict) and "skipped" in r] \
             if isinstance(returned, list) else []
         outcome = f"skipped: {skipped[0]}" if skipped else "ok"  # a bench that skipped a step, with why
-    except (PersistentLimitError, Unavailable) as error:  # the library's own "this GPU cannot run it"
+    except (PersistentLimitError, Unavailable, PolicyNotOffered) as error:  # the library's "this GPU cannot run it"
         outcome = f"skipped: {error}"
     except Exception as error:  # noqa: BLE001 - the tour reports every failure
         outcome = f"failed: {type(error).__name__}: {error}"
         traceback.print_exc(file=sys.stderr)
     results[name] = {"outcome": outcome, "launches": len(state().launches()) - before,
                      "seconds": round(time.perf_counter() - started, 2)}
+
+
+def _launches_tf32(step, x, params) -> None:
+    """``step``'s forward pass under the "tf32" GEMM policy, which must launch GEMM version 9."""
+    import fastlstm_lib as fl
+
+    with fl.count_launches() as launches:
+        step.forward(x, params, gemms="tf32")
+    if "tf32_gemm" not in launches:
+        raise RuntimeError(f"gemms='tf32' launched no tf32_gemm: {dict(launches)}")
 
 
 def run(parts=("forward", "backward", "harness", "keras")) -> dict:
@@ -57,6 +69,9 @@ def run(parts=("forward", "backward", "harness", "keras")) -> dict:
             for label, cfg in (("odd", odd), ("article", article)):
                 x, params = problems[cfg]
                 _item(results, f"forward {name} {label}", lambda: fl.steps.get(name).forward(x, params))
+        x, params = problems[article]
+        for name in ("wavefront", "persistent"):  # the "tf32" GEMM policy: version 9 on compute capability 8.0+
+            _item(results, f"forward {name} article tf32", lambda: _launches_tf32(fl.steps.get(name), x, params))
     if "backward" in parts:
         x, params = problems[odd]
         dy = np.ones((odd.batch, odd.seq_len, odd.hidden), np.float32)

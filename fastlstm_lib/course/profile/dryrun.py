@@ -15,7 +15,8 @@ Inside ``dry_run()`` a step's own ``setup`` and ``run`` code runs unchanged, but
   kernels' launchers and plans read: with a ``chip`` (a ``gpus.Chip``), the GEMM blockings, the
   element-wise block size and the column sum's threads per column are a GPU's, and the chip's SM
   count picks between the GEMM blockings and the recurrent GEMM's parts of K, as ``gemm()`` and
-  ``gemm.choose_splits`` do on it; and no kernel is compiled (on a GPU a persistent plan's
+  ``gemm.choose_splits`` do on it, and its compute capability what the GEMM policy may use (the
+  "tf32" policy refuses a chip older than 8.0); and no kernel is compiled (on a GPU a persistent plan's
   ``launch`` compiles its kernel first).
 
 Streams get numbers: 0 is the default stream, the others count up in creation order.
@@ -80,7 +81,8 @@ def dry_run(chip=None):
         patches = [(cuda, "stream", lambda: DryStream(rec)),
                    (cuda, "event", lambda *args, **kwargs: DryEvent(rec)),
                    (cuda, "to_device", allocate_like)]
-        with patched(patches), laid_out_for(None if chip is None else chip.sms):
+        laid_out = () if chip is None else (chip.sms, chip.name, chip.capability)
+        with patched(patches), laid_out_for(*laid_out):
             yield rec
 
 

@@ -18,7 +18,7 @@ Arrays may be strided views (one gate's columns of a stacked matrix, one time st
 from __future__ import annotations
 
 from ..family import versions
-from .launch import checked_splits, exact, gemm, gemm_split, tiled_gemm, weight_gradient_cases  # noqa: F401
+from .launch import checked_splits, exact, gemm, gemm_split, tf32_launch, tf32_parts, tiled_gemm, weight_gradient_cases  # noqa: F401
 from .slab import unrolled_slab  # noqa: F401
 from .tiles import (GPU_LARGE, GPU_SMALL, GPU_WIDE, SHARED_PADDING, SIMULATOR_BLOCKING, TILE, choose_blocking,  # noqa: F401
                     choose_splits, divides, gpu_blocking, recurrent_splits)

@@ -1,5 +1,6 @@
 """The GEMM family's launchers: which version, which blocking, which grid. ``gemm()`` (versions 2,
-3 or 5 by the shape, the layouts and the policy's ``vector``), ``gemm_split()`` (version 7 where it
+3 or 5 by the shape, the layouts and the policy's ``vector``; 9 with its ``tf32`` where
+``tf32_launch`` allows), ``gemm_split()`` (version 9 with ``tf32`` where it fits, else 7 where it
 fits, else 6) with its plan, and ``tiled_gemm()`` (version 1). ``SPEC`` and ``case`` put ``gemm()`` itself, as the
 backward pass calls it for the weight gradient, in the kernel runner's list.
 """
@@ -17,13 +18,14 @@ from ..case import Case, f32, poisoned
 from ..spec import Spec
 from ..vector import aligned
 from .tiles import SHARED_PADDING, TILE, Blocking, choose_blocking, choose_splits, divides, gemm_shape, \
-    recurrent_blocking, vector_fits, vector_width
+    geometry_sms, recurrent_blocking, vector_fits, vector_width
 from .v1_tiled import tiled_gemm_kernel
 from .v2_blocked import blocked_gemm_kernel
 from .v3_exact import exact_gemm_kernel
 from .v5_vector import vector_gemm_kernel
 from .v6_split import split_gemm_kernel
 from .v7_recurrent import recurrent_fits, recurrent_gemm_kernel
+from . import v9_tf32
 
 
 def exact(blocking: Blocking, m: int, n: int, k: int) -> bool:
@@ -43,18 +45,42 @@ def vector_launch(blocking: Blocking, m: int, n: int, k: int, a, b, *, transpose
     return width > 1 and aligned(a, width) and aligned(b, width)
 
 
+def tf32_launch(m: int, n: int, k: int, splits: int = 1, *, transposed: bool = False) -> bool:
+    """Whether a GEMM of (m x n) over k in ``splits`` parts of K runs on version 9 here (the "tf32"
+    GEMM policy, ``steps/gemm_policy.py``): A and B stored as read (not ``transposed``: no 'T' flag)
+    and its patch dividing the shape, each part of K an even number of slabs (``tf32_fits``)."""
+    return not transposed and v9_tf32.tf32_fits(v9_tf32.tf32_blocking(), m, n, k, splits)
+
+
+def tf32_parts(m: int, n: int, k: int) -> int:
+    """The parts of K in which version 9 runs an (m x n) C over k here: ``tf32_splits``' on a GPU
+    (or laid out as one), 1 on the simulator (no GPU to fill); 0 where ``tf32_launch`` says no."""
+    sms = geometry_sms()
+    if sms is None:
+        return 1 if tf32_launch(m, n, k) else 0
+    return v9_tf32.tf32_splits(m, n, k, sms)
+
+
 def gemm(a, b, c, *, accumulate: bool = False, transpose_a: bool = False, transpose_b: bool = False,
-         blocking: Blocking | None = None, strided_b: bool = False, vector: bool = False, stream=0) -> None:
+         blocking: Blocking | None = None, strided_b: bool = False, vector: bool = False, tf32: bool = False,
+         stream=0) -> None:
     """Launch C = op(A) @ op(B) (or C += op(A) @ op(B)) on device arrays.
 
     A is (M, K), or (K, M) with ``transpose_a``; B is (K, N), or (N, K) with ``transpose_b``; C is
     (M, N). ``strided_b``: load a transposed B in the naive, uncoalesced order (notebook 06's
     comparison; never faster). Where ``blocking``'s tile divides the shape, an exact-tile version
     runs: with ``vector``, 5 where ``vector_launch`` allows (the ladder's "fast" GEMM policy,
-    ``steps/gemm_policy.py``), else 3 (its "2016" policy); the same result to the bit.
+    ``steps/gemm_policy.py``), else 3 (its "2016" policy); the same result to the bit. With ``tf32``
+    (the "tf32" policy), version 9 in one part of K where ``tf32_launch`` allows, C written (not
+    ``accumulate``) and contiguous, A and B aligned to its 128-bit loads: TF32 products.
     """
     DEVICE.announce()
     m, n, k = gemm_shape(a, b, c, transpose_b, transpose_a)
+    if (tf32 and blocking is None and not accumulate and c.is_c_contiguous() and aligned(a, v9_tf32.WIDTH)
+            and aligned(b, v9_tf32.WIDTH)
+            and tf32_launch(m, n, k, transposed=transpose_a or transpose_b or strided_b)):
+        v9_tf32.launch(a, b, c.reshape(1, m, n), stream=stream)
+        return
     blocking = choose_blocking(m, n, k) if blocking is None else blocking
     grid = (-(-n // blocking.bn), -(-m // blocking.bm))
     if vector and vector_launch(blocking, m, n, k, a, b, transpose_a=transpose_a, transpose_b=transpose_b,
@@ -85,17 +111,21 @@ def checked_splits(m: int, n: int, k: int, splits=None) -> int:
     return splits
 
 
-def gemm_split(a, b, parts, *, blocking: Blocking | None = None, stream=0) -> None:
+def gemm_split(a, b, parts, *, blocking: Blocking | None = None, tf32: bool = False, stream=0) -> None:
     """Launch parts[z] = A[:, z-th K part] @ B[z-th K part, :] for z < len(parts), so that C =
-    parts.sum(0) (whoever reads C adds them: the fused cell, in one pass): version 7 where it fits
-    (``recurrent_fits``; no ``blocking`` given), else version 6. A (M, K), B (K, N) as stored, rows
-    contiguous and aligned (``vector.aligned``); parts (splits, M, N), C-contiguous; the tile must
-    divide M, N and K / splits (``vector_fits``)."""
+    parts.sum(0) (whoever reads C adds them: the fused cell, in one pass): with ``tf32`` (the "tf32"
+    policy) version 9 where ``tf32_launch`` allows, else version 7 where it fits (``recurrent_fits``;
+    no ``blocking`` given), else version 6. A (M, K), B (K, N) as stored, rows contiguous and aligned
+    (``vector.aligned``); parts (splits, M, N), C-contiguous; the tile must divide M, N and K /
+    splits (``vector_fits``)."""
     DEVICE.announce()
     if len(parts.shape) != 3:
         raise ValueError(f"parts must be (splits, M, N), got shape {tuple(parts.shape)}")
     splits = parts.shape[0]
     m, n, k = gemm_shape(a, b, parts[0], False)
+    if tf32 and blocking is None and tf32_launch(m, n, k, splits):
+        v9_tf32.launch(a, b, parts, stream=stream)
+        return
     kernel = split_gemm_kernel
     if blocking is None and splits >= 1 and recurrent_fits(recurrent_blocking(), m, n, k, splits):
         blocking, kernel = recurrent_blocking(), recurrent_gemm_kernel
