@@ -46,11 +46,8 @@ def article_source() -> str:
 
 
 def ladder_comparison(results: list[dict]) -> list[dict]:
-    """One row per published step (then per measured step the article did not have, such as
-    ``persistent`` or ``keras_cudnn``): the M40's GFLOP/s and speedup beside each device's.
-
-    ``results``: ``fl.bench`` dicts at the article's config (others, and simulator results, are
-    ignored). Speedups are relative to the same device's baseline, as in the article.
+    """One row per published step (then per measured step the article lacks): the M40's GFLOP/s and
+    speedup beside each device's. ``results``: ``fl.bench`` dicts at the article's config.
     """
     results = check_results("results", results, keys=COMPARISON_KEYS)
     article = LSTMConfig.article().as_dict()

@@ -1,22 +1,9 @@
-"""Three of the ladder's ideas timed on the learner's own CPU, in a few seconds (notebooks 03, 05, 07).
+"""Three of the ladder's ideas timed on the learner's own CPU, in a few seconds (notebooks 03, 05, 07, 13).
 
-- ``stacked_gemms`` (03): a layer-step's 8 per-gate products against the 2 stacked ones.
-- ``fused_pointwise`` (05): the cell's element-wise work as NumPy passes, one per operation,
-  against one ``numba.njit`` loop over the elements, with the C library's tanh and exp and with
-  a rational tanh the compiler can vectorize (``cpu_cells``).
-- ``combined_inputs`` (07): the input product one step at a time against one tall product.
-- ``summary`` and ``chart``: a result in words and as bars.
-
-Each experiment builds seeded float32 inputs; checks every variant against float64 NumPy (outputs
-poisoned with NaN first; relative error at most ``RTOL``) before timing and again after, and raises
-``WrongResultError`` if one is wrong; warms up; then times rounds of all variants in turn (``repeats``
-rounds, or those that start within ``max_seconds``, 3 at least) with a wall clock
-(``time.perf_counter``, through ``timing.wall_times``), with every BLAS and OpenMP thread pool
-held at ``threads`` (1 by default: a stated, fixed count, so that the BLAS's own threads neither
-help nor fight the comparison; threadpoolctl). It returns a JSON-able dict:
-each variant's median, min and max, the ratio of the first variant's median to the last one's,
-the sizes, the machine, and how busy other processes kept the CPUs meanwhile. The times depend on
-the machine and on what else runs: never a test's pass or fail.
+``stacked_gemms``, ``fused_pointwise`` and ``combined_inputs`` each check every variant against
+float64 NumPy before and after timing (``WrongResultError``), warm up, then time rounds of all
+variants with every BLAS and OpenMP pool held at ``threads`` (threadpoolctl). Each returns a
+JSON-able dict; ``summary`` and ``chart`` show it. The times depend on the machine.
 """
 
 from __future__ import annotations
@@ -75,10 +62,9 @@ def _check(experiment: str, checks: dict, when: str) -> dict:
 
 def _run(experiment, sizes, unit, per, variants, checks, *, repeats, max_seconds, progress, started, threads,
          flop=None) -> dict:
-    """Check, warm up, time rounds of every variant (alternating their order), check again, with
-    the BLAS and OpenMP thread pools held at ``threads`` (threadpoolctl) throughout.
-    ``started``: when the experiment began (its inputs and float64 results are made before);
-    ``flop``: the FLOPs of one ``unit`` (matrix products), None where they are not the point."""
+    """Check, warm up, time rounds of every variant (alternating order), check again, thread pools held
+    at ``threads``. ``flop``: FLOPs of one unit, or None.
+    """
     from threadpoolctl import threadpool_info, threadpool_limits
 
     with threadpool_limits(limits=threads):
@@ -114,11 +100,9 @@ def _validate(sizes: dict, repeats, max_seconds, seed, progress, threads) -> tup
 def stacked_gemms(batch: int = _ARTICLE.batch, input_size: int = _ARTICLE.input_size,
                   hidden: int = _ARTICLE.hidden, *, steps: int = 10, repeats: int = 15,
                   max_seconds: float = 2.0, seed: int = 0, progress: bool = True, threads: int = 1) -> dict:
-    """Notebook 03 on the CPU: per layer-step, x_t @ W_g and h @ U_g for each gate g (8 products,
-    each (batch, in) x (in, hidden)) against x_t @ W and h @ U with the gates stacked (2 products,
-    each (batch, in) x (in, 4 hidden); ``in`` is ``hidden`` for U). Each timed sample runs ``steps``
-    layer-steps; times are ms per layer-step.
-    ``repeats`` rounds, or as many as start within ``max_seconds`` (3 at least)."""
+    """Notebook 03 on the CPU: a layer-step's 8 per-gate products against the 2 stacked ones; ms per
+    layer-step, each sample ``steps`` of them.
+    """
     sizes = {"batch": batch, "input_size": input_size, "hidden": hidden, "steps": steps}
     repeats, max_seconds, seed, progress, threads = _validate(sizes, repeats, max_seconds, seed, progress, threads)
     started = time.perf_counter()
@@ -160,9 +144,9 @@ def stacked_gemms(batch: int = _ARTICLE.batch, input_size: int = _ARTICLE.input_
 def fused_pointwise(batch: int = _ARTICLE.batch, hidden: int = _ARTICLE.hidden, *, steps: int = 20,
                     repeats: int = 15, max_seconds: float = 2.0, seed: int = 0, progress: bool = True,
                     threads: int = 1) -> dict:
-    """Notebook 05 on the CPU: one layer-step's element-wise work (bias, gates, c and h) as
-    ``numpy_cell`` against ``fused_cell_libm`` and ``fused_cell_rational``, all float32 and single
-    threaded. Each timed sample runs ``steps`` layer-steps (c carried); times are ms per layer-step."""
+    """Notebook 05 on the CPU: one layer-step's element-wise work, ``numpy_cell`` against the two
+    fused loops (``cpu_cells``); ms per layer-step.
+    """
     sizes = {"batch": batch, "hidden": hidden, "steps": steps}
     repeats, max_seconds, seed, progress, threads = _validate(sizes, repeats, max_seconds, seed, progress, threads)
     started = time.perf_counter()
@@ -199,9 +183,7 @@ def fused_pointwise(batch: int = _ARTICLE.batch, hidden: int = _ARTICLE.hidden, 
 def combined_inputs(batch: int = _ARTICLE.batch, seq_len: int = _ARTICLE.seq_len,
                     input_size: int = _ARTICLE.input_size, hidden: int = _ARTICLE.hidden, *, repeats: int = 10,
                     max_seconds: float = 2.0, seed: int = 0, progress: bool = True, threads: int = 1) -> dict:
-    """Notebook 07 on the CPU: a layer's input products x_t @ W for every step, as ``seq_len``
-    products of (batch, in) x (in, 4 hidden) against one of (seq_len * batch, in) x (in, 4 hidden).
-    Times are ms per layer (all its steps)."""
+    """Notebook 07 on the CPU: ``seq_len`` input products of a layer against one tall one; ms per layer."""
     sizes = {"batch": batch, "seq_len": seq_len, "input_size": input_size, "hidden": hidden}
     repeats, max_seconds, seed, progress, threads = _validate(sizes, repeats, max_seconds, seed, progress, threads)
     started = time.perf_counter()

@@ -1,18 +1,11 @@
-"""``estimate(profile, gpu, host=..., gemm=...)``: its arguments checked, the model run.
-
-The model is one block's cost (``blocks.py``: its SM time and its time alone, latencies exposed),
-the launch's DRAM bytes (``reuse.py``: an LRU L2 over the pass) and the pass's schedule
-(``profile/schedule.py``, the lower bound's scheduler, here with an SM's limits: blocks placed on
-SMs that hide their latencies by sharing them, the GPU-side launch latency and the resident-grid
-limit); its constants are in data/model_constants.csv.
+"""``estimate(profile, gpu, host=..., gemm=...)``: its arguments checked, the model run: block costs
+(``blocks.py``), DRAM bytes (``reuse.py``) and ``profile/schedule.py`` with an SM's limits.
 """
 
 from __future__ import annotations
 
-from ...checks import check_str
-from ...gpus import Chip, gpu as gpu_row
-from ..profile.bound import checked_host, launch_cost_us
-from ..profile.record import Profile
+from ...gpus import Chip
+from ..profile.bound import checked_host, checked_pass, launch_cost_us
 from ..profile.schedule import critical_parts, simulate
 from .blocks import block_cost
 from .constants import constant
@@ -25,36 +18,19 @@ GEMMS = ("ours", "cublas")
 def estimate(profile, gpu, host="cpp", gemm="ours") -> Estimate:
     """The ESTIMATED time of ``profile``'s pass (``fl.profile(...)``) on ``gpu`` (a name in
     data/gpus.csv), launches issued by ``host`` ("cpp", "python", "measured" or microseconds per
-    launch, as for ``fl.lower_bound``), its GEMMs as compiled here (``gemm="ours"``: their
-    instructions and latencies from the compiled code, ``blocks.py``) or as cuBLAS ran them
-    (``"cublas"``: the same blocks, timed by DeepBench's published cuBLAS times for the shape and
-    layout on that GPU: the M40, T4 and V100 only; ``timeline/cublas.py``). Never below
-    ``fl.lower_bound`` with the same host.
-
-    TypeError / ValueError name the bad argument. A persistent pass needs a GPU with a grid
-    barrier, and its grid planned for that GPU (as ``fl.lower_bound``).
+    launch), its GEMMs as compiled here (``gemm="ours"``, ``blocks.py``) or timed by DeepBench's
+    cuBLAS times (``"cublas"``: the M40, T4 and V100 only, ``cublas.py``). Never below
+    ``fl.lower_bound`` with the same host; refused as it refuses (``bound.checked_pass``).
     """
-    if not isinstance(profile, Profile):
-        raise TypeError(f"profile must be a Profile (fl.profile(...)), got {type(profile).__name__}")
     if not isinstance(gpu, str):
         raise TypeError(f"gpu must be a GPU's name in data/gpus.csv (a str), got {type(gpu).__name__} {gpu!r}")
-    try:
-        row = gpu_row(check_str("gpu", gpu, example="H100"))
-    except ValueError as error:
-        raise ValueError(f"gpu: {error}") from error
+    row = checked_pass(profile, gpu)
     host_label = checked_host(host)
     if not isinstance(gemm, str):
         raise TypeError(f"gemm must be one of {GEMMS}, got {type(gemm).__name__} {gemm!r}")
     if gemm not in GEMMS:
         raise ValueError(f"gemm must be one of {GEMMS}, got {gemm!r}")
     chip = Chip.from_row(row)
-    if profile.persistent:
-        from ...kernels.persistent import require_grid_barrier
-
-        require_grid_barrier(chip)
-        if profile.chip != row["name"]:
-            raise ValueError(f"the persistent kernel's grid was planned for {profile.chip}, not {row['name']}: "
-                             f"profile it with chip={row['name']!r}")
     l2, batch, costs = row["l2_mib"] * 2**20, int(profile.config.get("batch", 1)), {}
     from_dram = dram_input_bytes(profile.launches, l2)
 

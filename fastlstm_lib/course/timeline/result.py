@@ -9,18 +9,10 @@ import numpy as np
 
 @dataclasses.dataclass(frozen=True)
 class Estimate:
-    """An ESTIMATED pass (``estimate(...)``), not a measurement.
-
-    ``total_ms``: when the last launch ends. ``breakdown``: the chain of launches that ends last,
-    its time split into host (waiting to be issued), concurrency (the resident-grid limit),
-    latency (GPU-side launch latency), sm_wait (its SMs busy with other launches), arithmetic and
-    memory (its blocks' time, by what limits them); these add up to ``total_ms``. ``sm_time``:
-    SM-milliseconds over the whole GPU: busy on arithmetic- or memory-limited blocks, idle, and of
-    the idle the waves' tails (SMs done with their share of a launch while it still runs).
-    ``timeline``: one dict per launch (issued, ready, start, end in ms; SMs used; stream; blocks,
-    blocks per SM and what limits it, waves, one block's SM time and its time alone, issue
-    efficiency). The breakdown's ``stall_ms``: latency the chain's SMs did not hide (their
-    resident warps all waiting).
+    """An ESTIMATED pass (``estimate(...)``), not a measurement. ``total_ms``: when the last launch
+    ends; ``breakdown``: the chain that ends last, split into host, concurrency, latency, sm_wait,
+    arithmetic, memory and stall ms (adding up to ``total_ms``); ``sm_time``: SM-ms busy, idle and
+    in waves' tails; ``timeline``: one dict per launch.
     """
 
     step: str
@@ -35,11 +27,9 @@ class Estimate:
     on_sms: tuple = dataclasses.field(default=(), repr=False, compare=False)
 
     def per_sm(self, window=None) -> dict:
-        """Every SM's share of every launch, as arrays of equal length: "sm", "launch" (its index
-        in ``timeline``), "start_ms", "end_ms", "warps" (of it resident on the SM meanwhile); with
-        ``window`` = (t0_ms, t1_ms), only the shares that overlap it. Shares of several launches
-        overlap on one SM: their warps are resident together and hide each other's latencies
-        (``profile/schedule.py``)."""
+        """Every SM's share of every launch as arrays: "sm", "launch", "start_ms", "end_ms", "warps";
+        with ``window`` = (t0_ms, t1_ms), only the shares that overlap it.
+        """
         if not self.on_sms:
             empty = np.zeros(0)
             return {"sm": empty.astype(np.int16), "launch": empty.astype(np.int64), "start_ms": empty, "end_ms": empty,
