@@ -21,6 +21,7 @@ from .cpu_cells import fused_cell_libm, fused_cell_rational, numpy_cell
 from ..harness import WrongResultError
 from .plots import figure_axes
 from ..progress import progress_bar
+from ..runtime.keras_backend import cpu_name
 from ..numerics import RTOL, relative_error, sigmoid64
 from ..tables import Column, table
 from ..timing import IDLE_ENOUGH, cpu_busy_elsewhere, cpu_snapshot, summarize, wall_times
@@ -35,17 +36,11 @@ def _rng_array(rng, shape, scale=1.0) -> np.ndarray:
 
 def machine() -> dict:
     """What the times were taken on: the CPU, its logical CPUs, NumPy and its BLAS, Numba."""
-    cpu = platform.processor() or platform.machine()
-    try:
-        with open("/proc/cpuinfo") as info:  # Linux: the model name, which platform does not give
-            cpu = next((line.split(":", 1)[1].strip() for line in info if line.startswith("model name")), cpu)
-    except OSError:
-        pass
     try:
         blas = np.show_config(mode="dicts")["Build Dependencies"]["blas"]["name"]
     except Exception:  # an older or unusual NumPy build: the BLAS is then simply not named
         blas = "unknown"
-    return {"cpu": cpu, "machine": platform.machine(), "logical_cpus": os.cpu_count(), "numpy": np.__version__,
+    return {"cpu": cpu_name(), "machine": platform.machine(), "logical_cpus": os.cpu_count(), "numpy": np.__version__,
             "blas": blas, "numba": numba.__version__, "python": platform.python_version()}
 
 

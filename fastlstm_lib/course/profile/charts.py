@@ -101,7 +101,8 @@ def ladder_bounds_chart(rows: list[dict], gpus=("M40", "H100"), hosts=("cpp", "p
     gpus = tuple(gpus)
     if ax is None:
         panel = 0.6 + 0.14 * len(rows) * (len(hosts) + 1)
-        fig, axes = plt_subplots(len(gpus), (11, 0.6 + panel * len(gpus)))
+        fig, axes = figure_axes(None, (11, 0.6 + panel * len(gpus)), len(gpus), 1)
+        axes = list(axes) if len(gpus) > 1 else [axes]
     else:
         axes = [ax] if not isinstance(ax, (list, tuple, np.ndarray)) else list(np.ravel(ax))
         if len(axes) != len(gpus):
@@ -140,12 +141,6 @@ def ladder_bounds_chart(rows: list[dict], gpus=("M40", "H100"), hosts=("cpp", "p
                           "hidden 512, batch 64, 100 steps, 4 layers")
     fig.tight_layout()
     return fig
-
-
-def plt_subplots(panels: int, figsize: tuple):
-    """A new figure of ``panels`` Axes one above the other (a list, even of one)."""
-    fig, axes = figure_axes(None, figsize, panels, 1)
-    return fig, list(axes) if panels > 1 else [axes]
 
 
 def article_ratio_chart(checked: list[dict], *, ax=None):
