@@ -47,8 +47,7 @@ def article_source() -> str:
 
 def ladder_comparison(results: list[dict]) -> list[dict]:
     """One row per published step (then per measured step the article lacks): the M40's GFLOP/s and
-    speedup beside each device's. ``results``: ``fl.bench`` dicts at the article's config.
-    """
+    speedup beside each device's. ``results``: ``fl.bench`` dicts at the article's config."""
     results = check_results("results", results, keys=COMPARISON_KEYS)
     article = LSTMConfig.article().as_dict()
     measured = [r for r in results if r.get("times_meaningful") and r["config"] == article]

@@ -64,8 +64,7 @@ def _tanh_libm(x):
 
 def _fused(sigmoid, tanh):
     """One loop over (batch row, unit), the fused kernel's body; no zero-division checks, only
-    multiply-add contraction relaxed.
-    """
+    multiply-add contraction relaxed."""
 
     @numba.njit(error_model="numpy", fastmath={"contract"})
     def cell(x_gates, h_gates, bias, c, h):

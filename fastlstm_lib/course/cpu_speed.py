@@ -15,7 +15,7 @@ import time
 import numba
 import numpy as np
 
-from ..checks import check_bool, check_int, check_seconds, check_str
+from ..checks import check_bool, check_dict, check_int, check_seconds, check_str
 from ..config import LSTMConfig
 from .cpu_cells import fused_cell_libm, fused_cell_rational, numpy_cell
 from ..harness import WrongResultError
@@ -58,8 +58,7 @@ def _check(experiment: str, checks: dict, when: str) -> dict:
 def _run(experiment, sizes, unit, per, variants, checks, *, repeats, max_seconds, progress, started, threads,
          flop=None) -> dict:
     """Check, warm up, time rounds of every variant (alternating order), check again, thread pools held
-    at ``threads``. ``flop``: FLOPs of one unit, or None.
-    """
+    at ``threads``. ``flop``: FLOPs of one unit, or None."""
     from threadpoolctl import threadpool_info, threadpool_limits
 
     with threadpool_limits(limits=threads):
@@ -96,8 +95,7 @@ def stacked_gemms(batch: int = _ARTICLE.batch, input_size: int = _ARTICLE.input_
                   hidden: int = _ARTICLE.hidden, *, steps: int = 10, repeats: int = 15,
                   max_seconds: float = 2.0, seed: int = 0, progress: bool = True, threads: int = 1) -> dict:
     """Notebook 03 on the CPU: a layer-step's 8 per-gate products against the 2 stacked ones; ms per
-    layer-step, each sample ``steps`` of them.
-    """
+    layer-step, each sample ``steps`` of them."""
     sizes = {"batch": batch, "input_size": input_size, "hidden": hidden, "steps": steps}
     repeats, max_seconds, seed, progress, threads = _validate(sizes, repeats, max_seconds, seed, progress, threads)
     started = time.perf_counter()
@@ -140,8 +138,7 @@ def fused_pointwise(batch: int = _ARTICLE.batch, hidden: int = _ARTICLE.hidden, 
                     repeats: int = 15, max_seconds: float = 2.0, seed: int = 0, progress: bool = True,
                     threads: int = 1) -> dict:
     """Notebook 05 on the CPU: one layer-step's element-wise work, ``numpy_cell`` against the two
-    fused loops (``cpu_cells``); ms per layer-step.
-    """
+    fused loops (``cpu_cells``); ms per layer-step."""
     sizes = {"batch": batch, "hidden": hidden, "steps": steps}
     repeats, max_seconds, seed, progress, threads = _validate(sizes, repeats, max_seconds, seed, progress, threads)
     started = time.perf_counter()
@@ -213,12 +210,9 @@ _RESULT_KEYS = ("experiment", "unit", "sizes", "variants", "rounds", "seconds", 
 
 def _check_result(result) -> dict:
     """A dict one of this module's experiments returned: TypeError / ValueError naming ``result``."""
-    if not isinstance(result, dict):
-        raise TypeError(f"result must be a dict returned by a cpu_speed experiment, got {type(result).__name__}")
-    missing = [key for key in _RESULT_KEYS if key not in result]
-    if missing or not result["variants"]:
-        raise ValueError(f"result must be a dict returned by a cpu_speed experiment, with {', '.join(_RESULT_KEYS)} "
-                         f"(variants not empty); got one lacking {', '.join(missing) or 'variants'}")
+    check_dict("result", result, _RESULT_KEYS, "a cpu_speed experiment")
+    if not result["variants"]:
+        raise ValueError("result must hold at least one variant (a dict from a cpu_speed experiment)")
     return result
 
 

@@ -56,8 +56,7 @@ def fingerprint() -> str:
 
 def kept(key: tuple, make, kind: type):
     """The value kept for ``key`` (a tuple whose repr names it whole), or ``make()``'s, kept.
-    ``kind``: what a kept file must hold (anything else is made again).
-    """
+    ``kind``: what a kept file must hold (anything else is made again)."""
     if not enabled():
         return make()
     name = hashlib.sha256(repr(key).encode()).hexdigest()[:32] + ".pickle.zlib"

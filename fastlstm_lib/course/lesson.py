@@ -46,8 +46,7 @@ def steps_so_far(step: str) -> list[str]:
 
 def check(step: str, cfg: LSTMConfig = ODD, *, seed: int = 0, chip: str = CHIP) -> dict:
     """Run ``step`` once at ``cfg`` and compare it with the float64 reference and Keras; print the
-    verdicts, return {"reference": error, "keras": error, "launches": counted}.
-    """
+    verdicts, return {"reference": error, "keras": error, "launches": counted}."""
     from ..keras_bridge import keras_forward
 
     x, params, ref = problem(cfg, seed)
@@ -95,8 +94,7 @@ def _change(before, now, fmt: str = "{:,}") -> str:
 
 def estimate_ms(step: str, gpu: str, host: str) -> float | None:
     """The timeline model's ms for one pass of ``step`` at the article's size on ``gpu`` issued by
-    ``host``, or None where it cannot run there; kept on disk (``kept.py``).
-    """
+    ``host``, or None where it cannot run there; kept on disk (``kept.py``)."""
     name = steps.get(step).name
     return kept(("estimate_ms", name, gpu, host, LSTMConfig.article().as_dict()), lambda: _estimate_ms(name, gpu, host),
                 (float, type(None)))
@@ -127,8 +125,7 @@ def _number(name: str) -> str:
 
 def step_line(step: str, *, chip: str = CHIP) -> str:
     """One line for ``step`` beside the step before: what it changes (recorded), the article's M40
-    (measured) and the model's M40 from a C++ host (estimated), each labelled.
-    """
+    (measured) and the model's M40 from a C++ host (estimated), each labelled."""
     name = steps.get(step).name
     earlier = steps.previous(name)
     was, now = (_recorded(earlier.name, chip) if earlier else None), _recorded(name, chip)
@@ -183,8 +180,7 @@ def _why_not(name: str, gpu: str) -> str:
 def standing(step: str, cfg: LSTMConfig = ODD, *, chip: str = CHIP, gpus=BOUND_GPUS) -> dict:
     """Where ``step`` stands, in one cell: ``step_line``, the launches by kind, an H100 from Python
     (bound and estimate), then ``check`` at ``cfg``. Returns {"errors", "launches", "bounds",
-    "estimates"}, every step so far in each.
-    """
+    "estimates"}, every step so far in each."""
     from .profile.ladder import ladder_bounds
 
     names = steps_so_far(step)
@@ -209,8 +205,7 @@ def standing(step: str, cfg: LSTMConfig = ODD, *, chip: str = CHIP, gpus=BOUND_G
 
 def ladder_times(step: str, measured=()) -> list[dict]:
     """Per step so far, at the article's size: {"step", label: ms} from every source the ladder chart
-    shows: the article, committed results, ``measured`` (this run), and the model's estimates.
-    """
+    shows: the article, committed results, ``measured`` (this run), and the model's estimates."""
     names = steps_so_far(step)
     article = LSTMConfig.article()
     ran = [dict(r, file="this run") for r in check_results("measured", list(measured)) if "skipped" not in r]
@@ -261,8 +256,7 @@ def panel_title(gpu: str, labels: list[str]) -> str:
 
 def ladder_chart(step: str, measured=()):
     """The ladder so far (``ladder_times``), one panel per GPU, measured bars solid and estimates
-    hatched, log scale. Returns the figure.
-    """
+    hatched, log scale. Returns the figure."""
     rows = ladder_times(step, measured)
     import matplotlib.pyplot as plt
 
@@ -333,8 +327,7 @@ SECTOR_METRICS = "l1tex__t_sectors_pipe_lsu_mem_global_op_ld.sum,l1tex__t_reques
 
 def nsight(step: str) -> None:
     """Print how to record ``step`` and the step before with Nsight Systems (Nsight Compute for the
-    pre-transposed weights), and what to look for. Nothing is run.
-    """
+    pre-transposed weights), and what to look for. Nothing is run."""
     name = steps.get(step).name
     if name not in LOOK_FOR:
         raise ValueError(f"step must be one of the ladder's ({', '.join(LOOK_FOR)}), got {step!r}")
@@ -374,8 +367,7 @@ def on_your_cpu(step: str) -> str | None:
 
 def measure(step: str, *, chart: bool = True) -> list[dict]:
     """On a GPU, every step so far timed at the article's size (a table); on the simulator nothing is
-    timed and it says so. Then (``chart``) ``ladder_chart``.
-    """
+    timed and it says so. Then (``chart``) ``ladder_chart``."""
     results = []
     if DEVICE.small:
         print("The CUDA simulator runs kernels as Python threads: a time taken here would say nothing "

@@ -40,8 +40,7 @@ def figure_axes(ax, figsize: tuple, nrows: int = 1, ncols: int = 1):
 
 def ladder_chart(results: list[dict]):
     """GFLOP/s of each measured step, one panel per GPU: the article's M40, then each device of
-    ``results`` (simulator results left out). Returns the figure.
-    """
+    ``results`` (simulator results left out). Returns the figure."""
     results = check_results("results", results, keys=CHART_KEYS)
     import matplotlib.pyplot as plt
 
@@ -71,8 +70,7 @@ def ladder_chart(results: list[dict]):
 
 def launch_chart(counts: dict, layer_steps: int, *, ax=None):
     """Stacked bars: launches per layer-step of each step, GEMMs against the rest. ``counts``: step ->
-    ``fl.count_launches()`` Counter of one pass of ``layer_steps`` layer-steps.
-    """
+    ``fl.count_launches()`` Counter of one pass of ``layer_steps`` layer-steps."""
     if not isinstance(counts, dict):
         raise TypeError(f"counts must be a dict of step name -> Counter of launches, got {type(counts).__name__} {counts!r:.80}")
     if not counts:

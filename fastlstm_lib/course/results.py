@@ -62,8 +62,7 @@ LADDER_OPTIONS = {"graph", "replay", "timed"}
 def committed_results(*, graph: bool = False) -> list[dict]:
     """Every ladder step result committed under data/results/, each with its ``file``: passes
     launched as usual, or with ``graph=True`` as CUDA Graphs. Results with options of their own and
-    other measurements in the folder are left out.
-    """
+    other measurements in the folder are left out."""
     if not isinstance(graph, bool):
         raise TypeError(f"graph must be True or False, got {type(graph).__name__} {graph!r}")
     return [dict(result, file=path.name) for path in sorted(RESULTS.glob("*.json"))

@@ -33,8 +33,7 @@ def _window(bound: Bound, first: int, count: int) -> tuple[float, float]:
 def timeline_chart(bound: Bound, first: int | None = None, count: int = 30, *, ax=None, title: str | None = None):
     """Launches per stream over time in the bound's schedule, over the span of launches ``first`` to
     ``first + count - 1`` (default: 30 a tenth of the way in), with a row of host issues; hatched
-    bars are limited by DRAM bytes. A lower bound's schedule, not a picture of a GPU.
-    """
+    bars are limited by DRAM bytes. A lower bound's schedule, not a picture of a GPU."""
     from matplotlib.patches import Patch
 
     if not isinstance(bound, Bound):
@@ -92,8 +91,7 @@ def cannot_run(gpu: str) -> str:
 
 def ladder_bounds_chart(rows: list[dict], gpus=("M40", "H100"), hosts=("cpp", "python"), *, ax=None, title=None):
     """Per step, the lower bound per host (``ladder_bounds`` rows), one panel per GPU, the article's
-    time in its M40's panel. ``ax``: one Axes per GPU, else a new figure.
-    """
+    time in its M40's panel. ``ax``: one Axes per GPU, else a new figure."""
     import numpy as np
 
     from ..article import ARTICLE_GPU

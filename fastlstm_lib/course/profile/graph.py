@@ -24,8 +24,7 @@ class Order:
     """CUDA's ordering of the work a host issues, built one operation at a time: the course's one
     model of stream ordering (the profile's graph, the exercises' race checks). ``launch``,
     ``record``, ``wait`` and ``host_waits`` add operations; ``deps`` and ``ordered`` answer.
-    Streams and events are any hashable keys; ``default`` is the default stream's.
-    """
+    Streams and events are any hashable keys; ``default`` is the default stream's."""
 
     def __init__(self, default_stream: str = "legacy", default=0):
         if default_stream not in ("legacy", "per-thread"):
@@ -92,8 +91,7 @@ class Order:
 
 def dependencies(ops, launch_streams, default_stream: str = "legacy") -> list[dict]:
     """For each launch, {earlier launch it waits for: kind}, from ``ops`` (StreamOps in issue
-    order) and ``launch_streams`` (each launch's stream).
-    """
+    order) and ``launch_streams`` (each launch's stream)."""
     order = Order(default_stream)
     for op in ops:
         if op.kind == "launch":

@@ -79,8 +79,7 @@ class Instrumented(NamedTuple):
 
 def run_instrumented(kernel, configuration, args, configure=None) -> Instrumented:
     """Launch ``kernel[configuration](*args)`` on the simulator with every array argument
-    instrumented; ``configure``: how the launch is configured (default: the kernel class's).
-    """
+    instrumented; ``configure``: how the launch is configured (default: the kernel class's)."""
     grid, block, stream, _ = normalized_configuration(configuration)
     _, names, _ = kernel_description(kernel)
     log: list = []

@@ -46,8 +46,7 @@ def ladder_bounds(gpus=GPUS, hosts=HOSTS, steps=None, cfg: LSTMConfig | None = N
     """One row per ladder step: launches, FLOPs, bytes, the critical path, and per GPU and host
     ``"{gpu} {host} ms"`` and ``"{gpu} {host} binding"`` (None and "does not fit" where the
     persistent step cannot run, ``"{gpu} reason"`` saying why), and ``article_ms`` for the
-    article's steps. Launch geometry is ``chip``'s; the persistent step is planned per GPU.
-    """
+    article's steps. Launch geometry is ``chip``'s; the persistent step is planned per GPU."""
     gpus, hosts, steps, cfg = checked_ladder_arguments(gpus, hosts, steps, cfg, chip)
     published = {row["step"]: row for row in article_numbers()} if cfg == LSTMConfig.article() else {}
     rows = []
@@ -95,8 +94,7 @@ def checked_ladder_arguments(gpus, hosts, steps, cfg, chip) -> tuple:
 def article_check(rows: list[dict] | None = None) -> list[dict]:
     """The article's steps: its M40 time beside our M40 bounds (and the H100's where ``rows`` have
     them). ``consistent``: the measurement does not beat the C++-host bound; ``measured_over_bound``:
-    how far from the limit the article was.
-    """
+    how far from the limit the article was."""
     if rows is None:
         rows = ladder_bounds(gpus=(ARTICLE_GPU, "H100"), steps=[r["step"] for r in article_numbers()])
     checked = []

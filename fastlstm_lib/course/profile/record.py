@@ -106,8 +106,7 @@ class Profile:
 
     def critical_path(self, weights=None) -> dict:
         """The longest chain of dependent launches, by count or by ``weights`` (a function of a Launch,
-        or one number per launch).
-        """
+        or one number per launch)."""
         if callable(weights):
             weights = [weights(launch) for launch in self.launches]
         elif weights is not None and len(weights) != len(self.launches):
@@ -159,8 +158,7 @@ def profile(step, cfg: LSTMConfig | None = None, *, chip: str | None = None, **o
     """Record one forward pass of ladder step ``step`` at ``cfg`` (default: the article's size)
     without executing a kernel. ``chip``: the launch geometry of a GPU of data/gpus.csv (default:
     this device's); ``options`` go to the step (``chunk=``). Recordings of a named step are cached
-    per process and, with a ``chip``, on disk (``kept.py``); each call returns its own copy.
-    """
+    per process and, with a ``chip``, on disk (``kept.py``); each call returns its own copy."""
     found = shared_profile(step, cfg, chip=chip, **options)
     return copy.deepcopy(found) if _cacheable(step, cfg, chip, options) else found
 
@@ -212,8 +210,7 @@ def _record(step, cfg, chip, options: dict) -> Profile:
 def record_pass(step, cfg: LSTMConfig, limits=None, options: dict | None = None):
     """(the dry run's ``Recording`` of one pass of ``step`` at ``cfg``, the launches its ``setup``
     made): setup first on zero weights, left out, then one pass recorded with ``limits``' geometry
-    (a ``gpus.Chip``; None: this device's).
-    """
+    (a ``gpus.Chip``; None: this device's)."""
     setup_options = dict(options or {})
     if limits is not None and "chip" in inspect.signature(step.setup).parameters:
         setup_options["chip"] = limits

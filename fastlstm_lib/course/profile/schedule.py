@@ -110,8 +110,7 @@ def place(a: np.ndarray, issue_free: np.ndarray, resident: np.ndarray, blocks: i
 def simulate(launches, issue_s, cost, *, sms: int | None = None, latency_s: float = 0.0, limit=None) -> dict:
     """Schedule ``launches`` (issue order), the host taking ``issue_s[i]`` to issue launch i,
     ``cost(launch)`` their work (module docstring). Returns totals (s), a timeline entry per launch
-    and what ``critical_parts`` follows.
-    """
+    and what ``critical_parts`` follows."""
     count = len(launches)
     issued_at = np.cumsum(np.asarray(issue_s, dtype=float)) if count else np.zeros(0)
     issue_free = np.zeros(sms) if sms else None
@@ -204,8 +203,7 @@ def simulate(launches, issue_s, cost, *, sms: int | None = None, latency_s: floa
 
 def critical_parts(sim: dict, kinds: tuple) -> dict:
     """The chain that ends last, its time split (ms) into host, concurrency, latency, SM wait, each of
-    ``kinds`` and stalls, adding up to the total; and its launch count.
-    """
+    ``kinds`` and stalls, adding up to the total; and its launch count."""
     parts = {"host_ms": 0.0, "concurrency_ms": 0.0, "latency_ms": 0.0, "sm_wait_ms": 0.0,
              **{f"{kind}_ms": 0.0 for kind in kinds}, "stall_ms": 0.0, "launches": 0}
     ends = sim["ends"]

@@ -75,8 +75,7 @@ def arch_of(row: dict) -> str:
 
 def table_name(launch, batch: int) -> str:
     """The kernel_resources.csv name of a recorded launch: per batch for the persistent kernels
-    (``Spec.batch_row``), per blocking for a blocked GEMM (``GEMM_ROWS``, from its grid).
-    """
+    (``Spec.batch_row``), per blocking for a blocked GEMM (``GEMM_ROWS``, from its grid)."""
     spec = spec_of(launch.kernel)
     if spec is not None and spec.batch_row is not None:
         return spec.batch_row.format(batch=batch)
@@ -148,8 +147,7 @@ def latencies(row: dict) -> dict:
 class Work:
     """What each warp of a block issues and waits for (data/kernel_resources.csv): ``iterations``
     trips of ``instructions``, ``ffma`` of them FFMAs, ``chain`` dependent; loads used ``distance``
-    instructions after issue; a shared round where ``shared``; ``extra`` cycles of latency.
-    """
+    instructions after issue; a shared round where ``shared``; ``extra`` cycles of latency."""
 
     iterations: float
     instructions: float
@@ -172,8 +170,7 @@ def gemm_work(launch, mix: dict) -> Work:
 
 def persistent_work(launch, mix: dict, config: dict, lat: dict) -> Work:
     """The persistent kernel: one iteration per time step, h_{t-1} staged from L2 and one grid
-    barrier per step. Version 2's sums over a unit's threads are not counted (an underestimate).
-    """
+    barrier per step. Version 2's sums over a unit's threads are not counted (an underestimate)."""
     steps, batch, hidden = config["seq_len"], config["batch"], config["hidden"]
     threads = launch.block[0] * launch.block[1] * launch.block[2]
     warps = math.ceil(threads / 32)
@@ -197,8 +194,7 @@ def plain_work(launch, mix: dict) -> Work:
 
 def alone_cycles(work: Work, per_partition: int, lanes: float, lat: dict, memory: float) -> float:
     """One block alone on an SM, in cycles: per iteration, the memory latency its warps do not cover,
-    a shared round, then its issue or its FFMA chain, whichever is longer.
-    """
+    a shared round, then its issue or its FFMA chain, whichever is longer."""
     exposed = max(0.0, memory - work.distance * per_partition) if work.distance else 0.0
     issue = per_partition * max(work.instructions, work.ffma * 32.0 / lanes)
     one = exposed + (lat["shared"] if work.shared else 0.0) + max(issue, work.chain * lat["ffma"]) + work.extra

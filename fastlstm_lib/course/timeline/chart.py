@@ -28,8 +28,7 @@ def colour(kernel: str, plt):
 
 def plot_timeline(estimate: Estimate, window=None, ax=None, by: str = "stream"):
     """Draw ``estimate``'s timeline over ``window`` (t0_ms, t1_ms; None: all) on ``ax`` (None: a new
-    figure), ``by`` "stream" or "sm". Returns the Axes.
-    """
+    figure), ``by`` "stream" or "sm". Returns the Axes."""
     if not isinstance(estimate, Estimate):
         raise TypeError(f"estimate must be an Estimate (fl.estimate(...)), got {type(estimate).__name__}")
     if window is not None:

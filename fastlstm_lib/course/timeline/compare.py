@@ -19,8 +19,7 @@ from .api import estimate
 
 def article_table(gemms=("ours", "cublas")) -> list[dict]:
     """Per published step: the article's M40 time, our estimates (C++ host) with ``gemms`` priced as
-    ours or cuBLAS's, their residuals, and the lower bound.
-    """
+    ours or cuBLAS's, their residuals, and the lower bound."""
 
     cfg = LSTMConfig.article()
     rows = []
@@ -39,8 +38,7 @@ def article_table(gemms=("ours", "cublas")) -> list[dict]:
 
 def against_results(results, host="python") -> list[dict]:
     """Every measured ladder step in ``results`` estimated on its GPU, issued by ``host``:
-    {"rows": [{step, gpu, measured_ms, estimate_ms, residual, bound_ms}], "left_out": [...]}.
-    """
+    {"rows": [{step, gpu, measured_ms, estimate_ms, residual, bound_ms}], "left_out": [...]}."""
     rows, left_out = [], []
     for result in check_results("results", results):
         if "skipped" in result:
@@ -61,8 +59,7 @@ def against_results(results, host="python") -> list[dict]:
 
 def ladder_estimates(gpus=LADDER_GPUS, hosts=HOSTS, chip: str = "M40") -> list[dict]:
     """The article's steps recorded with ``chip``'s geometry, estimated on each GPU and host: keys
-    ``"{gpu} {host} ms"`` and ``"{gpu} {host} arithmetic floor ms"`` (arithmetic SM-time over all SMs).
-    """
+    ``"{gpu} {host} ms"`` and ``"{gpu} {host} arithmetic floor ms"`` (arithmetic SM-time over all SMs)."""
 
     cfg = LSTMConfig.article()
     rows = []

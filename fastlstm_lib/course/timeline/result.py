@@ -12,8 +12,7 @@ class Estimate:
     """An ESTIMATED pass (``estimate(...)``), not a measurement. ``total_ms``: when the last launch
     ends; ``breakdown``: the chain that ends last, split into host, concurrency, latency, sm_wait,
     arithmetic, memory and stall ms (adding up to ``total_ms``); ``sm_time``: SM-ms busy, idle and
-    in waves' tails; ``timeline``: one dict per launch.
-    """
+    in waves' tails; ``timeline``: one dict per launch."""
 
     step: str
     gpu: str
@@ -28,8 +27,7 @@ class Estimate:
 
     def per_sm(self, window=None) -> dict:
         """Every SM's share of every launch as arrays: "sm", "launch", "start_ms", "end_ms", "warps";
-        with ``window`` = (t0_ms, t1_ms), only the shares that overlap it.
-        """
+        with ``window`` = (t0_ms, t1_ms), only the shares that overlap it."""
         if not self.on_sms:
             empty = np.zeros(0)
             return {"sm": empty.astype(np.int16), "launch": empty.astype(np.int64), "start_ms": empty, "end_ms": empty,

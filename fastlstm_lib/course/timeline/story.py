@@ -55,8 +55,7 @@ def estimated_pass(step: str, gpu: str, host, cfg: LSTMConfig):
 def step_change(step: str, gpus=GPUS, hosts=HOSTS, against: str | None = None) -> list[dict]:
     """Per GPU and host: ``against`` (default: the previous step) and ``step`` at the article's size,
     estimated and bounded: before_ms, after_ms, gain, bounds, ``saved`` (ms per chain part), busy,
-    idle and tails SM-ms, launches; or "cannot": why, where a step cannot run on that GPU.
-    """
+    idle and tails SM-ms, launches; or "cannot": why, where a step cannot run on that GPU."""
     before, after = _pair(step, against)
     gpus, hosts, _, _ = checked_ladder_arguments(gpus, hosts, [after], None, ARTICLE_GPU)
     cfg = LSTMConfig.article()
@@ -84,8 +83,7 @@ def step_change(step: str, gpus=GPUS, hosts=HOSTS, against: str | None = None) -
 def plot_step_change(step: str, gpu: str = "T4", host="cpp", against: str | None = None, by: str = "stream",
                      at: float = 0.4):
     """Before and after on ``gpu`` as two timelines (``plot_timeline``, ``by`` stream or SM), six
-    layer-steps from ``at`` of the way into each pass. Returns the Figure.
-    """
+    layer-steps from ``at`` of the way into each pass. Returns the Figure."""
     import matplotlib.pyplot as plt
 
     from .chart import BY, plot_timeline
