@@ -1,7 +1,5 @@
-"""The article's published numbers (``data/article_cudnn5.csv``), and ours set beside them.
-
-NVIDIA's cuDNN 5 blog measured each optimization on a Tesla M40 at one config; notebooks 00 and
-02-11 show those rows, and ``ladder_comparison`` puts every measured device's row next to them.
+"""The article's published numbers (``data/article_cudnn5.csv``: NVIDIA's cuDNN 5 blog, a Tesla
+M40), and ours set beside them (``ladder_comparison``).
 """
 
 from __future__ import annotations

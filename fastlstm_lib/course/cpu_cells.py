@@ -1,10 +1,6 @@
-"""The LSTM cell's element-wise work on a CPU, three ways (notebook 05's CPU experiment, ``cpu_speed``).
-
-Each takes ``x_gates``, ``h_gates`` ((B, 4H) float32, gates i, f, c, o), ``bias`` (4H,), ``c``
-(B, H, updated in place) and writes ``h``: ``numpy_cell`` (the unfused kernels as NumPy passes),
-``fused_cell_libm`` (one ``numba.njit`` loop calling the C library's exp and tanh) and
-``fused_cell_rational`` (tanh as Eigen's ``generic_fast_tanh_float`` rational function, which
-the compiler vectorizes).
+"""The LSTM cell's element-wise work on a CPU, three ways (``cpu_speed.fused_pointwise``): NumPy
+passes, one ``numba.njit`` loop with the C library's exp and tanh, and the same loop with Eigen's
+rational ``generic_fast_tanh_float``, which the compiler vectorizes.
 """
 
 from __future__ import annotations

@@ -1,9 +1,6 @@
-"""Three of the ladder's ideas timed on the learner's own CPU, in a few seconds (notebooks 03, 05, 07, 13).
-
-``stacked_gemms``, ``fused_pointwise`` and ``combined_inputs`` each check every variant against
-float64 NumPy before and after timing (``WrongResultError``), warm up, then time rounds of all
-variants with every BLAS and OpenMP pool held at ``threads`` (threadpoolctl). Each returns a
-JSON-able dict; ``summary`` and ``chart`` show it. The times depend on the machine.
+"""Three of the ladder's ideas timed on the learner's own CPU (notebooks 03, 05, 07, 13): each
+experiment checks its variants against float64 NumPy before and after timing, with every thread
+pool held at ``threads``, and returns a JSON-able dict for ``summary`` and ``chart``.
 """
 
 from __future__ import annotations

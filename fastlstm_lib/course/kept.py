@@ -1,11 +1,7 @@
-"""Recordings and estimates kept on disk, so that each notebook need not make the ladder's again.
-
-``kept(key, make, kind)`` stores ``make()`` at
-``<cache>/kept/<fingerprint>/<hash of key>.pickle.zlib``; ``<cache>`` is ``cache_root()``
-(``FASTLSTM_DISK_CACHE=0``: nothing read or written); ``fingerprint()`` hashes everything a value
-can depend on (the package's .py files, data/, numba-cuda, Python, the backend), so a change
-makes every value again. Files are written under a temporary name and renamed: safe to share
-between processes; a file that does not load is made again.
+"""Recordings and estimates kept on disk (``kept``), so that each notebook need not make the
+ladder's again: under ``cache_root()/kept/fingerprint()/``, where ``fingerprint`` hashes all a
+value can depend on; written whole or not at all (renamed into place). ``FASTLSTM_DISK_CACHE=0``
+turns it off.
 """
 
 from __future__ import annotations

@@ -1,10 +1,6 @@
-"""One call for each part that every ladder notebook (03-09) has, so a notebook keeps only its own cells.
-
-``check`` (the step against the float64 reference and Keras, launches counted against the dry
-run), ``standing`` (``step_line``, the launches by kind, an H100's bound and estimate, then
-``check``), ``ladder_chart``, ``nsight`` (how to see the step in Nsight; nothing run) and
-``measure`` (timed on a GPU; on the simulator, nothing timed). What is printed does not depend
-on the device: nbval compares it. Launch geometry is the article's M40's unless ``chip`` says otherwise.
+"""One call for each part that every ladder notebook (03-09) has, so a notebook keeps only its own
+cells: ``standing``, ``check``, ``ladder_chart``, ``nsight`` and ``measure``. What they print does
+not depend on the device (nbval compares it); launch geometry is the article's M40's (``CHIP``).
 """
 
 from __future__ import annotations

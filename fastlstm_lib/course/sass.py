@@ -1,7 +1,5 @@
-"""What the compile matrix (``tools/compile_matrix/``) found, read back on any machine: every
-kernel's registers, spills and main-loop mix (``data/kernel_resources.csv``, ``read_table``)
-and the SASS listings of the GEMMs' main loops (``data/kernel_sass/``) with what each
-instruction is for (notebook 12).
+"""What the compile matrix (``tools/compile_matrix/``) found, read back on any machine: the kernels'
+registers and loop mix (``read_table``) and the GEMMs' SASS main loops by purpose (notebook 12).
 """
 
 from __future__ import annotations

@@ -1,13 +1,8 @@
-"""``fl.lower_bound``: the least time a recorded pass can take on a GPU, from its data sheet.
-
-Three things no run can avoid: the host issues the launches in order, each costing
-``base_us + per_array_us x array arguments`` (data/host_launch_costs.csv; ``host=0``: none);
-a launch alone takes at least max(FLOP / FP32 peak, DRAM bytes / bandwidth), DRAM bytes being
-what L2 (capacity C) cannot hold: footprint_in - C read plus footprint_written - C written;
-and a launch starts after those it depends on. ``schedule.py`` schedules every launch as early
-as that allows, each alone on the whole GPU; the bound is the larger of that schedule and all
-FLOPs at peak. The binding is "flop" for the latter, else the largest part of the chain that
-ends last: "host", "chain" (arithmetic) or "bytes".
+"""``fl.lower_bound``: the least time a recorded pass can take on a GPU, from its data sheet
+(notebook 02 derives it). ``schedule.py`` schedules each launch as early as its host issue
+(data/host_launch_costs.csv) and its dependencies allow, each alone on the whole GPU for
+max(FLOP at peak, DRAM bytes at bandwidth: ``dram_bytes``); the bound is the larger of that and
+all FLOPs at peak, and ``binding`` names the part that set it.
 """
 
 from __future__ import annotations

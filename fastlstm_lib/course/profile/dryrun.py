@@ -1,10 +1,7 @@
-"""A forward pass recorded instead of run: the dry run behind ``fl.profile``.
-
-Inside ``dry_run()`` a step's own code runs unchanged, but launches are recorded, not performed
-(the library's one recorder, ``replay.recording``); ``cuda.stream()`` and ``cuda.event()`` return
-stand-ins whose records and waits are recorded; ``cuda.to_device`` allocates without uploading;
-and the pass is laid out for one target (``runtime.target.laid_out_for``: a chip's SM count).
-Streams are numbered: 0 the default stream, the others in creation order.
+"""A forward pass recorded instead of run: the dry run behind ``fl.profile``. The step's own code
+runs; launches go to the library's one recorder (``replay.recording``), streams and events are
+stand-ins whose operations are recorded, uploads only allocate, and the pass is laid out for one
+chip (``runtime.target.laid_out_for``). Stream 0 is the default stream.
 """
 
 from __future__ import annotations

@@ -1,10 +1,6 @@
-"""Every kernel's FLOPs and global-memory traffic, as formulas of its launch.
-
-``traffic`` returns a launch's ``kernels.spec.Traffic`` from the formula its ``Spec`` carries
-(``FORMULAS`` by kernel name): ``flop`` (one per +, -, *, /, exp, tanh; a multiply-add is 2),
-``loads`` / ``stores`` per array argument (every load its threads issue, re-reads included:
-what ``instrument.py`` counts on the simulator), ``reads`` / ``writes`` (views: the footprint)
-and ``inputs`` (views read before written).
+"""Every kernel's FLOPs and global-memory traffic, as formulas of its launch: ``traffic`` applies
+the formula its ``Spec`` carries (``FORMULAS``), giving a ``kernels.spec.Traffic`` (flop, loads
+and stores per argument, the views read, written and read before written).
 """
 
 from __future__ import annotations

@@ -1,10 +1,6 @@
 """Which launch waits for which: the dependency graph of a recorded pass, and its longest chain.
-
-Edge kinds: ``stream`` (the launch before on the same stream), ``event`` (``event.wait(s)``
-after a matching ``record``; a wait on an event never recorded waits for nothing),
-``default-stream`` (the legacy default stream and every blocking stream wait for each other;
-none with a per-thread default stream) and ``host`` (the exercises' trace: the host waited).
-Every dependency points to an earlier launch, so issue order is topological order.
+Edges: ``stream``, ``event``, ``default-stream`` (the legacy default stream) and ``host`` (the
+exercises' trace). Dependencies point to earlier launches: issue order is a topological order.
 """
 
 from __future__ import annotations

@@ -1,8 +1,5 @@
 """Counting, on the simulator, every element a kernel reads and writes: the formulas' referee.
-
-An ``InstrumentedArray`` wraps the buffer behind a device array and logs each element access
-(write?, byte address, argument, (block, thread)) before passing it on, so the kernel computes
-what it would. ``run_instrumented`` does that for one launch; ``sectors.py`` and the tests read the logs.
+``run_instrumented`` runs one launch with ``InstrumentedArray`` arguments, which log each access.
 """
 
 from __future__ import annotations

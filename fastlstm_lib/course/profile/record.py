@@ -1,10 +1,7 @@
-"""``fl.profile``: one forward pass of a ladder step, recorded launch by launch, nothing executed.
-
-The step's ``setup`` and ``run`` run inside ``dryrun.dry_run``; each launch gets its FLOPs and
-traffic from ``formulas.py`` and its dependencies from ``graph.py``. Bytes per launch:
-``bytes_read`` / ``bytes_written`` count every load / store issued x item size;
-``footprint_*`` count distinct bytes; ``footprint_in``: distinct bytes read before the launch
-writes them (what it needs from memory; the lower bound uses the footprints).
+"""``fl.profile``: one forward pass of a ladder step, recorded launch by launch, nothing executed
+(``dryrun.py``), each launch with its FLOPs and traffic (``formulas.py``) and dependencies
+(``graph.py``). ``bytes_*`` count every load and store issued; ``footprint_*`` distinct bytes;
+``footprint_in`` the distinct bytes read before written.
 """
 
 from __future__ import annotations

@@ -1,16 +1,11 @@
 """One scheduler for a recorded pass, and one walk of its critical path: the lower bound's
-(``bound.py``, ideal costs) and the timeline model's (``course/timeline``, an SM's limits).
+(``bound.py``: ``sms=None``, each launch the whole GPU's) and the timeline model's
+(``course/timeline``: ``sms`` SMs, a launch latency, a limit on resident grids).
 
-Per launch in issue order: issued (the host's cumulative ``issue_s``); ready = max(issued, the
-ends of its dependencies); with a ``limit`` on resident grids it waits for a grid to end; start
-= that + ``latency_s``; then its work, ``cost(launch)``: ``blocks`` alike, each with SM time
-``seconds``, ``latency_s`` alone on an SM, ``per_sm`` resident at once, ``warps``.
-With ``sms=None`` a launch has the whole GPU (end = start + seconds): the lower bound. With
-``sms`` = S, latency hiding (Little's law; V. Volkov, "Understanding Latency Hiding on GPUs",
-2016): n blocks on an SM, r resident, from when it has room (a) end at
-max(a + ceil(n / r) L, max(issue_free, a) + n W), the SM's issue shared by every launch on it;
-blocks go where they end earliest, ties round-robin.
-``critical_parts`` follows the launch that ends last back through what each waited for.
+With SMs, n blocks on an SM (r resident at once, the SM free from a) end at
+max(a + ceil(n / r) L, max(issue_free, a) + n W): latency hiding (Little's law; V. Volkov,
+"Understanding Latency Hiding on GPUs", 2016), L a block's latency alone and W its SM time.
+Blocks go where they end earliest, ties round-robin.
 """
 
 from __future__ import annotations

@@ -1,8 +1,5 @@
-"""Coalescing, measured: how many 32-byte sectors each warp-wide load touches (notebook 06).
-
-Real kernels run on the simulator at a GPU's launch geometry with instrumented arrays: the i-th
-loads of a warp's 32 threads form one warp-wide load, its sectors the distinct (byte offset // 32)
-from the allocation's start. On a GPU machine it runs in a child process on the simulator.
+"""Coalescing, measured on the simulator (notebook 06): the 32-byte sectors each warp-wide load
+touches, from instrumented runs at a GPU's launch geometry (a child process on a GPU machine).
 """
 
 from __future__ import annotations

@@ -1,13 +1,8 @@
-"""What one thread block of a launch costs on one SM of a GPU, and how many fit on an SM.
-
-Per launch, from the kernel's compiled code (data/kernel_resources.csv) and the GPU's figures
-(data/gpus.csv, data/model_constants.csv): ``per_sm`` (``gpus.occupancy``; 0: ValueError),
-``seconds`` (its SM time: its instructions issued by the SM's 4 partitions, one warp instruction
-a clock, an FFMA holding a partition's FP32 pipe 32 / lanes clocks; or its DRAM bytes at the SM's
-share of the bandwidth, whichever is longer) and ``latency_s`` (alone on an idle SM, its
-latencies exposed: ``alone_cycles``). A blocked GEMM's trip is a slab of K, the persistent
-kernel's a time step; any other kernel runs once. sm_52 and sm_70 use sm_75's instruction counts
-(``NO_SASS_FALLBACK``). With ``gemm="cublas"`` a GEMM block's times come from ``cublas.py``.
+"""What one thread block of a launch costs on one SM of a GPU, and how many fit on an SM
+(notebook 12): ``per_sm`` (``gpus.occupancy``), ``seconds`` (its instructions at the SM's issue
+rate, or its DRAM bytes at the SM's share of the bandwidth) and ``latency_s`` (alone on an idle
+SM: ``alone_cycles``), from data/kernel_resources.csv, data/gpus.csv and
+data/model_constants.csv. sm_52 and sm_70 borrow sm_75's counts (``NO_SASS_FALLBACK``).
 """
 
 from __future__ import annotations

@@ -8,7 +8,7 @@ from __future__ import annotations
 import numbers
 
 from ...kernels.versions import spec_of
-from .result import Estimate
+from .api import Estimate
 
 
 BY = ("stream", "sm")

@@ -1,7 +1,5 @@
-"""The estimate set beside measurements: the article's seven steps on the M40, and every GPU
-result committed under data/results/ (or any list of ``fl.bench`` results).
-
-Residual = estimate / measurement: 1 is exact, 2 is twice too slow, 0.5 twice too fast.
+"""The estimate set beside measurements: the article's M40 times and committed GPU results.
+Residual = estimate / measurement.
 """
 
 from __future__ import annotations

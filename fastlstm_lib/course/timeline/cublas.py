@@ -1,12 +1,7 @@
 """gemm="cublas": a recorded GEMM launch priced by Baidu DeepBench's published cuBLAS times
-(data/cublas_sgemm_deepbench.csv: the M40, T4 and V100), by shape and by layout.
-
-DeepBench is column-major, so our row-major (m, n, k) is its (M, N, K) = (n, m, k), our B its A,
-our 'T' flag on B its "T,N" rows and weights as stored its "N,N" rows. Two figures per GEMM:
-alone, K x tau (tau: time per unit of K of the published small-batch row nearest our shape,
-log-log interpolated in N), and issue-bound, the best FP32 rate of the large rows (N >= 1,000).
-Each block of our grid takes K x tau / waves alone, so that the GEMM alone takes the published
-time (``tests/test_timeline.py`` checks them).
+(data/cublas_sgemm_deepbench.csv: the M40, T4 and V100). DeepBench is column-major: our
+(m, n, k) is its (M, N, K) = (n, m, k), our 'T' flag its "T,N" rows. A GEMM alone takes K x tau
+(``us_per_k``), at least its FLOPs at the large rows' rate (``peak_tflops``).
 """
 
 from __future__ import annotations

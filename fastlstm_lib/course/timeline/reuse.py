@@ -1,9 +1,5 @@
-"""Which of a launch's inputs come from DRAM rather than L2: an LRU model of the L2 over the pass.
-
-An input comes from L2 if no more than the L2's size of other data was touched since it was
-last touched (the stack distance of R. L. Mattson et al., IBM Systems Journal, 1970). The pass
-is walked twice and the second walk counts (the weights a pass reads first were last touched
-in the pass before); overlapping views count as different data.
+"""Which of a launch's inputs come from DRAM rather than L2: an LRU L2 (Mattson et al.'s stack
+distance, 1970) over two passes walked back to back, the second counted.
 """
 
 from __future__ import annotations

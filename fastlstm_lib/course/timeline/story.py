@@ -1,7 +1,5 @@
-"""One ladder step's change, ESTIMATED (notebooks 03-09): the step before and the step itself at
-the article's size, on a T4 and an H100, with a C++, a Python and no host (host 0: what a CUDA
-Graph approaches), beside their lower bounds. ``Estimate.breakdown`` adds up to the total, so
-the gain splits exactly into what the critical chain stopped spending time on.
+"""One ladder step's change, ESTIMATED (notebooks 03-09): the step before and the step itself on a
+T4 and an H100, with a C++, a Python and no host, beside their lower bounds.
 """
 
 from __future__ import annotations
