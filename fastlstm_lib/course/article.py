@@ -1,7 +1,5 @@
-"""The article's published numbers (``data/article_cudnn5.csv``), and ours set beside them.
-
-NVIDIA's cuDNN 5 blog measured each optimization on a Tesla M40 at one config; notebooks 00 and
-02-11 show those rows, and ``ladder_comparison`` puts every measured device's row next to them.
+"""The article's published numbers (``data/article_cudnn5.csv``: NVIDIA's cuDNN 5 blog, a Tesla
+M40), and ours set beside them (``ladder_comparison``).
 """
 
 from __future__ import annotations
@@ -46,12 +44,8 @@ def article_source() -> str:
 
 
 def ladder_comparison(results: list[dict]) -> list[dict]:
-    """One row per published step (then per measured step the article did not have, such as
-    ``persistent`` or ``keras_cudnn``): the M40's GFLOP/s and speedup beside each device's.
-
-    ``results``: ``fl.bench`` dicts at the article's config (others, and simulator results, are
-    ignored). Speedups are relative to the same device's baseline, as in the article.
-    """
+    """One row per published step (then per measured step the article lacks): the M40's GFLOP/s and
+    speedup beside each device's. ``results``: ``fl.bench`` dicts at the article's config."""
     results = check_results("results", results, keys=COMPARISON_KEYS)
     article = LSTMConfig.article().as_dict()
     measured = [r for r in results if r.get("times_meaningful") and r["config"] == article]

@@ -1,18 +1,6 @@
-"""The LSTM cell's element-wise work on a CPU, three ways (notebook 05's CPU experiment, ``cpu_speed``).
-
-Each takes one layer-step's pre-activations ``x_gates`` and ``h_gates`` ((B, 4H) float32, gates
-i, f, c, o side by side), ``bias`` (4H,), ``c`` (B, H), updated in place, and writes ``h`` (B, H):
-
-- ``numpy_cell``: the 17 unfused kernels as NumPy operations, each a pass over whole arrays.
-- ``fused_cell_libm``: one loop compiled by ``numba.njit`` that does all of it per element, as the
-  fused GPU kernel does per thread, calling the C library's ``exp`` and ``tanh``: one element at a
-  time, since the compiler cannot spread those calls over SIMD lanes.
-- ``fused_cell_rational``: the same loop with tanh as a rational function (and sigmoid(x) =
-  (1 + tanh(x / 2)) / 2): only multiplies, adds, a divide and a clamp, which the compiler runs on
-  8 float32 lanes at once (AVX2; 16 with AVX-512, 4 with NEON). The function is the float32 tanh
-  of Eigen's ``generic_fast_tanh_float`` (Eigen/src/Core/MathFunctionsImpl.h; ONNX Runtime's MLAS
-  and XLA use the same coefficients): an odd numerator of degree 13 over an even denominator of
-  degree 6, within a few float32 roundings of tanh.
+"""The LSTM cell's element-wise work on a CPU, three ways (``cpu_speed.fused_pointwise``): NumPy
+passes, one ``numba.njit`` loop with the C library's exp and tanh, and the same loop with Eigen's
+rational ``generic_fast_tanh_float``, which the compiler vectorizes.
 """
 
 from __future__ import annotations
@@ -28,9 +16,7 @@ TANH_CLAMP = _F32(7.90531110763549805)
 
 
 def numpy_cell(x_gates, h_gates, bias, c, h):
-    """The 17 element-wise kernels of the unfused step (``step02_baseline.cell_update``) in NumPy,
-    in the same order: 26 passes over whole arrays (a sigmoid is 4: negate, exp, add 1, divide),
-    most of them into a new temporary array; c updated in place, h written."""
+    """The unfused step's 17 element-wise kernels in NumPy: 26 passes over whole arrays."""
     H = c.shape[1]
     gates = []
     for g, activation in enumerate(("sigmoid", "sigmoid", "tanh", "sigmoid")):
@@ -73,9 +59,8 @@ def _tanh_libm(x):
 
 
 def _fused(sigmoid, tanh):
-    """One loop over (batch row, unit), the fused GPU kernel's body: 4 pre-activations read, c and
-    h written, everything between in registers. ``error_model="numpy"``: no zero-division check
-    per divide; ``fastmath={"contract"}``: a multiply and an add may fuse, nothing else relaxed."""
+    """One loop over (batch row, unit), the fused kernel's body; no zero-division checks, only
+    multiply-add contraction relaxed."""
 
     @numba.njit(error_model="numpy", fastmath={"contract"})
     def cell(x_gates, h_gates, bias, c, h):

@@ -1,22 +1,6 @@
-"""Three of the ladder's ideas timed on the learner's own CPU, in a few seconds (notebooks 03, 05, 07).
-
-- ``stacked_gemms`` (03): a layer-step's 8 per-gate products against the 2 stacked ones.
-- ``fused_pointwise`` (05): the cell's element-wise work as NumPy passes, one per operation,
-  against one ``numba.njit`` loop over the elements, with the C library's tanh and exp and with
-  a rational tanh the compiler can vectorize (``cpu_cells``).
-- ``combined_inputs`` (07): the input product one step at a time against one tall product.
-- ``summary`` and ``chart``: a result in words and as bars.
-
-Each experiment builds seeded float32 inputs; checks every variant against float64 NumPy (outputs
-poisoned with NaN first; relative error at most ``RTOL``) before timing and again after, and raises
-``WrongResultError`` if one is wrong; warms up; then times rounds of all variants in turn (``repeats``
-rounds, or those that start within ``max_seconds``, 3 at least) with a wall clock
-(``time.perf_counter``, through ``timing.wall_times``), with every BLAS and OpenMP thread pool
-held at ``threads`` (1 by default: a stated, fixed count, so that the BLAS's own threads neither
-help nor fight the comparison; threadpoolctl). It returns a JSON-able dict:
-each variant's median, min and max, the ratio of the first variant's median to the last one's,
-the sizes, the machine, and how busy other processes kept the CPUs meanwhile. The times depend on
-the machine and on what else runs: never a test's pass or fail.
+"""Three of the ladder's ideas timed on the learner's own CPU (notebooks 03, 05, 07, 13): each
+experiment checks its variants against float64 NumPy before and after timing, with every thread
+pool held at ``threads``, and returns a JSON-able dict for ``summary`` and ``chart``.
 """
 
 from __future__ import annotations
@@ -28,12 +12,13 @@ import time
 import numba
 import numpy as np
 
-from ..checks import check_bool, check_int, check_seconds, check_str
+from ..checks import check_bool, check_dict, check_int, check_seconds, check_str
 from ..config import LSTMConfig
 from .cpu_cells import fused_cell_libm, fused_cell_rational, numpy_cell
 from ..harness import WrongResultError
 from .plots import figure_axes
 from ..progress import progress_bar
+from ..runtime.keras_backend import cpu_name
 from ..numerics import RTOL, relative_error, sigmoid64
 from ..tables import Column, table
 from ..timing import IDLE_ENOUGH, cpu_busy_elsewhere, cpu_snapshot, summarize, wall_times
@@ -48,17 +33,11 @@ def _rng_array(rng, shape, scale=1.0) -> np.ndarray:
 
 def machine() -> dict:
     """What the times were taken on: the CPU, its logical CPUs, NumPy and its BLAS, Numba."""
-    cpu = platform.processor() or platform.machine()
-    try:
-        with open("/proc/cpuinfo") as info:  # Linux: the model name, which platform does not give
-            cpu = next((line.split(":", 1)[1].strip() for line in info if line.startswith("model name")), cpu)
-    except OSError:
-        pass
     try:
         blas = np.show_config(mode="dicts")["Build Dependencies"]["blas"]["name"]
     except Exception:  # an older or unusual NumPy build: the BLAS is then simply not named
         blas = "unknown"
-    return {"cpu": cpu, "machine": platform.machine(), "logical_cpus": os.cpu_count(), "numpy": np.__version__,
+    return {"cpu": cpu_name(), "machine": platform.machine(), "logical_cpus": os.cpu_count(), "numpy": np.__version__,
             "blas": blas, "numba": numba.__version__, "python": platform.python_version()}
 
 
@@ -75,10 +54,8 @@ def _check(experiment: str, checks: dict, when: str) -> dict:
 
 def _run(experiment, sizes, unit, per, variants, checks, *, repeats, max_seconds, progress, started, threads,
          flop=None) -> dict:
-    """Check, warm up, time rounds of every variant (alternating their order), check again, with
-    the BLAS and OpenMP thread pools held at ``threads`` (threadpoolctl) throughout.
-    ``started``: when the experiment began (its inputs and float64 results are made before);
-    ``flop``: the FLOPs of one ``unit`` (matrix products), None where they are not the point."""
+    """Check, warm up, time rounds of every variant (alternating order), check again, thread pools held
+    at ``threads``. ``flop``: FLOPs of one unit, or None."""
     from threadpoolctl import threadpool_info, threadpool_limits
 
     with threadpool_limits(limits=threads):
@@ -114,11 +91,8 @@ def _validate(sizes: dict, repeats, max_seconds, seed, progress, threads) -> tup
 def stacked_gemms(batch: int = _ARTICLE.batch, input_size: int = _ARTICLE.input_size,
                   hidden: int = _ARTICLE.hidden, *, steps: int = 10, repeats: int = 15,
                   max_seconds: float = 2.0, seed: int = 0, progress: bool = True, threads: int = 1) -> dict:
-    """Notebook 03 on the CPU: per layer-step, x_t @ W_g and h @ U_g for each gate g (8 products,
-    each (batch, in) x (in, hidden)) against x_t @ W and h @ U with the gates stacked (2 products,
-    each (batch, in) x (in, 4 hidden); ``in`` is ``hidden`` for U). Each timed sample runs ``steps``
-    layer-steps; times are ms per layer-step.
-    ``repeats`` rounds, or as many as start within ``max_seconds`` (3 at least)."""
+    """Notebook 03 on the CPU: a layer-step's 8 per-gate products against the 2 stacked ones; ms per
+    layer-step, each sample ``steps`` of them."""
     sizes = {"batch": batch, "input_size": input_size, "hidden": hidden, "steps": steps}
     repeats, max_seconds, seed, progress, threads = _validate(sizes, repeats, max_seconds, seed, progress, threads)
     started = time.perf_counter()
@@ -160,9 +134,8 @@ def stacked_gemms(batch: int = _ARTICLE.batch, input_size: int = _ARTICLE.input_
 def fused_pointwise(batch: int = _ARTICLE.batch, hidden: int = _ARTICLE.hidden, *, steps: int = 20,
                     repeats: int = 15, max_seconds: float = 2.0, seed: int = 0, progress: bool = True,
                     threads: int = 1) -> dict:
-    """Notebook 05 on the CPU: one layer-step's element-wise work (bias, gates, c and h) as
-    ``numpy_cell`` against ``fused_cell_libm`` and ``fused_cell_rational``, all float32 and single
-    threaded. Each timed sample runs ``steps`` layer-steps (c carried); times are ms per layer-step."""
+    """Notebook 05 on the CPU: one layer-step's element-wise work, ``numpy_cell`` against the two
+    fused loops (``cpu_cells``); ms per layer-step."""
     sizes = {"batch": batch, "hidden": hidden, "steps": steps}
     repeats, max_seconds, seed, progress, threads = _validate(sizes, repeats, max_seconds, seed, progress, threads)
     started = time.perf_counter()
@@ -199,9 +172,7 @@ def fused_pointwise(batch: int = _ARTICLE.batch, hidden: int = _ARTICLE.hidden, 
 def combined_inputs(batch: int = _ARTICLE.batch, seq_len: int = _ARTICLE.seq_len,
                     input_size: int = _ARTICLE.input_size, hidden: int = _ARTICLE.hidden, *, repeats: int = 10,
                     max_seconds: float = 2.0, seed: int = 0, progress: bool = True, threads: int = 1) -> dict:
-    """Notebook 07 on the CPU: a layer's input products x_t @ W for every step, as ``seq_len``
-    products of (batch, in) x (in, 4 hidden) against one of (seq_len * batch, in) x (in, 4 hidden).
-    Times are ms per layer (all its steps)."""
+    """Notebook 07 on the CPU: ``seq_len`` input products of a layer against one tall one; ms per layer."""
     sizes = {"batch": batch, "seq_len": seq_len, "input_size": input_size, "hidden": hidden}
     repeats, max_seconds, seed, progress, threads = _validate(sizes, repeats, max_seconds, seed, progress, threads)
     started = time.perf_counter()
@@ -236,12 +207,9 @@ _RESULT_KEYS = ("experiment", "unit", "sizes", "variants", "rounds", "seconds", 
 
 def _check_result(result) -> dict:
     """A dict one of this module's experiments returned: TypeError / ValueError naming ``result``."""
-    if not isinstance(result, dict):
-        raise TypeError(f"result must be a dict returned by a cpu_speed experiment, got {type(result).__name__}")
-    missing = [key for key in _RESULT_KEYS if key not in result]
-    if missing or not result["variants"]:
-        raise ValueError(f"result must be a dict returned by a cpu_speed experiment, with {', '.join(_RESULT_KEYS)} "
-                         f"(variants not empty); got one lacking {', '.join(missing) or 'variants'}")
+    check_dict("result", result, _RESULT_KEYS, "a cpu_speed experiment")
+    if not result["variants"]:
+        raise ValueError("result must hold at least one variant (a dict from a cpu_speed experiment)")
     return result
 
 

@@ -1,25 +1,7 @@
-"""Recordings and estimates kept on disk, so that each notebook need not make the ladder's again.
-
-A ladder notebook (02-09) shows every step so far at the article's size, recorded with the M40's
-and the H100's launch geometry and estimated by the timeline model, and notebook 11 the whole
-ladder: about a second each, the same ones made again in every notebook's own Python process.
-Each is a function of the library's code and data, numba-cuda and its arguments, and of nothing
-else, so ``fl.profile`` keeps each recording it makes with a GPU's geometry (``chip=``), and
-``lesson.estimate_ms`` each estimate, on disk, and reads them back there after:
-
-    <cache>/kept/<fingerprint>/<hash of the key: what, step, size, GPU, ...>.pickle.zlib
-
-- ``<cache>``: ``$FASTLSTM_CACHE``, else ``~/.cache/fastlstm`` (where the fake GPU keeps its
-  driver too). ``FASTLSTM_DISK_CACHE=0``: nothing is read or written.
-- ``<fingerprint>``: a hash of every file a recording or an estimate can read (the package's
-  ``.py`` files, ``data/*.csv``, the SASS listings in ``data/kernel_sass/``), numba-cuda's and
-  Python's versions, the backend (GPU, simulator or a stand-in driver's name) and numba-cuda's default-stream
-  setting. Change any of them and no old file is read; the old fingerprints' folders are removed
-  when a new one is first written.
-- Safe to share between processes (two pytest workers, two notebooks): a file is written under a
-  temporary name and renamed into place, so it is whole or absent; one that does not load as
-  what it should hold is made again and replaced. Where nothing can be written (a read-only home
-  directory), values are simply made in the process, as without this module.
+"""Recordings and estimates kept on disk (``kept``), so that each notebook need not make the
+ladder's again: under ``cache_root()/kept/fingerprint()/``, where ``fingerprint`` hashes all a
+value can depend on; written whole or not at all (renamed into place). ``FASTLSTM_DISK_CACHE=0``
+turns it off.
 """
 
 from __future__ import annotations
@@ -39,9 +21,7 @@ DATA = PACKAGE.parent / "data"
 
 
 def cache_root() -> Path:
-    """``$FASTLSTM_CACHE``, else ``~/.cache/fastlstm``: the project's one cache folder (the fake GPU's
-    driver is built under it too, ``tests/fakegpu/shim.py``). Importing this module imports nothing
-    of the library's, so the fake GPU can ask before the library has chosen its backend."""
+    """``$FASTLSTM_CACHE``, else ``~/.cache/fastlstm``. Imports nothing of the library's (the fake GPU asks early)."""
     return Path(os.environ.get("FASTLSTM_CACHE") or Path.home() / ".cache" / "fastlstm")
 
 
@@ -71,9 +51,8 @@ def fingerprint() -> str:
 
 
 def kept(key: tuple, make, kind: type):
-    """The value kept for ``key`` (a tuple whose ``repr`` names the value whole: what it is and
-    every argument), or ``make()``'s, kept for the next process. ``kind``: what a kept file must
-    hold (anything else is made again)."""
+    """The value kept for ``key`` (a tuple whose repr names it whole), or ``make()``'s, kept.
+    ``kind``: what a kept file must hold (anything else is made again)."""
     if not enabled():
         return make()
     name = hashlib.sha256(repr(key).encode()).hexdigest()[:32] + ".pickle.zlib"

@@ -1,25 +1,6 @@
-"""One call for each part that every ladder notebook (03-09) has, so a notebook keeps only its own cells.
-
-- ``check(step)``: the step at the course's odd sizes against the float64 reference and Keras,
-  with the launches counted in that real run set against ``fl.profile``'s dry run of it. The
-  printed words do not depend on the device, so nbval compares them; the errors are returned.
-- ``standing(step)``: one line first (``step_line``): what the step changes in the recorded pass,
-  the article's M40 measurement and the timeline model's M40 estimate from C++, each labelled,
-  beside the step before; then the launches by kind and an H100 from Python (the lower bound and
-  the estimate: notebook 02 explains both); then the check's verdicts.
-- ``ladder_chart(step)``: the ladder's one chart, which grows by one step per notebook: ms per
-  pass of every step so far, measured (the article's M40, committed GPU results, this run) and
-  estimated, each labelled, one panel per GPU, each titled with what it measures and its host.
-- ``nsight(step)``: how to see the step's effect on a GPU with Nsight Systems (each pass an NVTX
-  range, ``nvtx.py``), or Nsight Compute where a kernel's memory access is the point: the commands,
-  and what to look for. Printed the same on every machine; nothing is run.
-- ``measure(step)``: on a GPU, every step so far checked and timed at the article's size; on the
-  simulator nothing is timed (it would measure Python threads) and it says so, and names notebook
-  13's CPU-timed experiment of the same mechanism where it has one (``on_your_cpu``). Then the
-  ladder chart.
-
-Geometry is an M40's unless a notebook says otherwise (``CHIP``): the article's GPU, so that the
-recorded launches are the same on every machine.
+"""One call for each part that every ladder notebook (03-09) has, so a notebook keeps only its own
+cells: ``standing``, ``check``, ``ladder_chart``, ``nsight`` and ``measure``. What they print does
+not depend on the device (nbval compares it); launch geometry is the article's M40's (``CHIP``).
 """
 
 from __future__ import annotations
@@ -42,7 +23,6 @@ from ..runtime.nvtx import DOMAIN as DOMAIN_NAME
 from .profile.record import shared_profile as profile  # read-only here: no copy needed
 from ..numerics import RTOL, relative_error
 from .results import check_results, committed_results, format_table
-from ..tables import Column, table
 
 #: The course's odd sizes: no multiple of any tile (4, 8, 16, 32, 64) or block size.
 ODD = LSTMConfig(batch=3, seq_len=5, input_size=5, hidden=7, layers=2)
@@ -61,9 +41,8 @@ def steps_so_far(step: str) -> list[str]:
 
 
 def check(step: str, cfg: LSTMConfig = ODD, *, seed: int = 0, chip: str = CHIP) -> dict:
-    """Run ``step`` once at ``cfg`` (output poisoned with NaN first) and compare it with the float64
-    reference and with ``keras.layers.LSTM`` holding the same weights. Prints the verdicts; returns
-    {"reference": error, "keras": error, "launches": counted}."""
+    """Run ``step`` once at ``cfg`` and compare it with the float64 reference and Keras; print the
+    verdicts, return {"reference": error, "keras": error, "launches": counted}."""
     from ..keras_bridge import keras_forward
 
     x, params, ref = problem(cfg, seed)
@@ -81,8 +60,7 @@ def check(step: str, cfg: LSTMConfig = ODD, *, seed: int = 0, chip: str = CHIP) 
 
 
 def launch_rows(names, cfg: LSTMConfig | None = None, *, chip: str = CHIP) -> list[dict]:
-    """Per step: launches per pass at ``cfg`` (the article's by default): GEMMs, persistent layers
-    (a whole layer's sequence each) and element-wise kernels ("other")."""
+    """Per step: launches per pass at ``cfg`` (the article's by default), by kind."""
     cfg = LSTMConfig.article() if cfg is None else cfg
     rows = []
     for name in names:
@@ -111,10 +89,8 @@ def _change(before, now, fmt: str = "{:,}") -> str:
 
 
 def estimate_ms(step: str, gpu: str, host: str) -> float | None:
-    """The timeline model's time for one pass of ``step`` at the article's size on ``gpu`` issued by
-    ``host`` (``fl.estimate``, recorded with that GPU's geometry), or None where the step cannot
-    run there (the persistent kernel needs a cooperative launch). Kept on disk for the next
-    notebook (``kept.py``)."""
+    """The timeline model's ms for one pass of ``step`` at the article's size on ``gpu`` issued by
+    ``host``, or None where it cannot run there; kept on disk (``kept.py``)."""
     name = steps.get(step).name
     return kept(("estimate_ms", name, gpu, host, LSTMConfig.article().as_dict()), lambda: _estimate_ms(name, gpu, host),
                 (float, type(None)))
@@ -130,10 +106,7 @@ def _estimate_ms(name: str, gpu: str, host: str) -> float | None:
 
 
 def _recorded(name: str, chip: str) -> dict:
-    """What ``step_line`` counts in a pass recorded at the article's size with ``chip``'s geometry:
-    launches, GB loaded and stored (every load and store issued, x 4 bytes), the streams its
-    launches go on, the launches on its critical path, and the share of its GEMMs that read B
-    with the 'T' flag."""
+    """What ``step_line`` counts in a pass recorded at the article's size with ``chip``'s geometry."""
     p = profile(name, LSTMConfig.article(), chip=chip)
     totals, gemms = p.totals, [launch for launch in p.launches if family_of(launch.kernel) == "gemm"]
     return {"launches": totals["launches"], "gb": (totals["bytes_read"] + totals["bytes_written"]) / 1e9,
@@ -147,16 +120,14 @@ def _number(name: str) -> str:
 
 
 def step_line(step: str, *, chip: str = CHIP) -> str:
-    """One line for ``step`` at the article's size, beside the step before: what it changes (its
-    title, then launches, GB loaded and stored, and the streams, critical path and 'T'-flag GEMMs
-    where they move: ``fl.profile``, recorded), the article's M40 (measured, published) and the
-    timeline model's M40 from a C++ host (estimated), each labelled. Deterministic."""
+    """One line for ``step`` beside the step before: what it changes (recorded), the article's M40
+    (measured) and the model's M40 from a C++ host (estimated), each labelled."""
     name = steps.get(step).name
     earlier = steps.previous(name)
     was, now = (_recorded(earlier.name, chip) if earlier else None), _recorded(name, chip)
 
     def change(key, fmt="{:,}"):
-        return fmt.format(now[key]) if was is None else f"{fmt.format(was[key])} -> {fmt.format(now[key])}"
+        return _change(None if was is None else was[key], now[key], fmt)
 
     parts = [f"launches {change('launches')}", f"{change('gb', '{:.2f}')} GB loaded and stored"]
     if was is None:
@@ -203,15 +174,9 @@ def _why_not(name: str, gpu: str) -> str:
 
 
 def standing(step: str, cfg: LSTMConfig = ODD, *, chip: str = CHIP, gpus=BOUND_GPUS) -> dict:
-    """Where ``step`` stands, in one cell. First ``step_line``: what the step changes, the article's
-    M40 and the model's M40 from C++, each labelled, beside the step before. Under it, at the
-    article's size and recorded without running, what the line leaves out: the launches by kind,
-    and an H100 issued from Python (ours): the lower bound and the timeline model's estimate
-    (notebook 02 explains both; their tables are ``bounds`` and ``timeline.step_change``). Then
-    ``check`` at ``cfg`` (the verdicts printed). ``chip``: the launch geometry of the line, of the
-    launch counts and of the check's recording. Deterministic: nbval compares all of it.
-    Returns {"errors": ``check``'s dict, "launches": ``launch_rows``, "bounds": ``ladder_bounds``
-    rows, "estimates": {(step, gpu, host): ms}}, every step so far in each."""
+    """Where ``step`` stands, in one cell: ``step_line``, the launches by kind, an H100 from Python
+    (bound and estimate), then ``check`` at ``cfg``. Returns {"errors", "launches", "bounds",
+    "estimates"}, every step so far in each."""
     from .profile.ladder import ladder_bounds
 
     names = steps_so_far(step)
@@ -235,11 +200,8 @@ def standing(step: str, cfg: LSTMConfig = ODD, *, chip: str = CHIP, gpus=BOUND_G
 
 
 def ladder_times(step: str, measured=()) -> list[dict]:
-    """Per step so far, at the article's size: ms per pass from every source the ladder chart
-    shows, each labelled: "{label}": ms. Measured: the article's M40 (published), every result
-    committed under data/results/ (device and file named), and ``measured`` (``fl.bench`` results
-    of this run). Estimated (``fl.estimate``): ``ESTIMATES``, and each measured GPU that
-    data/gpus.csv knows, issued from Python as our runs are. Simulator results carry no time."""
+    """Per step so far, at the article's size: {"step", label: ms} from every source the ladder chart
+    shows: the article, committed results, ``measured`` (this run), and the model's estimates."""
     names = steps_so_far(step)
     article = LSTMConfig.article()
     ran = [dict(r, file="this run") for r in check_results("measured", list(measured)) if "skipped" not in r]
@@ -268,8 +230,7 @@ def ladder_times(step: str, measured=()) -> list[dict]:
 
 
 def label_gpu(label: str) -> str:
-    """The GPU a ``ladder_times`` label is about: the article's M40, an estimate's GPU, or the
-    measured device's short name (data/gpus.csv), else the device name itself."""
+    """The GPU a ``ladder_times`` label is about."""
     if label.startswith(ARTICLE_LABEL):
         return ARTICLE_GPU
     if label.endswith("(estimate)"):
@@ -280,9 +241,7 @@ def label_gpu(label: str) -> str:
 
 
 def panel_title(gpu: str, labels: list[str]) -> str:
-    """A ladder chart panel's title: what is measured only where something is, and the host its
-    estimates assume; a Python host binds most steps, so steps that launch as many kernels
-    (streams, pretransposed) draw as long as the one before."""
+    """A ladder chart panel's title: what is measured, and the host its estimates assume."""
     hosts = [host for host, words in HOST_WORDS.items() if any(label.endswith(f"{words} host (estimate)") for label in labels)]
     estimated = f"estimated (hatched), {' and '.join(HOST_WORDS[h] for h in hosts)} host" if hosts else ""
     if any(not label.endswith("(estimate)") for label in labels):
@@ -292,15 +251,11 @@ def panel_title(gpu: str, labels: list[str]) -> str:
 
 
 def ladder_chart(step: str, measured=()):
-    """The ladder so far (``ladder_times``), one panel per GPU (a speed on one GPU says nothing of
-    another; ``gpus.one_gpu``): ms per pass at the article's size, log scale, one group of bars
-    per step, measured bars solid and estimates hatched, each labelled with its source; each
-    panel's title says what it measures and the host its estimates assume (``panel_title``), and
-    a step with no bar says why. Returns the figure."""
+    """The ladder so far (``ladder_times``), one panel per GPU, measured bars solid and estimates
+    hatched, log scale. Returns the figure."""
     rows = ladder_times(step, measured)
     import matplotlib.pyplot as plt
 
-    from ..gpus import find_gpu
     from ..gpus import one_gpu
     from .profile.charts import cannot_run
 
@@ -367,8 +322,8 @@ SECTOR_METRICS = "l1tex__t_sectors_pipe_lsu_mem_global_op_ld.sum,l1tex__t_reques
 
 
 def nsight(step: str) -> None:
-    """Print how to record ``step`` and the step before it with Nsight Systems (and Nsight Compute
-    for the pre-transposed weights), and what to look for. Nothing is run: the same on every machine."""
+    """Print how to record ``step`` and the step before with Nsight Systems (Nsight Compute for the
+    pre-transposed weights), and what to look for. Nothing is run."""
     name = steps.get(step).name
     if name not in LOOK_FOR:
         raise ValueError(f"step must be one of the ladder's ({', '.join(LOOK_FOR)}), got {step!r}")
@@ -407,10 +362,8 @@ def on_your_cpu(step: str) -> str | None:
 
 
 def measure(step: str, *, chart: bool = True) -> list[dict]:
-    """On a GPU: every step so far, checked and timed at the article's size (``fl.bench``), a table.
-    On the simulator nothing is timed, and it says so, naming notebook 13's CPU-timed experiment of
-    the same mechanism where it has one (``on_your_cpu``). Then (``chart``) the ladder's one chart,
-    ``ladder_chart``: this run's times beside the committed results, the article and the estimates."""
+    """On a GPU, every step so far timed at the article's size (a table); on the simulator nothing is
+    timed and it says so. Then (``chart``) ``ladder_chart``."""
     results = []
     if DEVICE.small:
         print("The CUDA simulator runs kernels as Python threads: a time taken here would say nothing "

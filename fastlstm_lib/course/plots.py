@@ -1,10 +1,5 @@
-"""Charts shared by the notebooks and the command line. matplotlib is imported when used.
-
-Each chart checks its arguments before matplotlib is imported; ``check_image_path`` checks a
-file a chart will be saved to (the command line's ``--plot``) before any benchmark runs.
-
-**One GPU per panel** in every chart (``gpus.py`` states the rule; ``one_gpu``, ``several_gpus``
-and the rest are importable from here, as the notebooks do).
+"""Charts shared by the notebooks and the command line, one GPU per panel (the rule and its helpers
+are in ``gpus.py``, re-exported here for the notebooks). matplotlib is imported when used.
 """
 
 from __future__ import annotations
@@ -35,9 +30,7 @@ def check_image_path(name: str, path):
 
 
 def figure_axes(ax, figsize: tuple, nrows: int = 1, ncols: int = 1):
-    """(figure, axes) to draw on: ``ax`` and its figure when a caller gives one, else a new figure
-    of ``figsize`` inches holding ``nrows`` x ``ncols`` axes (``plt.subplots``). The charts here,
-    in ``profile/charts.py`` and ``cpu_speed.chart`` draw through it."""
+    """(figure, axes): ``ax`` and its figure, else a new figure of ``nrows`` x ``ncols`` axes."""
     import matplotlib.pyplot as plt
 
     if ax is None:
@@ -46,11 +39,8 @@ def figure_axes(ax, figsize: tuple, nrows: int = 1, ncols: int = 1):
 
 
 def ladder_chart(results: list[dict]):
-    """Horizontal bars: GFLOP/s of each measured step, one panel per GPU (``one_gpu``): the blog's
-    M40 numbers, then each device of ``results`` (``fl.bench`` dicts), at one scale.
-
-    Simulator results are left out: their times mean nothing. Returns the figure.
-    """
+    """GFLOP/s of each measured step, one panel per GPU: the article's M40, then each device of
+    ``results`` (simulator results left out). Returns the figure."""
     results = check_results("results", results, keys=CHART_KEYS)
     import matplotlib.pyplot as plt
 
@@ -79,11 +69,8 @@ def ladder_chart(results: list[dict]):
 
 
 def launch_chart(counts: dict, layer_steps: int, *, ax=None):
-    """Stacked bars: kernel launches per layer-step of each step, GEMMs vs point-wise kernels.
-
-    ``counts`` maps a step name to the Counter of ``fl.count_launches()`` over one forward pass
-    that made ``layer_steps`` layer-steps.
-    """
+    """Stacked bars: launches per layer-step of each step, GEMMs against the rest. ``counts``: step ->
+    ``fl.count_launches()`` Counter of one pass of ``layer_steps`` layer-steps."""
     if not isinstance(counts, dict):
         raise TypeError(f"counts must be a dict of step name -> Counter of launches, got {type(counts).__name__} {counts!r:.80}")
     if not counts:
@@ -110,10 +97,7 @@ def launch_chart(counts: dict, layer_steps: int, *, ax=None):
 
 
 def stream_timeline(lanes: list, *, title: str, ax=None):
-    """A schematic timeline: ``lanes`` = [(stream label, [(start, length, text, color), ...])].
-
-    Units are arbitrary: it shows what may overlap and what must wait, not measured times.
-    """
+    """A schematic timeline: ``lanes`` = [(stream label, [(start, length, text, color), ...])], arbitrary units."""
     _check_lanes(lanes)
     check_str("title", title)
     fig, ax = figure_axes(ax, (11, 0.8 + 0.7 * len(lanes)))

@@ -1,9 +1,6 @@
-"""The ladder's benchmark results for the course: the committed ones, their check, and a plain-text table.
-
-A result is the JSON-able dict ``fl.bench`` returns (device, versions, config, timing method,
-errors and times inside); the files under ``data/results/`` and their reading and writing are
-``fastlstm_lib/results.py``. ``check_results`` is the one check of a list of results, shared by
-the table, the charts (``plots``) and ``fl.ladder_comparison``.
+"""The ladder's benchmark results for the course: the committed ones (data/results/, read by
+``fastlstm_lib/results.py``), ``check_results`` (the one check of a list of ``fl.bench``
+results) and a plain-text table.
 """
 
 from __future__ import annotations
@@ -63,12 +60,9 @@ LADDER_OPTIONS = {"graph", "replay", "timed"}
 
 
 def committed_results(*, graph: bool = False) -> list[dict]:
-    """Every step result (``fl.bench``) committed under data/results/, each with the ``file`` it came
-    from: passes launched as usual, or with ``graph=True`` those launched as CUDA Graphs (the GPU
-    run times every step both ways, ``options.graph`` telling which). Steps run with options of
-    their own (the GPU run's ``gemms="fast"`` twins) are not the ladder's steps and are left out, as are
-    other measurements in the same folder (the GEMM against cuBLAS, issue vs GPU times, CNN epochs),
-    to their own readers."""
+    """Every ladder step result committed under data/results/, each with its ``file``: passes
+    launched as usual, or with ``graph=True`` as CUDA Graphs. Results with options of their own and
+    other measurements in the folder are left out."""
     if not isinstance(graph, bool):
         raise TypeError(f"graph must be True or False, got {type(graph).__name__} {graph!r}")
     return [dict(result, file=path.name) for path in sorted(RESULTS.glob("*.json"))

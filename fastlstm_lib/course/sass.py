@@ -1,13 +1,5 @@
-"""What the compile matrix found, read back on any machine: the table of every kernel's registers,
-spills and main-loop mix (``data/kernel_resources.csv``, ``read_table``) and the SASS listings of
-the GEMMs' main loops (``data/kernel_sass/``), with what each instruction is for (notebook 12).
-
-Both are written by the compile matrix (``tools/compile_matrix/``: ``PYTHONPATH=tools python -m
-compile_matrix``), which compiles every kernel with numba-cuda's real path and pip's CUDA
-compilers and disassembles it with nvdisasm: Linux only, no GPU, and no part of the course a
-learner runs. Reading its files needs nothing but this module. The instruction classes below are
-the ones it counts the loop mix by. Each listing line is one instruction as nvdisasm prints it:
-``/*27c0*/ LDS R34, [R13+UR4] ;``.
+"""What the compile matrix (``tools/compile_matrix/``) found, read back on any machine: the kernels'
+registers and loop mix (``read_table``) and the GEMMs' SASS main loops by purpose (notebook 12).
 """
 
 from __future__ import annotations

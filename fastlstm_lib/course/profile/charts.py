@@ -1,12 +1,5 @@
-"""Charts of profiles and bounds for the notebooks. matplotlib is imported when a chart is drawn.
-
-- ``timeline_chart``: the lower bound's schedule per stream, zoomed to a few layer-steps: what
-  overlaps, what waits for the host, what waits for another launch (notebooks 04, 07, 08);
-- ``sectors_chart``: 32-byte sectors per warp-wide load (notebook 06);
-- ``ladder_bounds_chart``: every step's bound per host, a panel per GPU, the article in the M40's (notebook 11);
-- ``article_ratio_chart``: the article's M40 time over our bound, step by step (notebook 11).
-
-Each returns its figure, one GPU per panel (``gpus.one_gpu``).
+"""Charts of profiles and bounds (notebooks 04, 06 and 11), one GPU per panel (``gpus.one_gpu``).
+matplotlib is imported when a chart is drawn.
 """
 
 from __future__ import annotations
@@ -38,12 +31,9 @@ def _window(bound: Bound, first: int, count: int) -> tuple[float, float]:
 
 
 def timeline_chart(bound: Bound, first: int | None = None, count: int = 30, *, ax=None, title: str | None = None):
-    """Launches per stream over time in the bound's schedule, for the time launches ``first`` to
-    ``first + count - 1`` span (default: 30 launches a tenth of the way into the pass), every
-    launch running in that window shown. A top row marks when the host issues each launch;
-    hatched bars are limited by DRAM bytes rather than FLOPs. The x-axis label says what the
-    schedule is: each launch at the whole GPU's peak, so launches that overlap in it would in fact
-    share the SMs (a lower bound, not a picture of a GPU)."""
+    """Launches per stream over time in the bound's schedule, over the span of launches ``first`` to
+    ``first + count - 1`` (default: 30 a tenth of the way in), with a row of host issues; hatched
+    bars are limited by DRAM bytes. A lower bound's schedule, not a picture of a GPU."""
     from matplotlib.patches import Patch
 
     if not isinstance(bound, Bound):
@@ -93,18 +83,15 @@ def sectors_chart(rows: list[dict], *, ax=None):
 
 
 def cannot_run(gpu: str) -> str:
-    """Why the persistent step has no bar for ``gpu``, in the words of ``ladder.table_text``'s note:
-    a GPU without cooperative launch has no grid barrier at any size; on one with it, the layer
-    does not fit."""
+    """Why the persistent step has no bar for ``gpu``: no grid barrier at all, or it does not fit."""
     from ...gpus import chip
 
     return "does not fit" if chip(gpu).cooperative_launch else "no cooperative launch (no grid barrier)"
 
 
 def ladder_bounds_chart(rows: list[dict], gpus=("M40", "H100"), hosts=("cpp", "python"), *, ax=None, title=None):
-    """Per step: the lower bound per host (``ladder.ladder_bounds`` rows), one panel per GPU (the
-    course's rule, ``gpus.one_gpu``), the article's measured time in its M40's panel; milliseconds
-    per pass on one log scale shared by the panels. ``ax``: one Axes per GPU, else a new figure."""
+    """Per step, the lower bound per host (``ladder_bounds`` rows), one panel per GPU, the article's
+    time in its M40's panel. ``ax``: one Axes per GPU, else a new figure."""
     import numpy as np
 
     from ..article import ARTICLE_GPU
@@ -112,7 +99,8 @@ def ladder_bounds_chart(rows: list[dict], gpus=("M40", "H100"), hosts=("cpp", "p
     gpus = tuple(gpus)
     if ax is None:
         panel = 0.6 + 0.14 * len(rows) * (len(hosts) + 1)
-        fig, axes = plt_subplots(len(gpus), (11, 0.6 + panel * len(gpus)))
+        fig, axes = figure_axes(None, (11, 0.6 + panel * len(gpus)), len(gpus), 1)
+        axes = list(axes) if len(gpus) > 1 else [axes]
     else:
         axes = [ax] if not isinstance(ax, (list, tuple, np.ndarray)) else list(np.ravel(ax))
         if len(axes) != len(gpus):
@@ -151,12 +139,6 @@ def ladder_bounds_chart(rows: list[dict], gpus=("M40", "H100"), hosts=("cpp", "p
                           "hidden 512, batch 64, 100 steps, 4 layers")
     fig.tight_layout()
     return fig
-
-
-def plt_subplots(panels: int, figsize: tuple):
-    """A new figure of ``panels`` Axes one above the other (a list, even of one)."""
-    fig, axes = figure_axes(None, figsize, panels, 1)
-    return fig, list(axes) if panels > 1 else [axes]
 
 
 def article_ratio_chart(checked: list[dict], *, ax=None):

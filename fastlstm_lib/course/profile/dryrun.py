@@ -1,25 +1,8 @@
-"""A forward pass recorded instead of run: the dry run behind ``fl.profile``.
-
-Inside ``dry_run()`` a step's own ``setup`` and ``run`` code runs unchanged, but:
-
-- ``kernel[grid, block, stream, shared](*args)`` records the launch and launches nothing (the
-  library's one recorder, ``replay.recording``, which intercepts Numba's kernel class through
-  ``launches.intercept``, as ``fl.count_launches`` does, so every kernel of every step is seen; a
-  ``count_launches`` inside the block counts what is recorded, one around it counts nothing);
-- ``cuda.stream()`` and ``cuda.event()`` return stand-ins: an event's ``record(stream)`` and
-  ``wait(stream)`` are recorded, in issue order, beside the launches;
-- ``cuda.to_device(host)`` allocates an uninitialised device array of the same shape instead of
-  uploading: no kernel runs, so no value is needed (on the simulator an untouched NumPy buffer
-  costs no memory);
-- the pass is laid out for one target (``runtime.target.laid_out_for``), the one value the
-  kernels' launchers and plans read: with a ``chip`` (a ``gpus.Chip``), the GEMM blockings, the
-  element-wise block size and the column sum's threads per column are a GPU's, and the chip's SM
-  count picks between the GEMM blockings and the recurrent GEMM's parts of K, as ``gemm()`` and
-  ``gemm.choose_splits`` do on it, and its compute capability what the GEMM policy may use (the
-  "tf32" policy refuses a chip older than 8.0); and no kernel is compiled (on a GPU a persistent plan's
-  ``launch`` compiles its kernel first).
-
-Streams get numbers: 0 is the default stream, the others count up in creation order.
+"""A forward pass recorded instead of run: the dry run behind ``fl.profile``. The step's own code
+runs; launches go to the library's one recorder (``replay.recording``), streams and events are
+stand-ins whose operations are recorded, uploads only allocate, and the pass is laid out for one
+chip (``runtime.target.laid_out_for``: its blockings, SM count and compute capability, which
+the "tf32" GEMM policy needs at 8.0 or newer). Stream 0 is the default stream.
 """
 
 from __future__ import annotations

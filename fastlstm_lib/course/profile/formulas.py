@@ -1,24 +1,6 @@
-"""Every kernel's FLOPs and global-memory traffic, as formulas of its launch.
-
-For one launch of a kernel with its arguments (array views), grid and block, ``traffic`` returns
-its ``kernels.spec.Traffic``, from the formula its family file writes beside it (each ``Spec``'s
-``traffic``; ``FORMULAS`` collects them by kernel name):
-
-- ``flop``: the arithmetic the kernel source writes on its data, one per +, -, *, /, exp and
-  tanh (a multiply-add is 2, like the FP32 peak counts it; index arithmetic is not counted;
-  exp and tanh run on the special-function units at a fraction of the peak, so counting them as
-  1 undercounts their cost, which keeps a lower bound a lower bound). The GEMMs: 2 M N K (+ M N
-  to accumulate), the count ``fl.flops`` uses.
-- ``loads`` / ``stores``: per array argument, how many elements the kernel loads from or stores
-  to global memory: every load instruction its threads execute, re-reads included (a GEMM loads
-  each A element once per block column of C). Bytes read = loads x item size. That is exactly
-  what ``instrument.py`` counts on the simulator, element by element.
-- ``reads`` / ``writes``: the views it reads and writes (their union: the footprint, distinct
-  bytes); ``inputs``: the views it reads before writing them, i.e. what must come from memory
-  (the persistent kernel reads back the h it wrote itself, and that doesn't).
-
-The formulas read the compile-time constants of a kernel (the persistent kernel's units per
-block and threads per pair) from its closure, so they follow whatever plan was launched.
+"""Every kernel's FLOPs and global-memory traffic, as formulas of its launch: ``traffic`` applies
+the formula its ``Spec`` carries (``FORMULAS``), giving a ``kernels.spec.Traffic`` (flop, loads
+and stores per argument, the views read, written and read before written).
 """
 
 from __future__ import annotations

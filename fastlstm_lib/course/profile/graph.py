@@ -1,21 +1,6 @@
 """Which launch waits for which: the dependency graph of a recorded pass, and its longest chain.
-
-CUDA orders work in three ways, and the graph has an edge for each (``Order`` builds it one
-operation at a time; the exercises' trace adds the host's waits, a fourth kind, ``host``):
-
-- ``stream``: a launch starts after the one queued before it on the same stream ends;
-- ``event``: ``event.wait(s)`` holds everything queued on s afterwards until the work queued
-  before the matching ``event.record(s2)`` on s2 is done (a wait on an event never recorded
-  waits for nothing);
-- ``default-stream``: the legacy default stream (stream 0, Numba's default) waits for all work
-  queued before on every blocking stream, and work queued afterwards on a blocking stream
-  waits for it (every ``cuda.stream()`` is blocking). With a per-thread default stream there
-  is no such edge.
-
-Records and waits are zero-time nodes of the graph; each launch's dependencies are the launches
-reached back through them. The host issues the operations in the order recorded, so every
-dependency points to an earlier launch: that order is a topological order, and longest paths
-take one pass.
+Edges: ``stream``, ``event``, ``default-stream`` (the legacy default stream) and ``host`` (the
+exercises' trace). Dependencies point to earlier launches: issue order is a topological order.
 """
 
 from __future__ import annotations
@@ -33,15 +18,9 @@ def _merge(into: dict, frontier: dict, kind: str | None = None) -> None:
 
 class Order:
     """CUDA's ordering of the work a host issues, built one operation at a time: the course's one
-    model of stream ordering (the profile's dependency graph, the exercises' race checks).
-
-    ``launch(stream)`` numbers a launch and finds what it waits for (``deps``, its direct
-    dependencies, and ``ordered(a, b)``: whether a is done before b starts); ``record(event,
-    stream)``, ``wait(event, stream)`` and ``host_waits(event)`` (the host waited for an event,
-    or for everything: ``cuda.synchronize``) order what comes after them. Streams and events are
-    any hashable keys; ``default`` is the default stream's. With a "legacy" default stream (Numba's
-    default) it waits for all work queued before on every blocking stream, and work queued
-    afterwards on a blocking stream waits for it; with "per-thread" it is an ordinary stream."""
+    model of stream ordering (the profile's graph, the exercises' race checks). ``launch``,
+    ``record``, ``wait`` and ``host_waits`` add operations; ``deps`` and ``ordered`` answer.
+    Streams and events are any hashable keys; ``default`` is the default stream's."""
 
     def __init__(self, default_stream: str = "legacy", default=0):
         if default_stream not in ("legacy", "per-thread"):
@@ -107,11 +86,8 @@ class Order:
 
 
 def dependencies(ops, launch_streams, default_stream: str = "legacy") -> list[dict]:
-    """For each launch, {earlier launch it waits for: "stream" | "event" | "default-stream"}.
-
-    ``ops``: StreamOp records in issue order (launches numbered in that order, as a dry run
-    records them); ``launch_streams``: the stream of every launch.
-    """
+    """For each launch, {earlier launch it waits for: kind}, from ``ops`` (StreamOps in issue
+    order) and ``launch_streams`` (each launch's stream)."""
     order = Order(default_stream)
     for op in ops:
         if op.kind == "launch":

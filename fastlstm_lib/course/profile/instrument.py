@@ -1,14 +1,5 @@
 """Counting, on the simulator, every element a kernel reads and writes: the formulas' referee.
-
-The simulator runs a kernel's Python code, thread by thread, and passes it any argument that is
-not a NumPy array unchanged. An ``InstrumentedArray`` wraps the NumPy buffer behind a device
-array and logs every element access, (write?, byte address, argument, (block, thread)), before
-passing it on: the kernel computes exactly what it would, and the log holds every global load
-and store it issued, in the order the threads issued them.
-
-``run_instrumented`` does that for one launch. ``sectors.py`` reads the logs for coalescing; the
-tests summarize them as ``fl.profile`` does (``tests/instrumented.py``: loads and stores per
-argument, distinct bytes read, written, touched) and put the two side by side, launch by launch.
+``run_instrumented`` runs one launch with ``InstrumentedArray`` arguments, which log each access.
 """
 
 from __future__ import annotations
@@ -84,10 +75,8 @@ class Instrumented(NamedTuple):
 
 
 def run_instrumented(kernel, configuration, args, configure=None) -> Instrumented:
-    """Launch ``kernel[configuration](*args)`` on the simulator with every array argument instrumented.
-    ``configure(kernel, configuration)``: how the launch is configured, inside a
-    ``launches.intercept`` block the rest of its chain; by default the kernel class's
-    ``__getitem__``."""
+    """Launch ``kernel[configuration](*args)`` on the simulator with every array argument
+    instrumented; ``configure``: how the launch is configured (default: the kernel class's)."""
     grid, block, stream, _ = normalized_configuration(configuration)
     _, names, _ = kernel_description(kernel)
     log: list = []

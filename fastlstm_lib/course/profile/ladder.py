@@ -1,11 +1,8 @@
 """The whole ladder profiled and bounded, and the article's M40 measurements put against the bounds.
 
-``ladder_bounds`` gives, per step at the article's size: launches, FLOPs, bytes, the critical
-path, and the lower bound on each GPU with each host (what binds it). ``article_check`` tests
-the bounds with the only real measurements we have at that size, the article's own (its cuBLAS program on
-a Tesla M40): a bound that a measurement beats would be wrong; measured / bound says how far
-from the limit each step was. ``python_cap`` says how fast the ladder could ever be when every
-launch comes from Python.
+``ladder_bounds``: per step, what a pass is made of and its bound per GPU and host;
+``article_check``: the article's M40 times against our bounds (a measurement below a bound would
+make the bound wrong); ``python_cap``: the fastest the ladder can be issued from Python.
 """
 
 from __future__ import annotations
@@ -46,16 +43,10 @@ def _profiles_for(step: str, cfg: LSTMConfig, gpus, chip: str) -> tuple:
 
 
 def ladder_bounds(gpus=GPUS, hosts=HOSTS, steps=None, cfg: LSTMConfig | None = None, chip: str = ARTICLE_GPU) -> list[dict]:
-    """One row per ladder step: what a pass is made of, and its lower bound per GPU and host.
-
-    The launch geometry (and so bytes re-read by the GEMMs) is ``chip``'s; the persistent step
-    is planned for each GPU in turn: where it can't run (the layer does not fit, or the GPU has no
-    grid barrier at all, the M40), its bound is None, its binding "does not fit" and
-    ``"{gpu} reason"`` says why. Keys: ``step``, ``launches``, ``flop``, ``bytes_read``,
-    ``bytes_written``, ``footprint``, ``critical_launches``, ``critical_flop``, then per GPU and
-    host ``"{gpu} {host} ms"`` and ``"{gpu} {host} binding"``, and for the article's steps
-    ``article_ms`` (its M40 time). Every argument is checked before the first step is recorded.
-    """
+    """One row per ladder step: launches, FLOPs, bytes, the critical path, and per GPU and host
+    ``"{gpu} {host} ms"`` and ``"{gpu} {host} binding"`` (None and "does not fit" where the
+    persistent step cannot run, ``"{gpu} reason"`` saying why), and ``article_ms`` for the
+    article's steps. Launch geometry is ``chip``'s; the persistent step is planned per GPU."""
     gpus, hosts, steps, cfg = checked_ladder_arguments(gpus, hosts, steps, cfg, chip)
     published = {row["step"]: row for row in article_numbers()} if cfg == LSTMConfig.article() else {}
     rows = []
@@ -101,13 +92,9 @@ def checked_ladder_arguments(gpus, hosts, steps, cfg, chip) -> tuple:
 
 
 def article_check(rows: list[dict] | None = None) -> list[dict]:
-    """The article's seven steps: its M40 time beside our M40 bounds (C++ and Python host), and
-    the H100's bounds when ``rows`` (``ladder_bounds`` rows; by default computed for the M40 and
-    the H100) have them.
-
-    ``consistent`` is False where the measurement beats the C++-host bound: the bound would then
-    be wrong. ``measured_over_bound``: how far from the limit the article's implementation was at each step.
-    """
+    """The article's steps: its M40 time beside our M40 bounds (and the H100's where ``rows`` have
+    them). ``consistent``: the measurement does not beat the C++-host bound; ``measured_over_bound``:
+    how far from the limit the article was."""
     if rows is None:
         rows = ladder_bounds(gpus=(ARTICLE_GPU, "H100"), steps=[r["step"] for r in article_numbers()])
     checked = []

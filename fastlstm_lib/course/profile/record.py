@@ -1,19 +1,7 @@
-"""``fl.profile``: one forward pass of a ladder step, recorded launch by launch, nothing executed.
-
-The step's own ``setup`` and ``run`` run inside a dry run (``dryrun.py``): every launch, stream
-and event operation is recorded instead of performed, so the article's size takes seconds, on
-the simulator and on a GPU alike. Each launch gets its FLOPs and global-memory traffic from its
-kernel's formula (``formulas.py``) and its dependencies from the streams and events
-(``graph.py``). What a pass is made of is then an exact property of the code: how many launches,
-how much arithmetic, how many bytes each moves, and which launches can never overlap.
-
-Bytes, per launch:
-- ``bytes_read`` / ``bytes_written``: every global load / store its threads issue, x the item
-  size (a GEMM re-reads its operands once per block row or column of the output);
-- ``footprint_read`` / ``footprint_written`` / ``footprint``: distinct bytes read / written /
-  touched;
-- ``footprint_in``: distinct bytes read before the launch writes them: what it needs from
-  memory (or L2) when it starts. The lower bound (``bound.py``) uses the footprints.
+"""``fl.profile``: one forward pass of a ladder step, recorded launch by launch, nothing executed
+(``dryrun.py``), each launch with its FLOPs and traffic (``formulas.py``) and dependencies
+(``graph.py``). ``bytes_*`` count every load and store issued; ``footprint_*`` distinct bytes;
+``footprint_in`` the distinct bytes read before written.
 """
 
 from __future__ import annotations
@@ -114,9 +102,8 @@ class Profile:
         return any(family_of(launch.kernel) == "persistent" for launch in self.launches)
 
     def critical_path(self, weights=None) -> dict:
-        """The longest chain of dependent launches: by launch count, or by ``weights`` (a
-        function of a Launch, or one number per launch, e.g. a time). Launches on it can never
-        overlap each other, on any GPU."""
+        """The longest chain of dependent launches, by count or by ``weights`` (a function of a Launch,
+        or one number per launch)."""
         if callable(weights):
             weights = [weights(launch) for launch in self.launches]
         elif weights is not None and len(weights) != len(self.launches):
@@ -166,26 +153,15 @@ def zero_params(cfg: LSTMConfig) -> list[LayerParams]:
 
 def profile(step, cfg: LSTMConfig | None = None, *, chip: str | None = None, **options) -> Profile:
     """Record one forward pass of ladder step ``step`` at ``cfg`` (default: the article's size)
-    without executing a kernel.
-
-    ``chip``: record the launch geometry a GPU named in data/gpus.csv would use ("M40", "H100"):
-    its GEMM blocking, its element-wise block size and, for the persistent step, its grid plan.
-    Default: this device's (the simulator's, on the simulator, where the persistent step then
-    needs a chip at any size beyond one block). ``options`` go to the step (``chunk=``).
-
-    A step named by a string is recorded once per (step, cfg, chip, options) in a process: the
-    notebooks ask for the same ladder several times, and a recording never changes. With a
-    ``chip``, it is also kept on disk for the next process (``fastlstm_lib/course/kept.py``: every ladder notebook
-    shows the ladder so far). Each call returns its own copy: changing one profile changes no other.
-    """
+    without executing a kernel. ``chip``: the launch geometry of a GPU of data/gpus.csv (default:
+    this device's); ``options`` go to the step (``chunk=``). Recordings of a named step are cached
+    per process and, with a ``chip``, on disk (``kept.py``); each call returns its own copy."""
     found = shared_profile(step, cfg, chip=chip, **options)
     return copy.deepcopy(found) if _cacheable(step, cfg, chip, options) else found
 
 
 def shared_profile(step, cfg: LSTMConfig | None = None, *, chip: str | None = None, **options) -> Profile:
-    """``profile``'s recording itself, not a copy, for the library's own read-only uses (bounds,
-    estimates, counts): a deep copy of the baseline's 10,004 launches costs half a second, and the
-    notebooks ask for the same passes dozens of times. Never modify what it returns."""
+    """``profile``'s cached recording itself, not a copy, for read-only uses. Never modify it."""
     if chip is not None:
         check_str("chip", chip, example="H100")
     if _cacheable(step, cfg, chip, options):
@@ -229,11 +205,9 @@ def _record(step, cfg, chip, options: dict) -> Profile:
 
 
 def record_pass(step, cfg: LSTMConfig, limits=None, options: dict | None = None):
-    """(the dry run's ``Recording`` of one pass of ``step``'s ``run`` at ``cfg``, the launches its
-    ``setup`` made): setup first, on zero weights, its launches and stream operations left out, then
-    one pass, every launch recorded and none performed, with the launch geometry of ``limits`` (a
-    ``gpus.Chip``; None: this device's). What ``profile`` records, before any formula is applied;
-    any step with ``setup`` and ``run`` (the backward ladder's too), checked by the caller."""
+    """(the dry run's ``Recording`` of one pass of ``step`` at ``cfg``, the launches its ``setup``
+    made): setup first on zero weights, left out, then one pass recorded with ``limits``' geometry
+    (a ``gpus.Chip``; None: this device's)."""
     setup_options = dict(options or {})
     if limits is not None and "chip" in inspect.signature(step.setup).parameters:
         setup_options["chip"] = limits

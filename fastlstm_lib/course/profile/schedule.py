@@ -1,39 +1,11 @@
 """One scheduler for a recorded pass, and one walk of its critical path: the lower bound's
-(``bound.py``, ideal costs) and the timeline model's (``fastlstm_lib/course/timeline``, an SM's limits).
+(``bound.py``: ``sms=None``, each launch the whole GPU's) and the timeline model's
+(``course/timeline``: ``sms`` SMs, a launch latency, a limit on resident grids).
 
-Events, per launch in issue order (the host issues in order; the GPU runs ahead when it can):
-
-1. issued: the host's cumulative cost of issuing the launches so far (``issue_s``, per launch);
-2. ready = max(issued, end of every launch it depends on);
-3. with a ``limit`` on resident grids: if that many launches are still running then, it waits for
-   the earliest of them to end (kept simple: the ends of earlier launches are dropped as time
-   passes them);
-4. start = that + ``latency_s`` (the GPU-side launch latency, paid by every launch: also the gap
-   between dependent kernels);
-5. its work, ``cost(launch)``: ``blocks`` alike, each with its SM time ``seconds`` (what it takes
-   from its SM's issue, or its share of DRAM, ``kind`` saying which), ``latency_s`` (one block
-   alone on an idle SM, its latencies exposed: at least ``seconds``), ``per_sm`` (how many one SM
-   holds at once) and ``warps``.
-
-   - ``sms=None``: the launch has the whole GPU to itself however many others run, end = start +
-     seconds (one "block": the whole launch). With no latency and no limit, the lower bound.
-   - ``sms`` = S: **latency hiding**. An SM issues one instruction a clock per partition only while
-     its resident warps have enough independent work to cover what they wait on (Little's law;
-     V. Volkov, "Understanding Latency Hiding on GPUs", 2016). Per SM, two things bound when its
-     share of a launch ends: its issue, which every launch sharing the SM draws on in issue order
-     (``issue_free``: n blocks take n x seconds after what was queued before), and its latency,
-     which blocks sharing the SM overlap (n blocks, r resident at once, take ceil(n / r) x
-     latency_s). So n blocks on an SM end at max(a + ceil(n / r) L, max(issue_free, a) + n W): a lone
-     block leaves its SM idle while it waits, and blocks of other launches (other streams, other
-     layers) fill that idle time for free until the SM's issue is the limit. ``a`` is when the SM
-     has room: resident blocks of every launch share an SM's residency (each block of a kernel that
-     fits ``per_sm`` to an SM takes 1 / per_sm of it); an SM without room for one block waits for
-     the shares resident there to end. Blocks go to the SMs where they would end earliest, ties
-     round-robin (one block per SM before any SM gets a second, as the block scheduler deals them).
-
-``critical_parts`` follows the launch that ends last back through what each waited for and splits
-the total into host, concurrency limit, launch latency, SM wait (room and other launches' issue),
-the work of each kind and the stalls (latency its SM's warps did not hide).
+With SMs, n blocks on an SM (r resident at once, the SM free from a) end at
+max(a + ceil(n / r) L, max(issue_free, a) + n W): latency hiding (Little's law; V. Volkov,
+"Understanding Latency Hiding on GPUs", 2016), L a block's latency alone and W its SM time.
+Blocks go where they end earliest, ties round-robin.
 """
 
 from __future__ import annotations
@@ -131,11 +103,9 @@ def place(a: np.ndarray, issue_free: np.ndarray, resident: np.ndarray, blocks: i
 
 
 def simulate(launches, issue_s, cost, *, sms: int | None = None, latency_s: float = 0.0, limit=None) -> dict:
-    """Schedule ``launches`` (a profile's, in issue order, each depending only on earlier ones), the
-    host taking ``issue_s[i]`` seconds to issue launch i; ``cost(launch)`` their work (see the module
-    docstring). Launches are placed in the order they start, so that each sees the SMs as the
-    launches that started before it left them. Returns the totals (seconds), one timeline entry per
-    launch (in issue order), and what ``critical_parts`` follows."""
+    """Schedule ``launches`` (issue order), the host taking ``issue_s[i]`` to issue launch i,
+    ``cost(launch)`` their work (module docstring). Returns totals (s), a timeline entry per launch
+    and what ``critical_parts`` follows."""
     count = len(launches)
     issued_at = np.cumsum(np.asarray(issue_s, dtype=float)) if count else np.zeros(0)
     issue_free = np.zeros(sms) if sms else None
@@ -227,10 +197,8 @@ def simulate(launches, issue_s, cost, *, sms: int | None = None, latency_s: floa
 
 
 def critical_parts(sim: dict, kinds: tuple) -> dict:
-    """The chain that ends last, followed back through what each launch waited for; its time split
-    (ms) into host, concurrency limit, launch latency, waiting for SMs, the work of each of
-    ``kinds`` and the stalls (latency not hidden: none in the lower bound), and its launches. The
-    parts add up to the total."""
+    """The chain that ends last, its time split (ms) into host, concurrency, latency, SM wait, each of
+    ``kinds`` and stalls, adding up to the total; and its launch count."""
     parts = {"host_ms": 0.0, "concurrency_ms": 0.0, "latency_ms": 0.0, "sm_wait_ms": 0.0,
              **{f"{kind}_ms": 0.0 for kind in kinds}, "stall_ms": 0.0, "launches": 0}
     ends = sim["ends"]

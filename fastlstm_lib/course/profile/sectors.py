@@ -1,16 +1,5 @@
-"""Coalescing, measured: how many 32-byte sectors each warp-wide load touches (notebook 06).
-
-A warp's 32 threads execute a load instruction together; the memory system serves it in 32-byte
-sectors, so 32 neighbouring floats cost 4 sectors, and 32 floats in 32 different places cost
-32. We run real kernels on the simulator, at a GPU's launch geometry (256 threads per block,
-the GEMM's 64 x 64 blocking), with instrumented arrays (``instrument.py``): each thread's loads
-from one argument come out in program order, the i-th loads of the 32 threads of a warp
-(consecutive thread indices in a block) form one warp-wide load, and its sectors are the
-distinct (byte offset // 32) of their addresses, offsets taken from the allocation's start
-(cudaMalloc aligns allocations to 256 bytes).
-
-On a machine with a GPU the measurement runs in a child process with the simulator switched on:
-the answer is a property of the code, the same everywhere.
+"""Coalescing, measured on the simulator (notebook 06): the 32-byte sectors each warp-wide load
+touches, from instrumented runs at a GPU's launch geometry (a child process on a GPU machine).
 """
 
 from __future__ import annotations

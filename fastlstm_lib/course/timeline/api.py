@@ -1,60 +1,113 @@
-"""``estimate(profile, gpu, host=..., gemm=...)``: its arguments checked, the model run.
-
-The model is one block's cost (``blocks.py``: its SM time and its time alone, latencies exposed),
-the launch's DRAM bytes (``reuse.py``: an LRU L2 over the pass) and the pass's schedule
-(``profile/schedule.py``, the lower bound's scheduler, here with an SM's limits: blocks placed on
-SMs that hide their latencies by sharing them, the GPU-side launch latency and the resident-grid
-limit); its constants are in data/model_constants.csv.
+"""``estimate(profile, gpu, host=..., gemm=...)``: its arguments checked, the model run: block costs
+(``blocks.py``), DRAM bytes (``reuse.py``) and ``profile/schedule.py`` with an SM's limits; the
+``Estimate`` it returns.
 """
 
 from __future__ import annotations
 
-from ...checks import check_str
-from ...gpus import Chip, gpu as gpu_row
-from ..profile.bound import checked_host, launch_cost_us
-from ..profile.record import Profile
+import dataclasses
+
+import numpy as np
+
+from ...gpus import Chip
+from ..profile.bound import checked_host, checked_pass, launch_cost_us
 from ..profile.schedule import critical_parts, simulate
 from .blocks import block_cost
 from .constants import constant
 from .reuse import dram_input_bytes
-from .result import Estimate, sm_time
 
 GEMMS = ("ours", "cublas")
+
+
+@dataclasses.dataclass(frozen=True)
+class Estimate:
+    """An ESTIMATED pass (``estimate(...)``), not a measurement. ``total_ms``: when the last launch
+    ends; ``breakdown``: the chain that ends last, split into host, concurrency, latency, sm_wait,
+    arithmetic, memory and stall ms (adding up to ``total_ms``); ``sm_time``: SM-ms busy, idle and
+    in waves' tails; ``timeline``: one dict per launch."""
+
+    step: str
+    gpu: str
+    host: str
+    gemm: str
+    total_ms: float
+    breakdown: dict
+    sm_time: dict
+    timeline: tuple
+    #: per launch: (SMs, starts s, ends s, warps resident on each)
+    on_sms: tuple = dataclasses.field(default=(), repr=False, compare=False)
+
+    def per_sm(self, window=None) -> dict:
+        """Every SM's share of every launch as arrays: "sm", "launch", "start_ms", "end_ms", "warps";
+        with ``window`` = (t0_ms, t1_ms), only the shares that overlap it."""
+        if not self.on_sms:
+            empty = np.zeros(0)
+            return {"sm": empty.astype(np.int16), "launch": empty.astype(np.int64), "start_ms": empty, "end_ms": empty,
+                    "warps": empty.astype(np.int32)}
+        sms = np.concatenate([entry[0] for entry in self.on_sms])
+        launch = np.concatenate([np.full(entry[0].size, i) for i, entry in enumerate(self.on_sms)])
+        start = np.concatenate([entry[1] for entry in self.on_sms]) * 1e3
+        end = np.concatenate([entry[2] for entry in self.on_sms]) * 1e3
+        warps = np.concatenate([entry[3] for entry in self.on_sms])
+        keep = slice(None) if window is None else (end >= window[0]) & (start <= window[1])
+        return {"sm": sms[keep], "launch": launch[keep], "start_ms": start[keep], "end_ms": end[keep],
+                "warps": warps[keep]}
+
+    def resident_warps(self, window=None, bins: int = 200) -> tuple[np.ndarray, np.ndarray]:
+        """(bin edges in ms, warps resident per SM in each bin, averaged over it: SMs x bins) over
+        ``window`` = (t0_ms, t1_ms) (the whole pass for None): what the heat strip draws."""
+        t0, t1 = window if window is not None else (0.0, self.total_ms)
+        edges = np.linspace(t0, t1, bins + 1)
+        shares = self.per_sm((t0, t1))
+        sms = int(round(self.sm_time["total_sm_ms"] / self.total_ms)) if self.total_ms > 0 else 1
+        grid = np.zeros((sms, bins))
+        if shares["sm"].size:
+            low, high = np.maximum(shares["start_ms"], t0), np.minimum(shares["end_ms"], t1)
+            overlap = np.clip(np.minimum(high[:, None], edges[None, 1:]) - np.maximum(low[:, None], edges[None, :-1]),
+                              0.0, None)
+            weights = overlap * shares["warps"][:, None] / (edges[1] - edges[0])
+            np.add.at(grid, shares["sm"].astype(np.int64), weights)
+        return edges, grid
+
+    def to_dict(self, timeline: bool = True, per_sm: bool = False) -> dict:
+        record = {"step": self.step, "gpu": self.gpu, "host": self.host, "gemm": self.gemm,
+                  "total_ms": self.total_ms, "breakdown": dict(self.breakdown), "sm_time": dict(self.sm_time)}
+        if timeline:
+            record["timeline"] = [dict(entry) for entry in self.timeline]
+        if per_sm:
+            record["per_sm"] = {key: values.tolist() for key, values in self.per_sm().items()}
+        return record
+
+    def __repr__(self) -> str:
+        parts = ", ".join(f"{key[:-3]} {value:.3g}" for key, value in self.breakdown.items() if key.endswith("_ms"))
+        return (f"Estimate({self.step} on {self.gpu}, host {self.host}, gemm {self.gemm}: {self.total_ms:.3f} ms "
+                f"ESTIMATED; chain: {parts})")
+
+
+def sm_time(sim: dict) -> dict:
+    """SM-milliseconds: busy (arithmetic, memory), idle, and the tails part of idle."""
+    total_sm = sim["total"] * sim["sms"] * 1e3
+    arithmetic, memory = sim["busy"].get("arithmetic", 0.0) * 1e3, sim["busy"].get("memory", 0.0) * 1e3
+    return {"total_sm_ms": total_sm, "arithmetic_sm_ms": arithmetic, "memory_sm_ms": memory,
+            "idle_sm_ms": max(0.0, total_sm - arithmetic - memory), "tails_sm_ms": sim["busy"]["tails"] * 1e3,
+            "host_ms": sim["issued"] * 1e3}
 
 
 def estimate(profile, gpu, host="cpp", gemm="ours") -> Estimate:
     """The ESTIMATED time of ``profile``'s pass (``fl.profile(...)``) on ``gpu`` (a name in
     data/gpus.csv), launches issued by ``host`` ("cpp", "python", "measured" or microseconds per
-    launch, as for ``fl.lower_bound``), its GEMMs as compiled here (``gemm="ours"``: their
-    instructions and latencies from the compiled code, ``blocks.py``) or as cuBLAS ran them
-    (``"cublas"``: the same blocks, timed by DeepBench's published cuBLAS times for the shape and
-    layout on that GPU: the M40, T4 and V100 only; ``timeline/cublas.py``). Never below
-    ``fl.lower_bound`` with the same host.
-
-    TypeError / ValueError name the bad argument. A persistent pass needs a GPU with a grid
-    barrier, and its grid planned for that GPU (as ``fl.lower_bound``).
-    """
-    if not isinstance(profile, Profile):
-        raise TypeError(f"profile must be a Profile (fl.profile(...)), got {type(profile).__name__}")
+    launch), its GEMMs as compiled here (``gemm="ours"``, ``blocks.py``) or timed by DeepBench's
+    cuBLAS times (``"cublas"``: the M40, T4 and V100 only, ``cublas.py``). Never below
+    ``fl.lower_bound`` with the same host; refused as it refuses (``bound.checked_pass``)."""
     if not isinstance(gpu, str):
         raise TypeError(f"gpu must be a GPU's name in data/gpus.csv (a str), got {type(gpu).__name__} {gpu!r}")
-    try:
-        row = gpu_row(check_str("gpu", gpu, example="H100"))
-    except ValueError as error:
-        raise ValueError(f"gpu: {error}") from error
+    row = checked_pass(profile, gpu)
     host_label = checked_host(host)
     if not isinstance(gemm, str):
         raise TypeError(f"gemm must be one of {GEMMS}, got {type(gemm).__name__} {gemm!r}")
     if gemm not in GEMMS:
         raise ValueError(f"gemm must be one of {GEMMS}, got {gemm!r}")
     chip = Chip.from_row(row)
-    if profile.persistent:
-        from ...kernels.persistent import require_grid_barrier
-
-        require_grid_barrier(chip)
-        if profile.chip != row["name"]:
-            raise ValueError(f"the persistent kernel's grid was planned for {profile.chip}, not {row['name']}: "
-                             f"profile it with chip={row['name']!r}")
     l2, batch, costs = row["l2_mib"] * 2**20, int(profile.config.get("batch", 1)), {}
     from_dram = dram_input_bytes(profile.launches, l2)
 

@@ -1,38 +1,8 @@
-"""What one thread block of a launch costs on one SM of a GPU, and how many fit on an SM.
-
-Per launch (all its blocks alike, so computed once per launch, not per block), from the kernel's
-machine code (data/kernel_resources.csv, the compile matrix) and the GPU's published figures
-(data/gpus.csv, data/model_constants.csv):
-
-- **residency** (``per_sm``): blocks of this kernel one SM holds at once, from its threads, its
-  registers per thread on this GPU's architecture, its shared memory (static, or the launch's
-  dynamic bytes, whichever is larger) and the SM's limits (``gpus.occupancy``). 0 means the kernel
-  cannot run on this GPU: ValueError.
-- **SM time** (``seconds``): what the block takes from its SM however many others share it. Each of
-  an SM's 4 partitions issues one warp instruction a clock (the clock the data sheet's FP32 peak
-  implies, ``gpu_clock_hz``), and a warp's FFMA holds its partition's FP32 pipe for 32 / L clocks
-  (L: FP32 lanes per partition). So a block of w warps doing ``iterations`` trips of I
-  instructions, F of them FFMA, takes iterations x w x max(I, F x 32 / L) / 4 clocks of issue
-  (``arithmetic_s``), or its DRAM bytes at the SM's even share of the bandwidth (``memory_s``),
-  whichever is longer. ``issue_efficiency`` is the share of the FP32 peak that allows. A blocked
-  GEMM's trip is a slab of K (``slab_instructions``, ``slab_ffma``: the k loop and the cooperative
-  loads times their trips); the persistent kernel's a time step; any other kernel runs once, every
-  instruction of it counted (an upper bound: its untaken branches count too).
-- **alone** (``alone_s``, ``latency_s``): one block alone on an idle SM, its latencies exposed
-  (``alone_cycles``). Per trip: the memory latency (an L2 hit, or DRAM where ``reuse.py`` says the
-  launch reads from it) less what the warp covers with its own instructions before it uses what it
-  loaded (``load_use_distance`` x its warps on a partition), a shared-memory round after the
-  barrier, then its issue (its own warps on one partition) or its chain of dependent FFMAs
-  (``loop_ffma_chain`` x the FFMA latency), whichever is longer. Latencies are the published ones
-  (data/model_constants.csv, REFERENCES.md section D): memory latencies measured on another GPU of
-  the architecture (GM204's for the M40) carried over through nanoseconds. Blocks sharing an SM
-  overlap their latencies until its issue is the limit (``profile/schedule.py``).
-
-sm_52 has no disassembly in the table (nvdisasm 13 refuses Maxwell, no older one installs from
-PyPI): the M40 uses the sm_75 build's instruction counts, the nearest architecture with one, with
-its own registers and latencies; sm_70 (the V100) is not compiled at all and uses sm_75's
-registers and counts. L2 bandwidth is not modelled. With ``gemm="cublas"`` a GEMM block's SM time
-and alone time come from DeepBench's published cuBLAS times instead (``cublas.py``).
+"""What one thread block of a launch costs on one SM of a GPU, and how many fit on an SM
+(notebook 12): ``per_sm`` (``gpus.occupancy``), ``seconds`` (its instructions at the SM's issue
+rate, or its DRAM bytes at the SM's share of the bandwidth) and ``latency_s`` (alone on an idle
+SM: ``alone_cycles``), from data/kernel_resources.csv, data/gpus.csv and
+data/model_constants.csv. sm_52 and sm_70 borrow sm_75's counts (``NO_SASS_FALLBACK``).
 """
 
 from __future__ import annotations
@@ -43,6 +13,7 @@ import math
 
 from ..sass import read_table
 from ...gpus import Chip, occupancy
+from ..profile.bound import dram_bytes  # noqa: F401  (notebook 02 imports it from here)
 from ...kernels.gemm import GPU_LARGE, GPU_SMALL, GPU_WIDE
 from ...kernels.versions import every, family_of, spec_of
 from . import cublas
@@ -98,10 +69,8 @@ def arch_of(row: dict) -> str:
 
 
 def table_name(launch, batch: int) -> str:
-    """The kernel_resources.csv name of a recorded launch. A kernel compiled per batch (the
-    persistent ones) names its row for ``batch`` (``Spec.batch_row``); a blocked GEMM kernel is
-    compiled per blocking (``GEMM_ROWS``): a launch's grid says which blocking it ran
-    (``gpu_blocking`` picks the 128 x 128 patch only where it divides the shape)."""
+    """The kernel_resources.csv name of a recorded launch: per batch for the persistent kernels
+    (``Spec.batch_row``), per blocking for a blocked GEMM (``GEMM_ROWS``, from its grid)."""
     spec = spec_of(launch.kernel)
     if spec is not None and spec.batch_row is not None:
         return spec.batch_row.format(batch=batch)
@@ -151,11 +120,6 @@ def issue_efficiency(name: str, arch: str) -> float:
     return min(1.0, ffma / instructions * 32.0 / lanes)
 
 
-def dram_bytes(launch, l2_bytes: float) -> float:
-    """The lower bound's DRAM bytes of a launch: what L2 cannot hold of its inputs and outputs."""
-    return max(0.0, launch.footprint_in - l2_bytes) + max(0.0, launch.footprint_written - l2_bytes)
-
-
 def gpu_clock_hz(row: dict) -> float:
     """The SM clock a GPU's data-sheet FP32 peak implies: peak / (2 FLOP x its FP32 lanes)."""
     lanes = 4 * constant("fp32_lanes_per_partition", arch_of(row)) * row["sms"]
@@ -170,20 +134,15 @@ def _latencies(name: str, arch: str, clock_hz: float) -> dict:
 
 
 def latencies(row: dict) -> dict:
-    """Cycles at this GPU's clock (``gpu_clock_hz``) of a dependent FFMA, a shared-memory load, an
-    L2 hit and a DRAM access (data/model_constants.csv): memory latencies measured on another GPU of
-    the architecture (GM204's for the M40) carried over through nanoseconds."""
+    """Cycles at this GPU's clock of a dependent FFMA, a shared load, an L2 hit and a DRAM access."""
     return dict(_latencies(row["name"], arch_of(row), gpu_clock_hz(row)))
 
 
 @dataclasses.dataclass(frozen=True)
 class Work:
-    """What each warp of a block issues and waits for, counted from the kernel's machine code
-    (data/kernel_resources.csv): ``iterations`` trips of its main loop (a GEMM: slabs of K), each
-    ``instructions`` long with ``ffma`` FFMAs of which ``chain`` depend one on the next, its global
-    loads used ``distance`` instructions after they are issued (0: none), a round of shared-memory
-    loads after a barrier where ``shared``, and ``extra`` cycles of latency no instruction count
-    shows (the persistent kernel's staging rounds and grid barrier)."""
+    """What each warp of a block issues and waits for (data/kernel_resources.csv): ``iterations``
+    trips of ``instructions``, ``ffma`` of them FFMAs, ``chain`` dependent; loads used ``distance``
+    instructions after issue; a shared round where ``shared``; ``extra`` cycles of latency."""
 
     iterations: float
     instructions: float
@@ -205,11 +164,8 @@ def gemm_work(launch, mix: dict) -> Work:
 
 
 def persistent_work(launch, mix: dict, config: dict, lat: dict) -> Work:
-    """The persistent kernel: one iteration per time step, its dot-product loop run as often as the
-    step's FFMAs need, h_{t-1} staged from L2 (all of it, ``staged_loads`` in flight per thread,
-    ``Spec.staged_floats`` floats a load where hidden is a multiple of them: 4 for version 2) and
-    one grid barrier (``grid_barrier_l2_trips``) per step. Version 2's sums over a unit's threads
-    after the dot products are not counted (about 1 instruction in 10 at batch 64: an underestimate)."""
+    """The persistent kernel: one iteration per time step, h_{t-1} staged from L2 and one grid
+    barrier per step. Version 2's sums over a unit's threads are not counted (an underestimate)."""
     steps, batch, hidden = config["seq_len"], config["batch"], config["hidden"]
     threads = launch.block[0] * launch.block[1] * launch.block[2]
     warps = math.ceil(threads / 32)
@@ -232,10 +188,8 @@ def plain_work(launch, mix: dict) -> Work:
 
 
 def alone_cycles(work: Work, per_partition: int, lanes: float, lat: dict, memory: float) -> float:
-    """One block alone on an SM, in cycles: per iteration, the memory latency its warps do not
-    cover with their own instructions (``memory`` - distance x warps per partition), a shared
-    round trip, then its issue (its warps on one partition, one instruction a clock; FFMAs at the
-    FP32 pipe's rate) or its FFMA chain's latency, whichever is longer; the first load is never covered."""
+    """One block alone on an SM, in cycles: per iteration, the memory latency its warps do not cover,
+    a shared round, then its issue or its FFMA chain, whichever is longer."""
     exposed = max(0.0, memory - work.distance * per_partition) if work.distance else 0.0
     issue = per_partition * max(work.instructions, work.ffma * 32.0 / lanes)
     one = exposed + (lat["shared"] if work.shared else 0.0) + max(issue, work.chain * lat["ffma"]) + work.extra

@@ -1,10 +1,6 @@
-"""``plot_timeline(estimate)``: an estimated pass drawn as Nsight Systems draws a measured one.
-
-``by="stream"``: one row for the host (each launch issued: a tick) and one per stream (each
-launch a bar from its first block to its last, coloured by kernel). ``by="sm"``: a heat strip,
-one row per SM, its colour the warps resident on it (``Estimate.resident_warps``): a lone small
-GEMM leaves most of an SM's warp slots empty (its latency unhidden), overlapping launches fill
-them. Time in ms along x; a window (t0, t1) zooms in. Matplotlib is imported on first use only.
+"""``plot_timeline(estimate)``: an estimated pass drawn as Nsight Systems draws a measured one:
+``by="stream"`` (a host row and a row per stream) or ``by="sm"`` (resident warps per SM).
+matplotlib is imported on first use.
 """
 
 from __future__ import annotations
@@ -12,7 +8,7 @@ from __future__ import annotations
 import numbers
 
 from ...kernels.versions import spec_of
-from .result import Estimate
+from .api import Estimate
 
 
 BY = ("stream", "sm")
@@ -31,9 +27,8 @@ def colour(kernel: str, plt):
 
 
 def plot_timeline(estimate: Estimate, window=None, ax=None, by: str = "stream"):
-    """Draw ``estimate``'s timeline (an ``Estimate``); ``window``: (t0_ms, t1_ms) or None for the
-    whole pass; ``ax``: a Matplotlib Axes to draw on (a new figure otherwise); ``by``: "stream"
-    (as Nsight Systems) or "sm" (one row per SM). Returns the Axes."""
+    """Draw ``estimate``'s timeline over ``window`` (t0_ms, t1_ms; None: all) on ``ax`` (None: a new
+    figure), ``by`` "stream" or "sm". Returns the Axes."""
     if not isinstance(estimate, Estimate):
         raise TypeError(f"estimate must be an Estimate (fl.estimate(...)), got {type(estimate).__name__}")
     if window is not None:

@@ -1,7 +1,5 @@
-"""The estimate set beside measurements: the article's seven steps on the M40, and every GPU
-result committed under data/results/ (or any list of ``fl.bench`` results).
-
-Residual = estimate / measurement: 1 is exact, 2 is twice too slow, 0.5 twice too fast.
+"""The estimate set beside measurements: the article's M40 times and committed GPU results.
+Residual = estimate / measurement.
 """
 
 from __future__ import annotations
@@ -18,10 +16,8 @@ from .api import estimate
 
 
 def article_table(gemms=("ours", "cublas")) -> list[dict]:
-    """Per published step: the article's M40 time, our estimates (C++ host) and the lower bound,
-    each step's GEMMs under the ladder's "2016" policy (one whole call per GEMM, as the article's
-    program made them), priced by our kernels' machine code (``"ours"``) or by cuBLAS's published
-    times (``"cublas"``)."""
+    """Per published step: the article's M40 time, our estimates (C++ host) with ``gemms`` priced as
+    ours or cuBLAS's, their residuals, and the lower bound."""
 
     cfg = LSTMConfig.article()
     rows = []
@@ -39,10 +35,8 @@ def article_table(gemms=("ours", "cublas")) -> list[dict]:
 
 
 def against_results(results, host="python") -> list[dict]:
-    """Estimate every measured ladder step in ``results`` (a list as ``fl.bench`` returns or
-    ``fl.committed_results()`` reads) on the GPU it ran on, issued by ``host``: one row each
-    (step, gpu, measured_ms, estimate_ms, residual, bound_ms). Skipped steps, unknown GPUs and
-    steps the profiler does not know (Keras) are left out, and listed under "left_out"."""
+    """Every measured ladder step in ``results`` estimated on its GPU, issued by ``host``:
+    {"rows": [{step, gpu, measured_ms, estimate_ms, residual, bound_ms}], "left_out": [...]}."""
     rows, left_out = [], []
     for result in check_results("results", results):
         if "skipped" in result:
@@ -62,11 +56,8 @@ def against_results(results, host="python") -> list[dict]:
 
 
 def ladder_estimates(gpus=LADDER_GPUS, hosts=HOSTS, chip: str = "M40") -> list[dict]:
-    """The article's steps at its size, recorded with ``chip``'s launch geometry (as
-    ``ladder.ladder_bounds`` records them), estimated on each GPU with each host: one row per
-    step, keys ``"{gpu} {host} ms"`` and, per GPU and host, the arithmetic floor
-    ``"{gpu} {host} arithmetic floor ms"`` (the pass's arithmetic SM-time spread over all the
-    GPU's SMs: no schedule beats it)."""
+    """The article's steps recorded with ``chip``'s geometry, estimated on each GPU and host: keys
+    ``"{gpu} {host} ms"`` and ``"{gpu} {host} arithmetic floor ms"`` (arithmetic SM-time over all SMs)."""
 
     cfg = LSTMConfig.article()
     rows = []

@@ -1,7 +1,5 @@
-"""The estimate's constants, read from data/model_constants.csv (each with its source).
-
-``constant(name, key)`` gives one value: ``key`` is an architecture ("sm_75"), a compute
-capability ("7.5") or "all", as the CSV names it. Nothing here is fitted to the article.
+"""The estimate's constants, read from data/model_constants.csv (each with its source):
+``constant(name, key)``, ``key`` an architecture, a compute capability or "all".
 """
 
 from __future__ import annotations

@@ -1,27 +1,7 @@
 """gemm="cublas": a recorded GEMM launch priced by Baidu DeepBench's published cuBLAS times
-(data/cublas_sgemm_deepbench.csv: the M40, T4 and V100), by shape and by layout.
-
-DeepBench is column-major, C (M x N) = op(A) (M x K) op(B) (K x N), N the minibatch; our
-row-major C (m x n) = A (m x k) op(B) (k x n), m the minibatch, is the same product transposed,
-so (M, N, K) = (n, m, k), our B is DeepBench's A, and our 'T' flag on B (weights stored W^T, as
-steps 02-05 keep them) is DeepBench's "T,N" row, weights as stored (step 06 on) its "N,N" row.
-
-Two figures per GEMM, the two the timeline model (``blocks.py``) needs for any block:
-
-- **Alone, latency-bound**: the published small-batch rows (N <= 128) show cuBLAS's time growing
-  with K and barely with M: on the M40 at N = 64, N,N, 0.148, 0.146 and 0.151 us per unit of K at
-  M = 1760, 2048 and 2560. So a GEMM alone takes K x tau, tau the time per unit of K of the row at
-  our N and layout whose M and K are nearest ours (log scale), interpolated between published N in log-log
-  (below N = 16, N = 16's; above 128, 128's: larger N are the next figure's). A per-gate GEMM
-  (M = 512) takes the M = 1760 row's tau at its own batch, not a batch-32 row's rate.
-- **Issue-bound**: the best FP32 rate of the GPU's large rows (N >= 1,000) in that layout: what
-  cuBLAS reaches when a GEMM has work for every SM. Its SM time per block is the block's FLOPs at
-  that rate's share per SM.
-
-A recorded launch keeps our grid (the blocks one SM gets, where the other streams' blocks go), each
-block alone K x tau / (waves of blocks the GPU holds at once), so that alone on the GPU the GEMM
-takes max(K x tau, its FLOPs at the large rows' rate): the published time for every small-batch row
-(``tests/test_timeline.py`` checks them).
+(data/cublas_sgemm_deepbench.csv: the M40, T4 and V100). DeepBench is column-major: our
+(m, n, k) is its (M, N, K) = (n, m, k), our 'T' flag its "T,N" rows. A GEMM alone takes K x tau
+(``us_per_k``), at least its FLOPs at the large rows' rate (``peak_tflops``).
 """
 
 from __future__ import annotations
@@ -50,9 +30,7 @@ def measurements() -> dict:
 
 
 def gemm_shape(launch) -> tuple[int, int, int]:
-    """(m, n, k) of a recorded GEMM launch, from its loads (``kernels/gemm/tiles.gemm_traffic``):
-    A is loaded once per block column (m k per), B once per block row (k n per), C stored once
-    (once per part of K, the grid's depth, for split-K)."""
+    """(m, n, k) of a recorded GEMM launch, from its loads (``kernels/gemm/tiles.gemm_traffic``)."""
     mk = launch.loads["a"] // launch.grid[0]
     kn = launch.loads["b"] // launch.grid[1]
     mn = launch.stores["c"] // launch.grid[2]
@@ -76,9 +54,7 @@ def rows_for(gpu: str, layout: str) -> list[tuple]:
 
 
 def us_per_k(gpu: str, layout: str, big_m: int, big_n: int, big_k: int | None = None) -> float:
-    """cuBLAS's latency-bound time per unit of K (microseconds) for DeepBench's (M, N, K): see the
-    module docstring. At each published N the row nearest in M and K (log scale; K = M where not
-    given) counts: the rows with K = 500,000, whose K cuBLAS cuts among its blocks, stand for none of ours."""
+    """cuBLAS's latency-bound microseconds per unit of K for DeepBench's (M, N, K) (module docstring)."""
     big_k = big_m if big_k is None else big_k
     small = [row for row in rows_for(gpu, layout) if row[1] <= SMALL_N]
     batches = sorted({row[1] for row in small})

@@ -1,16 +1,5 @@
-"""Which of a launch's inputs come from DRAM rather than L2: an LRU model of the L2 over the pass.
-
-Each launch touches its inputs, then its outputs (``Launch.input_views``, ``output_views``: one
-entry per view, the same view the same number). An input comes from L2 if no more than the L2's size of other data was touched
-since it was last touched, else from DRAM (a least-recently-used cache, the stack distance of
-R. L. Mattson et al., "Evaluation techniques for storage hierarchies", IBM Systems Journal, 1970).
-Passes repeat, so the pass is walked twice and the second walk counts: the weights a pass reads
-first were last touched in the pass before. Overlapping views count as different data (a slight
-overcount of what passed through L2).
-
-So the baseline's per-gate weights (1 MB each, which alone fit an M40's 3 MB L2) come from DRAM:
-the 8 MB of weights a layer-step cycles through evict them before their next use, as notebook 09
-says of U. On an H100 (50 MB of L2) the whole pass's weights stay in L2.
+"""Which of a launch's inputs come from DRAM rather than L2: an LRU L2 (Mattson et al.'s stack
+distance, 1970) over two passes walked back to back, the second counted.
 """
 
 from __future__ import annotations

@@ -1,13 +1,5 @@
-"""One ladder step's change, ESTIMATED: the step before it and the step itself, at the article's
-size, on a T4 (Colab's GPU) and an H100, with a C++ and a Python host and with none (host 0: no
-host time at all, what a CUDA Graph approaches: a whole pass issued with one call, notebook 02),
-beside their lower bounds (notebooks 03-09). The third shows what the GPU itself gains once the
-host is out of the way: with a fast GEMM, a 2016-era C++ host already sets an H100's pace.
-
-The estimate's chain breakdown (``Estimate.breakdown``: host, concurrency, latency, SM wait,
-arithmetic, memory, stalls) adds up to its total, so the gain's milliseconds split exactly into what the
-critical chain stopped (or started) spending them on; the SM-time beside it says how much of the
-GPU sat idle, and how much of that in waves' tails.
+"""One ladder step's change, ESTIMATED (notebooks 03-09): the step before and the step itself on a
+T4 and an H100, with a C++, a Python and no host, beside their lower bounds.
 """
 
 from __future__ import annotations
@@ -51,9 +43,7 @@ def _pair(step, against) -> tuple[str, str]:
 
 @functools.lru_cache(maxsize=64)
 def estimated_pass(step: str, gpu: str, host, cfg: LSTMConfig):
-    """(profile, estimate, bound) of one pass at ``cfg`` recorded with ``gpu``'s geometry, once per
-    process: ``plot_step_change`` draws what ``step_change`` estimated, and the ladder notebooks'
-    chart (``lesson.ladder_chart``) reads the same passes. Read-only: callers copy what they keep."""
+    """(profile, estimate, bound ms) of one pass recorded with ``gpu``'s geometry, once per process. Read-only."""
     from ..profile.record import shared_profile as profile  # read-only here: no copy needed
 
     p = profile(step, cfg, chip=gpu)
@@ -61,12 +51,9 @@ def estimated_pass(step: str, gpu: str, host, cfg: LSTMConfig):
 
 
 def step_change(step: str, gpus=GPUS, hosts=HOSTS, against: str | None = None) -> list[dict]:
-    """Per GPU and host: the step ``against`` (the ladder's previous step by default) and
-    ``step``, at the article's size, estimated and bounded. Keys: gpu, host, before, after,
-    before_ms, after_ms, gain, bound_before_ms, bound_after_ms, saved (ms per chain part, before
-    minus after: they add up to before_ms - after_ms), busy (the share of SM-time busy), idle_sm_ms
-    and tails_sm_ms, launches (each a pair: before, after); or, where a step cannot run on that
-    GPU, "cannot": why."""
+    """Per GPU and host: ``against`` (default: the previous step) and ``step`` at the article's size,
+    estimated and bounded: before_ms, after_ms, gain, bounds, ``saved`` (ms per chain part), busy,
+    idle and tails SM-ms, launches; or "cannot": why, where a step cannot run on that GPU."""
     before, after = _pair(step, against)
     gpus, hosts, _, _ = checked_ladder_arguments(gpus, hosts, [after], None, ARTICLE_GPU)
     cfg = LSTMConfig.article()
@@ -93,10 +80,8 @@ def step_change(step: str, gpus=GPUS, hosts=HOSTS, against: str | None = None) -
 
 def plot_step_change(step: str, gpu: str = "T4", host="cpp", against: str | None = None, by: str = "stream",
                      at: float = 0.4):
-    """Before and after on ``gpu`` as two timelines (``plot_timeline``, ``by`` stream or SM: the
-    warps resident on each), each over the same share of its pass: from ``at`` of the way in (0.4:
-    the second layer's recurrence, in a pass that runs layers one after another; 0: the first
-    layer-steps), six layer-steps' worth. Returns the Figure."""
+    """Before and after on ``gpu`` as two timelines (``plot_timeline``, ``by`` stream or SM), six
+    layer-steps from ``at`` of the way into each pass. Returns the Figure."""
     import matplotlib.pyplot as plt
 
     from .chart import BY, plot_timeline
