@@ -235,13 +235,15 @@ def bench_or_skip(name: str, cfg: LSTMConfig | None = None, *, measure=None, **k
     """``bench`` (or ``measure``, e.g. ``host_and_device_times``), or ``{"step", "config",
     "skipped": reason}`` when the step cannot run at ``cfg`` on this GPU and says so plainly
     (PersistentLimitError: the persistent grid does not fit a T4 at the article's size, or the
-    GPU has no grid barrier at all). A wrong result still raises WrongResultError, and a wrong
-    argument its own error."""
+    GPU has no grid barrier at all; PolicyNotOffered: the "tf32" GEMM policy on a GPU older than
+    compute capability 8.0). A wrong result still raises WrongResultError, and a wrong argument its
+    own error."""
     from .kernels.persistent import PersistentLimitError  # planning loads on first use
+    from .steps.gemm_policy import PolicyNotOffered
 
     try:
         return (bench if measure is None else measure)(name, cfg, **kwargs)
-    except PersistentLimitError as error:
+    except (PersistentLimitError, PolicyNotOffered) as error:
         cfg = LSTMConfig.default() if cfg is None else cfg
         return {"step": name, "config": cfg.as_dict(), "skipped": str(error)}
 

@@ -417,8 +417,10 @@ def persistent_shared_bytes(plan_dict: dict) -> int | None:
 # ---- 1: the ladder -----------------------------------------------------------------------------
 
 #: Steps timed a second time with the "fast" GEMM policy (128-bit loads, the recurrent GEMM split in
-#: parts of K: steps/gemm_policy.py), beside the ladder's own: the ladder's last step, the fastest
-#: configuration (the frame has seconds for one more pass, not for every step).
+#: parts of K: steps/gemm_policy.py), beside the ladder's own, and a third time with "tf32" (the
+#: GEMMs on tensor cores where version 9 fits; skipped with the reason below compute capability 8.0):
+#: the ladder's last step, the fastest configuration (the frame has seconds for one more pass, not
+#: for every step).
 FAST_STEPS = ("wavefront",)
 
 
@@ -439,10 +441,11 @@ def ladder(ctx) -> dict:
                 times[f"{name} graph"] = result["time_ms"]["median"]
     # The fastest configuration, gemms="fast" (the ladder's readers skip these: results.committed_results)
     for name in FAST_STEPS:
-        result = ctx.item(f"{name} gemms=fast", lambda: ctx.keep(
-            lib.harness.bench_or_skip(name, cfg, gemms="fast", replay=True, **size["repeats"])))
-        if result and "time_ms" in result:
-            times[f"{name} fast"] = result["time_ms"]["median"]
+        for policy in ("fast", "tf32"):
+            result = ctx.item(f"{name} gemms={policy}", lambda: ctx.keep(
+                lib.harness.bench_or_skip(name, cfg, gemms=policy, replay=True, **size["repeats"])))
+            if result and "time_ms" in result:
+                times[f"{name} {policy}"] = result["time_ms"]["median"]
     names = lib.steps.names()
     first, last = names[0], "wavefront"
     headline = ""
@@ -453,6 +456,8 @@ def ladder(ctx) -> dict:
                 if f"{first} graph" in times else ""
     if last in times and f"{last} fast" in times:
         headline += f"; {last} with the fast GEMMs {times[f'{last} fast']:.2f} ms"
+    if last in times and f"{last} tf32" in times:
+        headline += f", with TF32 tensor cores {times[f'{last} tf32']:.2f} ms"
     return {"headline": headline, "config": cfg.as_dict()}
 
 
@@ -466,12 +471,29 @@ def torch_missing() -> str | None:
     return None
 
 
-def torch_row(cfg, counts: dict, backward: bool = False) -> dict:
-    """cuDNN's LSTM through torch (``torch_cudnn``), at ``on_the_cpu``'s size and repeats."""
+def torch_row(cfg, counts: dict, backward: bool = False, tf32: bool = False) -> dict:
+    """cuDNN's LSTM through torch (``torch_cudnn``, or ``torch_cudnn_tf32`` with TF32 allowed), at
+    ``on_the_cpu``'s size and repeats."""
     from . import torch_cudnn
 
     where, counts = on_the_cpu(cfg, counts)
-    return torch_cudnn.bench_torch_lstm(where, backward=backward, **counts)
+    return torch_cudnn.bench_torch_lstm(where, backward=backward, tf32=tf32, **counts)
+
+
+def tf32_missing() -> str | None:
+    """Why cuDNN with TF32 on is not timed here (no torch, no GPU, or one older than compute
+    capability 8.0: TF32 tensor cores begin with Ampere), or None."""
+    why = torch_missing()
+    if why:
+        return why
+    import torch
+
+    if not torch.cuda.is_available():
+        return "torch sees no GPU"
+    major, minor = torch.cuda.get_device_capability()
+    if major < 8:
+        return f"{torch.cuda.get_device_name()} is compute capability {major}.{minor}; TF32 tensor cores need 8.0"
+    return None
 
 
 def keras_missing() -> str | None:
@@ -491,6 +513,14 @@ def cudnn(ctx) -> dict:
                    lambda: ctx.keep(torch_row(cfg, size["repeats"])))
     if row:
         headline.append(f"torch cuDNN {row['time_ms']['median']:.2f} ms")
+    why = tf32_missing()
+    if why:
+        ctx.rows.append({"item": "torch.nn.LSTM (cuDNN), TF32 on", "outcome": f"skipped: {why}"})
+    else:
+        row = ctx.item("torch.nn.LSTM (cuDNN), TF32 on",
+                       lambda: ctx.keep(torch_row(cfg, size["repeats"], tf32=True)))
+        if row:
+            headline.append(f"with TF32 {row['time_ms']['median']:.2f} ms")
     why = keras_missing()
     if why:
         ctx.rows.append({"item": "Keras' LSTM", "outcome": f"skipped: {why}"})
@@ -752,7 +782,8 @@ STAGES = [
           cost_s=20, quick_cost_s=10, file="smoke-{date}.json"),
     Stage(1, "ladder", "the ladder at the article's size, plain and as CUDA Graphs", ladder,
           cost_s=116, quick_cost_s=5, file="ladder-{date}.json"),
-    Stage(2, "cudnn", "cuDNN with the same weights: torch.nn.LSTM, and Keras when it is there; TF32 off", cudnn,
+    Stage(2, "cudnn", "cuDNN with the same weights: torch.nn.LSTM (TF32 off, and on from compute capability 8.0), and "
+                      "Keras when it is there (TF32 off)", cudnn,
           cost_s=40, quick_cost_s=5, file="cudnn-{date}.json", unavailable=torch_missing),
     Stage(3, "gemm", "every GEMM version against cuBLAS (version 0) on the article's shapes", gemm,
           cost_s=55, quick_cost_s=60, file="gemm-vs-cublas-{date}.json"),

@@ -75,15 +75,22 @@ def _times(call, device, warmup: int, repeats: int) -> list[float]:
     return times
 
 
-def bench_torch_lstm(cfg, *, backward: bool = False, warmup: int = 3, repeats: int = 20, seed: int = 0) -> dict:
+def bench_torch_lstm(cfg, *, backward: bool = False, tf32: bool = False, warmup: int = 3, repeats: int = 20,
+                     seed: int = 0) -> dict:
     """One result in ``fl.bench``'s form for cuDNN's LSTM (``step`` "torch_cudnn", or
-    "torch_cudnn_training" with ``backward``: forward + backward of sum(y * dy))."""
+    "torch_cudnn_training" with ``backward``: forward + backward of sum(y * dy)). ``tf32``: cuDNN
+    and cuBLAS may round to TF32 (``allow_tf32``; step "torch_cudnn_tf32"), checked to the library's
+    TF32 tolerance (``numerics.TOLERANCES["tf32"]``) instead of float32's."""
     import torch
 
     import fastlstm_lib as fl
     from fastlstm_lib.timing import summarize
 
     strict_fp32()
+    if tf32:
+        torch.backends.cuda.matmul.allow_tf32 = True
+        torch.backends.cudnn.allow_tf32 = True
+    rtol = fl.numerics.TOLERANCES["tf32"] if tf32 else fl.RTOL
     device = "cuda" if torch.cuda.is_available() else "cpu"
     x, params, ref = fl.harness.problem(cfg, seed)
     lstm = torch_lstm(params, device)
@@ -115,8 +122,8 @@ def bench_torch_lstm(cfg, *, backward: bool = False, warmup: int = 3, repeats: i
         if device == "cuda":
             torch.cuda.synchronize()
         error = fl.relative_error(out.cpu().numpy(), ref)
-        if not error <= fl.RTOL:
-            raise RuntimeError(f"cuDNN's LSTM (torch) is wrong {when} timing: relative error {error:.3g}")
+        if not error <= rtol:
+            raise RuntimeError(f"cuDNN's LSTM (torch) is wrong {when} timing: relative error {error:.3g} > {rtol:g}")
         if backward:
             found = {"dx": fl.relative_error(x_t.grad.detach().cpu().numpy(), dx_ref)}
             for index, grad in enumerate(grads_ref):
@@ -137,15 +144,17 @@ def bench_torch_lstm(cfg, *, backward: bool = False, warmup: int = 3, repeats: i
     after = check("after")
     time_ms = summarize(times)
     flop = fl.flops(cfg) * (3 if backward else 1)
-    return {"step": "torch_cudnn_training" if backward else "torch_cudnn",
-            "title": "cuDNN's LSTM via torch.nn.LSTM, same weights, TF32 off" + (", forward + backward" if backward else ""),
+    step = "torch_cudnn_training" if backward else "torch_cudnn"
+    return {"step": step + ("_tf32" if tf32 else ""),
+            "title": f"cuDNN's LSTM via torch.nn.LSTM, same weights, TF32 {'on' if tf32 else 'off'}"
+                     + (", forward + backward" if backward else ""),
             "config": cfg.as_dict(), "device": device_info(),
             "timing": "torch CUDA events" if device == "cuda" else "wall clock on the CPU: meaningless for a GPU",
             "times_meaningful": device == "cuda", "warmup": warmup, "repeats": repeats, "time_ms": time_ms,
             "flop": flop, "flop_note": "forward GEMM FLOPs x 3 for forward + backward" if backward else "forward GEMM FLOPs",
             "gflops": flop / (time_ms["median"] * 1e-3) / 1e9,
-            "relative_error": {"before": before, "after": after, "rtol": fl.RTOL,
+            "relative_error": {"before": before, "after": after, "rtol": rtol,
                                **({"gradients_rtol": fl.backward.BACKWARD_RTOL,
                                    "note": "gradient errors scaled by RTOL / BACKWARD_RTOL"} if backward else {})},
-            "values_checked": True, "options": {"tf32": False, "timed": "forward+backward" if backward else "forward"},
+            "values_checked": True, "options": {"tf32": tf32, "timed": "forward+backward" if backward else "forward"},
             "date": datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds")}
