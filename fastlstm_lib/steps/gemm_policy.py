@@ -10,10 +10,10 @@ ours: each step's GEMMs go through the policy the pass was set up with (the step
   article's streams and wavefront fill.
 - ``"fast"``: today's kernels where the layouts allow: 128-bit loads (version 5: the tile divides
   the shape, no 'T' flag, so from step 06 on), and the recurrent GEMM's K cut in parts until its
-  grid fills the GPU (version 7, shaped for it, or version 6 where 7 does not fit;
-  ``gemm.choose_splits``), added up by the fused cell. Split-K takes the idle SMs the wavefront was
-  meant to fill (notebook 08). Step 09's persistent kernel keeps U in registers (persistent version
-  2) where its plan fits the GPU. The GPU run's fastest configuration.
+  grid fills the GPU (version 8, shaped for it with warp tiles; version 7 where only it fits,
+  version 6 where neither does; ``gemm.choose_splits``), added up by the fused cell. Split-K takes
+  the idle SMs the wavefront was meant to fill (notebook 08). Step 09's persistent kernel keeps U in
+  registers (persistent version 2) where its plan fits the GPU. The GPU run's fastest configuration.
 
 Each layer's uploaded weights carry the policy (``weights.gemms``) beside their layout
 (``weights.transposed``): the two things the GEMM calls read from them.
@@ -28,7 +28,7 @@ import dataclasses
 class GemmPolicy:
     name: str
     vector: bool  # version 5's 128-bit loads where the tile and layouts allow
-    split: bool  # the recurrent GEMM's K in parts (version 7, else 6) where choose_splits says so
+    split: bool  # the recurrent GEMM's K in parts (version 8, else 7, else 6) where choose_splits says so
     registers: bool  # step 09's persistent kernel with U in registers (version 2) where its plan fits
     what: str
 
@@ -37,8 +37,8 @@ POLICIES = {
     "2016": GemmPolicy("2016", vector=False, split=False, registers=False,
                        what="one kernel per shape, 32-bit loads, K whole (exact-tile version 3), as cuBLAS in 2016"),
     "fast": GemmPolicy("fast", vector=True, split=True, registers=True,
-                       what="128-bit loads (version 5) where the layouts allow; the recurrent GEMM's K split (version 7, "
-                            "else 6); the persistent step's U in registers (persistent version 2)"),
+                       what="128-bit loads (version 5) where the layouts allow; the recurrent GEMM's K split (version 8, "
+                            "else 7, else 6); the persistent step's U in registers (persistent version 2)"),
 }
 DEFAULT = "2016"
 
