@@ -1,9 +1,6 @@
-"""Profiling: find the slow line of a data generator before parallelizing it.
-
-The example is the article's: a replay-style generator (``lookup_batches``) that looks up a
-target per state in a dict, keyed by the state's features turned into text (``key_as_text``,
-slow) or by its raw bytes (``key_as_bytes``, the one-line fix). ``profile_call`` runs a function
-under cProfile; ``top_functions``, ``function_share`` and ``format_profile`` make it readable.
+"""Profiling: find the slow line of a data generator before parallelizing it: the article's
+replay-style generator (``lookup_batches``) keyed by text (slow) or bytes (the fix), run under
+cProfile (``profile_call``) and made readable (``top_functions``, ``function_share``).
 """
 
 from __future__ import annotations
@@ -87,8 +84,7 @@ def _check_stats(stats) -> pstats.Stats:
 
 
 def top_functions(stats: pstats.Stats, n: int = 8, *, sort: str = "tottime") -> list[dict]:
-    """The ``n`` functions with the most time: name, calls, own seconds (without what they
-    call), total seconds (with it). ``sort``: "tottime" (own) or "cumtime" (total)."""
+    """The ``n`` functions with the most time (``sort``: own or total): name, calls, own_s, total_s."""
     _check_stats(stats)
     n = check_int("n", n)
     check_choice("sort", sort, ("tottime", "cumtime"))
