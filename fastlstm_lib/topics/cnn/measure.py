@@ -122,8 +122,6 @@ def _parser() -> argparse.ArgumentParser:
                         help="jit_compile off and/or on (TensorFlow backend only)")
     parser.add_argument("--size", choices=tuple(SIZES), default="full",
                         help="full: the article's models, 32x32 images; tiny: a quick check that the command works")
-    parser.add_argument("--rounds", type=int, help="timed epochs per layout (default: 5 full, 1 tiny)")
-    parser.add_argument("--batch", type=int, help="batch size (default: 128 full, 16 tiny)")
     parser.add_argument("--tf32", choices=("default", "off"), default="default",
                         help="off: true float32 convolutions on Ampere and newer GPUs, like the article's Turing GPU")
     parser.add_argument("--download", action="store_true", help="download CIFAR-10 if it isn't cached (else: synthetic stand-in)")
@@ -150,8 +148,7 @@ def main(argv=None) -> int:
     print(data.description)
     try:
         results = run_plan(plan, {model: data.head(size["images"][model]) for model in args.models},
-                           options_for=size["options"], batch_size=args.batch or size["batch"],
-                           rounds=args.rounds or size["rounds"], env=env)
+                           options_for=size["options"], batch_size=size["batch"], rounds=size["rounds"], env=env)
         path = save_layout_results(results, args.out)
     except (TypeError, ValueError) as error:
         print(f"error: {error}", file=sys.stderr)

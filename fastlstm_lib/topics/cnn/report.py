@@ -74,10 +74,6 @@ def format_then_and_now(rows: list[dict]) -> str:
     return "\n".join(lines)
 
 
-#: The post's GPU, its panel's name.
-ARTICLE_GPU = ARTICLE_SETUP.split(" · ")[0]
-
-
 def _bars(rows: list[dict], published: bool) -> dict:
     """{panel: [(label, value, colour, note), ...]}: one panel per GPU or machine, the post's
     first (grey), then each measured device with its rows."""
