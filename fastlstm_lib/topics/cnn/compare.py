@@ -107,20 +107,15 @@ def outcome(row: dict) -> str:
     return f"{row['winner']} is {row['percent_faster']:.0f}% faster (speedup {row['speedup']:.2f}x, won all {row['rounds']} rounds)"
 
 
-def describe(row: dict) -> str:
-    """The variant a row measured: model, precision, XLA, other differences, devices."""
+def verdict(row: dict) -> str:
+    """One sentence for one compare_layouts row: the variant it measured, then its ``outcome``."""
+    words = outcome(row)  # checks the row before the rest is read
     what = f"{row['label']}, {row['precision']}, XLA {'on' if row['jit_compile'] else 'off'}"
     if row.get("variant"):
         what += f", {row['variant']}"
     if row["replicas"] > 1:
         what += f", {row['replicas']} GPUs"
-    return what
-
-
-def verdict(row: dict) -> str:
-    """One sentence for one compare_layouts row."""
-    words = outcome(row)  # checks the row before describe reads it
-    return f"{describe(row)}: {words}"
+    return f"{what}: {words}"
 
 
 RESULT_COLUMNS = (Column("model", "<", 50), Column("layout", "<", 15), Column("precision", "<", 14),

@@ -110,7 +110,7 @@ def mirrored_strategy():
 @contextlib.contextmanager
 def layout_optimizer(enabled: bool):
     """Grappler's layout optimizer (NHWC <-> NCHW rewriting on GPU) on or off inside; then the
-    previous state: on, off, or never set."""
+    previous state (never set: on, TensorFlow's default)."""
     check_bool("enabled", enabled)
     import tensorflow as tf
 
@@ -119,24 +119,4 @@ def layout_optimizer(enabled: bool):
     try:
         yield
     finally:
-        if previous is not None:
-            tf.config.optimizer.set_experimental_options({"layout_optimizer": previous})
-        else:
-            _unset_optimizer_option("layout_optimizer", default=True)  # Grappler's layout optimizer is on by default
-
-
-def _unset_optimizer_option(name: str, default: bool = True) -> None:
-    """Back to "not set": the public API can only set options, so this removes the key from the
-    eager context's private option dict (or sets ``default`` if that dict ever changes)."""
-    import tensorflow as tf
-    from tensorflow.python.eager import context
-
-    ctx = context.context()
-    options = getattr(ctx, "_optimizer_experimental_options", None)
-    if isinstance(options, dict):
-        options.pop(name, None)
-        local = getattr(ctx, "_thread_local_data", None)
-        if local is not None and hasattr(local, "function_call_options"):
-            local.function_call_options = None  # as set_experimental_options does: rebuilt on next use
-    if name in tf.config.optimizer.get_experimental_options():
-        tf.config.optimizer.set_experimental_options({name: default})
+        tf.config.optimizer.set_experimental_options({"layout_optimizer": True if previous is None else previous})

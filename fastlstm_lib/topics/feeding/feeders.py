@@ -42,13 +42,12 @@ def enqueue_all(dataset) -> list:
     return batches
 
 
-def tf_data_pipeline(dataset, *, parallel: bool = True):
-    """The same batches through tf.data: ``range -> map(dataset[i]) -> prefetch`` (AUTOTUNE when
-    ``parallel``); the Python code runs in ``tf.numpy_function`` on tf.data's threads."""
+def tf_data_pipeline(dataset):
+    """The same batches through tf.data: ``range -> map(dataset[i]) -> prefetch``, in parallel
+    (AUTOTUNE); the Python code runs in ``tf.numpy_function`` on tf.data's threads."""
     reason = tensorflow_reason()
     if reason:
         raise RuntimeError(f"tf.data needs TensorFlow as the Keras backend: {reason}")
-    check_bool("parallel", parallel)
     import tensorflow as tf
 
     if not hasattr(dataset, "__getitem__") or not hasattr(dataset, "n_features"):
@@ -61,8 +60,6 @@ def tf_data_pipeline(dataset, *, parallel: bool = True):
         return x, y
 
     indices = tf.data.Dataset.range(len(dataset))
-    if not parallel:
-        return indices.map(load)
     # deterministic=True: batches come out in index order, as from the PyDataset enqueuer.
     return indices.map(load, num_parallel_calls=tf.data.AUTOTUNE, deterministic=True).prefetch(tf.data.AUTOTUNE)
 

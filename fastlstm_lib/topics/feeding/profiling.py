@@ -11,7 +11,7 @@ from pathlib import Path
 
 import numpy as np
 
-from ...checks import check_choice, check_int, check_records
+from ...checks import check_int, check_records
 from ...tables import Column, table
 
 
@@ -83,16 +83,15 @@ def _check_stats(stats) -> pstats.Stats:
     return stats
 
 
-def top_functions(stats: pstats.Stats, n: int = 8, *, sort: str = "tottime") -> list[dict]:
-    """The ``n`` functions with the most time (``sort``: own or total): name, calls, own_s, total_s."""
+def top_functions(stats: pstats.Stats, n: int = 8) -> list[dict]:
+    """The ``n`` functions with the most time of their own: name, calls, own_s, total_s."""
     _check_stats(stats)
     n = check_int("n", n)
-    check_choice("sort", sort, ("tottime", "cumtime"))
     rows = [
         {"function": _readable(key), "name": key[2], "calls": calls, "own_s": own, "total_s": total}
         for key, (_, calls, own, total, _) in stats.stats.items()
     ]
-    rows.sort(key=lambda row: row["own_s" if sort == "tottime" else "total_s"], reverse=True)
+    rows.sort(key=lambda row: row["own_s"], reverse=True)
     return rows[:n]
 
 

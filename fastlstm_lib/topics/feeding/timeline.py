@@ -189,23 +189,19 @@ def timeline_problems(record: dict, n_batches: int) -> list[str]:
     return problems
 
 
-def plot_timeline(record: dict, *, epoch: int = -1, ax=None, title: str | None = None, xmax_ms: float | None = None):
-    """One epoch of a ``Timeline.to_dict()``: a lane per worker with a bar per batch it made, and
-    fit's lane with a bar per step (waiting included), in ms up to ``xmax_ms``. Returns the axes."""
+def plot_timeline(record: dict, *, ax=None, title: str | None = None, xmax_ms: float | None = None):
+    """The last epoch of a ``Timeline.to_dict()``: a lane per worker with a bar per batch it made,
+    and fit's lane with a bar per step (waiting included), in ms up to ``xmax_ms``. Returns the axes."""
     check_record(record)
     if not record["epochs"]:
         raise ValueError("the timeline has no epoch: was fit() run with its callback?")
-    count = len(record["epochs"])
-    epoch = check_int("epoch", epoch, minimum=-count)
-    if epoch >= count:
-        raise ValueError(f"epoch must be in [-{count}, {count - 1}] (the timeline has {count} epochs), got {epoch}")
     if title is not None and not isinstance(title, str):
         raise TypeError(f"title must be a str or None, got {type(title).__name__} {title!r}")
     if xmax_ms is not None:
         check_number("xmax_ms", xmax_ms, minimum=0)
     import matplotlib.pyplot as plt
 
-    number, epoch_start, epoch_end = record["epochs"][epoch]
+    number, epoch_start, epoch_end = record["epochs"][-1]
     if ax is None:
         _, ax = plt.subplots(figsize=(10, 3))
     window = [p for p in record["produced"] if p[3] > epoch_start and p[2] < epoch_end]  # overlapping the epoch
