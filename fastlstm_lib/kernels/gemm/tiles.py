@@ -265,22 +265,31 @@ def cases(size: str, rng, launcher, *, exact: bool, layouts: tuple = B_LAYOUTS[:
     return found
 
 
-def split_k_case(m: int, n: int, k: int, rng, blocking: Blocking, splits: int, launch, rtol: float | None = None):
-    """A split-K version's runner case (versions 7-9): (m x n) over k rounded up to whole patches of
-    ``blocking`` and to ``splits`` parts of K of two slabs or more each; ``launch(a, b, parts)`` runs
-    the version into ``parts`` (splits, rows, cols), each part checked on its own against float64
-    (within ``rtol``, default the FP32 tolerance)."""
+def split_k_cases(size: str, rng, blocking: Blocking, splits, launch, simulator_splits: int,
+                  rtol: float | None = None) -> list:
+    """A split-K version's runner cases (versions 7-9): each (m x n) over k of ``SHAPES[size]``
+    rounded up to whole patches of ``blocking`` and to whole parts of K of two slabs or more each, in
+    ``splits(m, n, k, sms)`` parts on a GPU (2 at least) and ``simulator_splits`` on the simulator;
+    ``launch(a, b, parts, blocking)`` runs the version into ``parts`` (splits, rows, cols), each part
+    checked on its own against float64 (within ``rtol``, default the FP32 tolerance)."""
     from numba import cuda
 
     from ..case import Case, f32, poisoned
 
-    step = 2 * blocking.bk * splits
-    rows, cols, depth = -(-m // blocking.bm) * blocking.bm, -(-n // blocking.bn) * blocking.bn, -(-k // step) * step
-    a, b = f32(rng, rows, depth), f32(rng, depth, cols)
-    a_d, b_d, parts = cuda.to_device(a), cuda.to_device(b), poisoned(splits, rows, cols)
-    share = depth // splits
-    want = np.stack([a[:, s * share:(s + 1) * share].astype(np.float64) @ b[s * share:(s + 1) * share]
-                     for s in range(splits)])
-    return Case(f"{rows} x {cols} x {depth}, {splits} parts", lambda: launch(a_d, b_d, parts), {"parts": parts},
-                {"parts": want}, 2.0 * rows * cols * depth, 4.0 * (rows * depth + depth * cols + splits * rows * cols),
-                **({"rtol": rtol} if rtol is not None else {}))
+    sms, found = geometry_sms(), []
+    for m, n, k in SHAPES[size]:
+        parts_of_k = simulator_splits if sms is None else max(2, splits(m, n, k, sms))
+        step = 2 * blocking.bk * parts_of_k
+        rows, cols = -(-m // blocking.bm) * blocking.bm, -(-n // blocking.bn) * blocking.bn
+        depth = -(-k // step) * step
+        a, b = f32(rng, rows, depth), f32(rng, depth, cols)
+        a_d, b_d, parts = cuda.to_device(a), cuda.to_device(b), poisoned(parts_of_k, rows, cols)
+        share = depth // parts_of_k
+        want = np.stack([a[:, s * share:(s + 1) * share].astype(np.float64) @ b[s * share:(s + 1) * share]
+                         for s in range(parts_of_k)])
+        found.append(Case(f"{rows} x {cols} x {depth}, {parts_of_k} parts",
+                          lambda a_d=a_d, b_d=b_d, parts=parts: launch(a_d, b_d, parts, blocking), {"parts": parts},
+                          {"parts": want}, 2.0 * rows * cols * depth,
+                          4.0 * (rows * depth + depth * cols + parts_of_k * rows * cols),
+                          **({"rtol": rtol} if rtol is not None else {})))
+    return found

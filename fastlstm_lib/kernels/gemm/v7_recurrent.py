@@ -32,8 +32,8 @@ from numba import cuda, float32, uint32
 
 from .pipeline import prologue, slab_parts, split_of_k
 from .slab import patch_store, unrolled_slab
-from .tiles import GPU_LARGE, SHARED_ALIGN, SHARED_PADDING, SHAPES, SPLIT, build, geometry_sms, recurrent_blocking, \
-    recurrent_splits, spec, split_k_case, vector_fits, vector_width
+from .tiles import GPU_LARGE, SHARED_ALIGN, SHARED_PADDING, SPLIT, build, recurrent_blocking, \
+    recurrent_splits, spec, split_k_cases, vector_fits, vector_width
 
 
 @functools.lru_cache(maxsize=None)
@@ -78,13 +78,6 @@ def recurrent_gemm_kernel(blocking, padding: int):
     return recurrent_gemm
 
 
-def plan(m: int, n: int, k: int) -> tuple:
-    """(blocking, splits) version 7 runs (m x n) over k in here: ``GPU_LARGE`` in
-    ``recurrent_splits``' parts on a GPU (splits 0: it does not fit), the simulator's blocking in 2."""
-    sms = geometry_sms()
-    return (recurrent_blocking(), 2) if sms is None else (recurrent_blocking(), recurrent_splits(m, n, k, sms))
-
-
 def recurrent_fits(blocking, m: int, n: int, k: int, splits: int) -> bool:
     """Whether version 7 runs ``blocking`` on (m x n) over k in ``splits`` parts: its tile divides
     the shape (``vector_fits``), each part of K an even number of slabs."""
@@ -93,18 +86,15 @@ def recurrent_fits(blocking, m: int, n: int, k: int, splits: int) -> bool:
 
 def case(size: str, rng) -> list:
     """The runner's cases: every shape of ``size`` rounded up to whole parts of K (two slabs each at
-    least), as ``gemm_split`` launches it; each part checked on its own."""
-    found = []
-    for m, n, k in SHAPES[size]:
-        blocking, splits = plan(m, n, k)
-        kernel = recurrent_gemm_kernel(blocking, SHARED_PADDING)
+    least), in ``recurrent_splits``' parts on a GPU (2 at least) and 2 on the simulator, launched as
+    ``gemm_split`` launches it; each part checked on its own."""
+    kernel = recurrent_gemm_kernel(recurrent_blocking(), SHARED_PADDING)
 
-        def launch(a, b, parts, kernel=kernel, blocking=blocking):
-            kernel[(parts.shape[2] // blocking.bn, parts.shape[1] // blocking.bm, parts.shape[0]), blocking.threads](
-                a, b, parts, False)
+    def launch(a, b, parts, blocking):
+        kernel[(parts.shape[2] // blocking.bn, parts.shape[1] // blocking.bm, parts.shape[0]), blocking.threads](
+            a, b, parts, False)
 
-        found.append(split_k_case(m, n, k, rng, blocking, max(splits, 2), launch))
-    return found
+    return split_k_cases(size, rng, recurrent_blocking(), recurrent_splits, launch, simulator_splits=2)
 
 
 SPEC = spec(7, "recurrent_gemm", "6 for the recurrent GEMM: 4 x 4 runs read by 128-bit shared loads, a double-buffered "

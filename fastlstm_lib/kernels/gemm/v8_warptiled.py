@@ -45,8 +45,8 @@ from numba import cuda, float32, uint32
 from ...runtime.device import DEVICE
 from ..vector import load_vector
 from .pipeline import slab_parts, split_of_k
-from .tiles import GPU_LARGE, SHARED_ALIGN, SHARED_PADDING, SHAPES, SPLIT, build, geometry_sms, recurrent_blocking, \
-    recurrent_splits, spec, split_k_case, vector_fits, vector_width
+from .tiles import GPU_LARGE, SHARED_ALIGN, SHARED_PADDING, SPLIT, build, recurrent_blocking, \
+    recurrent_splits, spec, split_k_cases, vector_fits, vector_width
 
 #: A warp's threads: WARP_ROWS rows of WARP_COLS (kernel 10's 8 x 4 for a 4 x 4 thread tile).
 WARP_ROWS, WARP_COLS = 8, 4
@@ -307,9 +307,7 @@ def launch(a, b, parts, blocking=None, stream=0) -> None:
 def case(size: str, rng) -> list:
     """The runner's cases: every shape of ``size``, in version 7's parts (2 at least; 2 on the
     simulator), launched as ``launch`` does; each part checked on its own against float64."""
-    blocking, sms = recurrent_blocking(), geometry_sms()
-    return [split_k_case(m, n, k, rng, blocking, max(2, 2 if sms is None else recurrent_splits(m, n, k, sms)),
-                         lambda a, b, parts: launch(a, b, parts, blocking)) for m, n, k in SHAPES[size]]
+    return split_k_cases(size, rng, recurrent_blocking(), recurrent_splits, launch, simulator_splits=2)
 
 
 SPEC = spec(8, "warptiled_gemm", "7 with warp tiles whose lanes share shared-memory words (4 wavefronts per "

@@ -56,7 +56,7 @@ from ..case import Unavailable
 from ..mma import MIN_COMPUTE_CAPABILITY, mma_tf32_m16n8k8, require_tf32, round_tf32, to_tf32
 from ..vector import aligned, load_vector
 from .pipeline import split_of_k
-from .tiles import SHARED_ALIGN, SHAPES, SPLIT, Blocking, build, geometry_sms, spec, split_k_case
+from .tiles import SHARED_ALIGN, SPLIT, Blocking, build, geometry_sms, spec, split_k_cases
 
 #: The tolerance of every check of this version against float64 (``numerics``: why 2e-3).
 RTOL = TOLERANCES["tf32"]
@@ -305,9 +305,7 @@ def case(size: str, rng) -> list:
         require_tf32("tf32_gemm")
     except RuntimeError as error:
         raise Unavailable(str(error)) from None
-    blocking, sms = tf32_blocking(), geometry_sms()
-    return [split_k_case(m, n, k, rng, blocking, 3 if sms is None else max(2, tf32_splits(m, n, k, sms)),
-                         lambda a, b, parts: launch(a, b, parts, blocking), rtol=RTOL) for m, n, k in SHAPES[size]]
+    return split_k_cases(size, rng, tf32_blocking(), tf32_splits, launch, simulator_splits=3, rtol=RTOL)
 
 
 def rounded_product(a, b):

@@ -83,47 +83,41 @@ def _intrinsics():
         arch = builder.call(reflect, [nvvmutils.declare_string(builder, "__CUDA_ARCH")])
         return builder.icmp_signed(">=", arch, ir.Constant(i32, ACQUIRE_RELEASE_ARCH))
 
-    @intrinsic
-    def arrive(typingctx, counter, index):
-        """counter[index] += 1, with release semantics at GPU scope (no value returned)."""
-        if not fits(counter, index):
-            return None
+    def counter_op(new_text: str, old_text: str, returns: bool):
+        """An intrinsic running ``new_text`` (sm_70 on) or ``old_text`` on counter[index]: with a
+        uint32 result (``$0``, the address ``$1``) if ``returns``, else with the address ``$0`` and 1
+        as ``$1``. Side effects and a memory clobber: never hoisted, never cached in a register."""
+        result = i32 if returns else ir.VoidType()
 
-        def codegen(context, builder, sig, args):
-            at = address(context, builder, sig, args)
-            one = ir.Constant(i32, 1)
-            with builder.if_else(new_enough(builder)) as (new, old):
-                for block, text in ((new, ARRIVE_PTX), (old, ARRIVE_PTX_OLD)):
-                    with block:
-                        asm = ir.InlineAsm(ir.FunctionType(ir.VoidType(), [i64, i32]), text, "l,r,~{memory}",
-                                           side_effect=True)
-                        builder.call(asm, [at, one])
-            return context.get_dummy_value()
+        @intrinsic
+        def op(typingctx, counter, index):
+            if not fits(counter, index):
+                return None
 
-        return types.void(counter, index), codegen
+            def codegen(context, builder, sig, args):
+                at = address(context, builder, sig, args)
+                operands = [at] if returns else [at, ir.Constant(i32, 1)]
+                constraints = "=r,l,~{memory}" if returns else "l,r,~{memory}"
+                seen = []
+                with builder.if_else(new_enough(builder)) as (new, old):
+                    for block, text in ((new, new_text), (old, old_text)):
+                        with block:
+                            asm = ir.InlineAsm(ir.FunctionType(result, [x.type for x in operands]), text, constraints,
+                                               side_effect=True)
+                            seen.append((builder.call(asm, operands), builder.basic_block))
+                if not returns:
+                    return context.get_dummy_value()
+                value = builder.phi(i32)
+                for got, block in seen:
+                    value.add_incoming(got, block)
+                return value
 
-    @intrinsic
-    def poll(typingctx, counter, index):
-        """counter[index], read with acquire semantics at GPU scope, afresh at every call."""
-        if not fits(counter, index):
-            return None
+            return (types.uint32 if returns else types.void)(counter, index), codegen
 
-        def codegen(context, builder, sig, args):
-            at = address(context, builder, sig, args)
-            seen = []
-            with builder.if_else(new_enough(builder)) as (new, old):
-                for block, text in ((new, POLL_PTX), (old, POLL_PTX_OLD)):
-                    with block:
-                        asm = ir.InlineAsm(ir.FunctionType(i32, [i64]), text, "=r,l,~{memory}", side_effect=True)
-                        seen.append((builder.call(asm, [at]), builder.basic_block))
-            value = builder.phi(i32)
-            for got, block in seen:
-                value.add_incoming(got, block)
-            return value
+        return op
 
-        return types.uint32(counter, index), codegen
-
-    return arrive, poll
+    # arrive: counter[index] += 1, release at GPU scope; poll: counter[index], acquire, read afresh.
+    return counter_op(ARRIVE_PTX, ARRIVE_PTX_OLD, returns=False), counter_op(POLL_PTX, POLL_PTX_OLD, returns=True)
 
 
 if DEVICE.compiled:  # a GPU or the fake GPU: the instructions themselves
