@@ -86,12 +86,17 @@ def sizes(quick: bool) -> dict:
     large_shared = LSTMConfig(batch=4, seq_len=4, input_size=64, hidden=1024, layers=1)
     # Quick (make test-tools): every code path once, each kernel compiled once (the persistent kernel
     # compiles per plan): no many-block size, one persistent plan, the sweep at the odd batch.
+    # Beside the fake GPU, one timed pass each at every size, as in backward (and notebooks 10 and 41):
+    # its times mean nothing, and the GPU's 20-50 passes of every step were most of the ladder's and
+    # clocks' minutes there, which kept the README's two calls from reaching every stage on a slow
+    # machine (issue 70).
+    once = quick or not values_computed()
     return {"odd": odd, "many": None if quick else many, "article": article,
             "persistent": [] if quick else persistent, "large_shared": None if quick else large_shared,
             "batches": (odd.batch,) if quick else (1, 4, 16, 64),
-            "repeats": {"warmup": 0, "repeats": 1} if quick else {"warmup": 3, "repeats": 20},
-            "clock_repeats": {"warmup": 0, "repeats": 1} if quick else {"warmup": 2, "repeats": 10},
-            "graph_repeats": {"warmup": 0, "repeats": 1} if quick else {"warmup": 3, "repeats": 50}}
+            "repeats": {"warmup": 0, "repeats": 1} if once else {"warmup": 3, "repeats": 20},
+            "clock_repeats": {"warmup": 0, "repeats": 1} if once else {"warmup": 2, "repeats": 10},
+            "graph_repeats": {"warmup": 0, "repeats": 1} if once else {"warmup": 3, "repeats": 50}}
 
 
 # ---- the environment, recorded in every file --------------------------------------------------
@@ -601,14 +606,13 @@ def backward(ctx) -> dict:
 
     size = sizes(ctx.quick)
     cfg = size["article"]
-    counts = size["clock_repeats"]  # each pass runs forward and backward: 10 timed passes
+    counts = size["clock_repeats"]  # each pass runs forward and backward: 10 timed passes (one beside the fake GPU)
     if not fl().DEVICE.computes:
         # Timed only where times mean something (as notebook 41 does): beside the fake GPU one timed
-        # pass each, which launches every kernel at the article's size, and the float64 reference
+        # pass each (sizes), which launches every kernel at the article's size, and the float64 reference
         # is not computed (harness.checked_run). The first two steps issue thousands of launches a
         # pass through numba-cuda's slicing of strided views, seconds of the host's each: their 12
         # passes each way took most of the 278 s the backward stage ran in the rehearsal of issue 70.
-        counts = {"warmup": 0, "repeats": 1}
         ctx.rows.append({"item": "timed passes", "outcome": "ok", "value": "one each: the fake GPU (times mean nothing)"})
     costs = {} if ctx.quick else BACKWARD_COSTS_S
     keras = keras_missing() is None
