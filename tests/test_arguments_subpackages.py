@@ -77,8 +77,6 @@ CASES = [
     (lambda: feeding.small_call_latency(seed=None), TypeError, r"seed must be an int >= 0"),
     (lambda: feeding.measure_devices([]), ValueError, r"batch_sizes must hold at least one"),
     (lambda: feeding.measure_devices(repeats=0), ValueError, r"repeats must be an int >= 1"),
-    (lambda: feeding.plot_timeline(_RECORD, epoch=5), ValueError, r"epoch must be in \[-1, 0\]"),
-    (lambda: feeding.plot_timeline(_RECORD, epoch=0.5), TypeError, r"epoch must be an int"),
     (lambda: feeding.plot_timeline(_RECORD, xmax_ms=float("nan")), ValueError, r"xmax_ms must be a finite"),
     (lambda: feeding.plot_timeline(_RECORD, title=42), TypeError, r"title must be a str or None"),
     # backward

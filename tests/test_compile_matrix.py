@@ -24,7 +24,7 @@ from compile_matrix.sass import (Instruction, ffma_after_load, int64_multiplies_
 from compile_matrix.toolkits import ARCHS, arch_name, assemble, resources, tool
 from fastlstm_lib.kernels.gemm import GPU_LARGE
 from fastlstm_lib.kernels.persistent import MAX_REGISTERS
-from fastlstm_lib.kernels.persistent.v2_registers import MAX_REGISTERS as V2_MAX_REGISTERS
+from fastlstm_lib.kernels.persistent.registers import MAX_REGISTERS as V2_MAX_REGISTERS
 from fastlstm_lib.kernels.versions import every
 
 from conftest import needs_compile_matrix

@@ -1,4 +1,5 @@
-"""Versions 6 and 7 of the GEMM (split-K, kernels/gemm/v6_split.py, v7_recurrent.py) and version 3 of the
+"""Versions 6 and 7 of the GEMM (split-K, kernels/gemm/v6_split.py, v7_recurrent.py; ``gemm_split``
+launches version 8, v8_warptiled.py, in 7's place where it fits) and version 3 of the
 fused cell that adds their parts (kernels/pointwise/v3_cell_split.py): each part equals its product, the
 cell the unsplit cell's result;
 ``split_plan`` fills an H100 at the article's batch; steps 06-08 run them there and equal the
@@ -36,10 +37,12 @@ def test_each_part_is_its_share_of_k_and_the_parts_add_up_to_the_product():
     assert relative_error(got.astype(np.float64).sum(axis=0), a.astype(np.float64) @ b) <= 1e-5
 
 
-@pytest.mark.parametrize("slabs, kernel", [(2, "recurrent_gemm"), (4, "recurrent_gemm"), (1, "split_gemm"), (3, "split_gemm")])
-def test_gemm_split_runs_version_7_where_each_part_is_pairs_of_slabs_else_version_6(slabs, kernel):
-    """Version 7 takes two slabs per trip of its double buffer: parts of K an even number of slabs
-    run it, others version 6; either way each part is its share of the product."""
+@pytest.mark.parametrize("slabs, kernel", [(2, "warptiled_gemm"), (4, "warptiled_gemm"), (1, "split_gemm"),
+                                           (3, "split_gemm")])
+def test_gemm_split_runs_version_8_where_each_part_is_pairs_of_slabs_else_version_6(slabs, kernel):
+    """Versions 8 and 7 take two slabs per trip of their double buffer: parts of K an even number of
+    slabs run version 8 (the simulator's tile is one part-warp of 4 x 4 threads), others version 6;
+    either way each part is its share of the product."""
     blocking, splits = g.SIMULATOR_BLOCKING, 2
     m, n, k = blocking.bm, 2 * blocking.bn, splits * slabs * blocking.bk
     rng = np.random.default_rng(slabs)
@@ -120,13 +123,16 @@ def split_problem():
 
 
 @pytest.mark.parametrize("name, options", [("pretransposed", {}), ("combined_inputs", {"chunk": 2}),
-                                           ("wavefront", {"chunk": 2})])
+                                           ("wavefront", {"chunk": 2}), ("wavefront", {"chunk": 2, "gemms": "fast"})])
 def test_steps_split_the_recurrent_gemm_and_equal_the_reference_and_keras(name, options, split_problem,
                                                                           keras_available):
+    """Made to split here, each step's recurrent GEMM is version 8 (``gemm_split``'s choice, the
+    "fast" policy's on a GPU), its parts added by the split cell: the reference's and Keras' result."""
     x, params, ref = split_problem
     with fl.count_launches() as launches:
         y = fl.steps.get(name).forward(x, params, splits=2, **options)
     assert launches["_lstm_cell_split"] == SPLIT.layers * SPLIT.seq_len and launches["_lstm_cell"] == 0
+    assert launches["warptiled_gemm"] == SPLIT.layers * SPLIT.seq_len and launches["recurrent_gemm"] == 0
     assert y.dtype == np.float32 and relative_error(y, ref) <= 1e-5
     assert relative_error(y, fl.keras_forward(x, params).astype(np.float64)) <= 1e-5
 
@@ -141,9 +147,9 @@ def test_the_simulator_does_not_split_and_step_08_keeps_the_layout_of_step_06():
     assert all(lane.h_gates.shape == (2, SPLIT.batch, 4 * SPLIT.hidden) for lane in state.lanes)
 
 
-def test_on_an_h100_step_06_launches_version_7_in_8_parts():
+def test_on_an_h100_step_06_launches_version_8_in_8_parts():
     """From the dry run with an H100's geometry at the article's size, under the "fast" GEMM
-    policy: the recurrent GEMM at batch 64, hidden 512 is version 7 in 8 parts of K, every SM a
+    policy: the recurrent GEMM at batch 64, hidden 512 is version 8 in 8 parts of K, every SM a
     block and 8+ warps (the kernel issue's floor), and the step still launches 3 kernels per
     layer-step. Under the default "2016" policy step 06 launches what step 05 does: the same
     grids, blocks and versions."""
@@ -153,7 +159,7 @@ def test_on_an_h100_step_06_launches_version_7_in_8_parts():
     assert launched["fused_pointwise"] == launched["pretransposed"]
     profile = fl.profile("pretransposed", chip="H100", gemms="fast")
     sms = gpu("H100")["sms"]
-    recurrent = [launch for launch in profile.launches if launch.kernel == "recurrent_gemm"]
+    recurrent = [launch for launch in profile.launches if launch.kernel == "warptiled_gemm"]
     cells = [launch for launch in profile.launches if launch.kernel == "_lstm_cell_split"]
     cfg = fl.LSTMConfig.article()
     assert len(recurrent) == len(cells) == cfg.layers * cfg.seq_len

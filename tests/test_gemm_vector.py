@@ -102,7 +102,7 @@ def test_gemm_launches_the_vector_version_where_layouts_allow(monkeypatch):
 
 def test_a_profile_records_each_gemms_version_and_the_timeline_its_compiled_row():
     """At the article's size on an H100, under the "fast" GEMM policy, step 07's tall input GEMM (one
-    per layer, chunk 100) runs version 5 (128 x 128), its recurrent GEMMs version 7 (64 x 64, K in 8
+    per layer, chunk 100) runs version 5 (128 x 128), its recurrent GEMMs version 8 (64 x 64, K in 8
     parts; unsplit, version 3: nothing to vectorize); at the default chunk of 2 steps the input GEMM
     is 128 rows, version 3 in 32 x 32 patches; step 03's, read with the 'T' flag, 3; under the default
     "2016" policy, every GEMM version 3."""
@@ -114,9 +114,9 @@ def test_a_profile_records_each_gemms_version_and_the_timeline_its_compiled_row(
         numbers = {spec.name: spec.number for spec in every() if spec.family == "gemm"}
         return {(numbers[launch.kernel], table_name(launch, 64)) for launch in recorded.launches if launch.kernel in numbers}
 
-    assert rows("combined_inputs", gemms="fast", chunk=100) == {(5, "vector_gemm_wide"), (7, "recurrent_gemm")}
+    assert rows("combined_inputs", gemms="fast", chunk=100) == {(5, "vector_gemm_wide"), (8, "warptiled_gemm")}
     assert rows("combined_inputs", gemms="fast", splits=1, chunk=100) == {(5, "vector_gemm_wide"),
                                                                           (3, "exact_gemm_t")}
     assert rows("combined_inputs", chunk=100) == {(3, "exact_gemm_wide"), (3, "exact_gemm_t")}
-    assert rows("combined_inputs", gemms="fast") == {(3, "exact_gemm_t"), (7, "recurrent_gemm")}
+    assert rows("combined_inputs", gemms="fast") == {(3, "exact_gemm_t"), (8, "warptiled_gemm")}
     assert rows("combined_gemms") == {(3, "exact_gemm_t")}

@@ -10,10 +10,10 @@ ours: each step's GEMMs go through the policy the pass was set up with (the step
   article's streams and wavefront fill.
 - ``"fast"``: today's kernels where the layouts allow: 128-bit loads (version 5: the tile divides
   the shape, no 'T' flag, so from step 06 on), and the recurrent GEMM's K cut in parts until its
-  grid fills the GPU (version 7, shaped for it, or version 6 where 7 does not fit;
-  ``gemm.choose_splits``), added up by the fused cell. Split-K takes the idle SMs the wavefront was
-  meant to fill (notebook 08). Step 09's persistent kernel keeps U in registers (persistent version
-  2) where its plan fits the GPU. The GPU run's fastest configuration.
+  grid fills the GPU (version 8, shaped for it with warp tiles; version 7 where only it fits,
+  version 6 where neither does; ``gemm.choose_splits``), added up by the fused cell. Split-K takes
+  the idle SMs the wavefront was meant to fill (notebook 08). Step 09's persistent kernel keeps U in
+  registers (persistent version 2) where its plan fits the GPU. The GPU run's fastest configuration.
 - ``"tf32"``: the "fast" policy's choices with the products on tensor cores where GEMM version 9
   (``kernels/gemm/v9_tf32.py``: TF32 ``mma.sync``, split-K as version 7) fits: the recurrent GEMM
   of steps 06-08 in ``tf32_splits``' parts of K, and the input GEMM of steps 06-09 in one part,
@@ -41,15 +41,15 @@ from ..runtime.target import target
 class GemmPolicy:
     name: str
     vector: bool  # version 5's 128-bit loads where the tile and layouts allow
-    split: bool  # the recurrent GEMM's K in parts (version 7, else 6) where choose_splits says so
+    split: bool  # the recurrent GEMM's K in parts (version 8, else 7, else 6) where choose_splits says so
     registers: bool  # step 09's persistent kernel with U in registers (version 2) where its plan fits
     what: str
     tf32: bool = False  # the products on TF32 tensor cores (version 9) where it fits; compute capability 8.0+
     rtol: float = TOLERANCES["forward"]  # the tolerance of a pass's check against float64
 
 
-FAST_WHAT = ("128-bit loads (version 5) where the layouts allow; the recurrent GEMM's K split (version 7, else 6); "
-             "the persistent step's U in registers (persistent version 2)")
+FAST_WHAT = ("128-bit loads (version 5) where the layouts allow; the recurrent GEMM's K split (version 8, else 7, "
+             "else 6); the persistent step's U in registers (persistent version 2)")
 POLICIES = {
     "2016": GemmPolicy("2016", vector=False, split=False, registers=False,
                        what="one kernel per shape, 32-bit loads, K whole (exact-tile version 3), as cuBLAS in 2016"),

@@ -15,10 +15,11 @@ kernels, grids and blocks as step 05, now reading B as stored, so with our GEMM 
 nothing; cuBLAS's kernels read the layouts at different speeds (DeepBench's N,N and T,N rows,
 notebook 06). Only the "fast" policy uses what the layout allows: 128-bit loads of B as stored
 (``kernels/gemm/v5_vector.py``) and, for the recurrent GEMM, whose C is only batch rows tall, K
-cut into parts, one grid layer each (version 7, shaped for this GEMM; version 6 where 7 does not
-fit), added up by the fused cell as it reads them (``pointwise.lstm_cell_split``), still 3
-kernels per layer-step; ``gemm.choose_splits`` picks the parts from the GPU's SM count (8 at batch
-64 on an H100; 1 on the simulator, and wherever the tile does not divide the shape).
+cut into parts, one grid layer each (version 8, shaped for this GEMM; version 7 where only it fits,
+version 6 where neither does), added up by the fused cell as it reads them
+(``pointwise.lstm_cell_split``), still 3 kernels per layer-step; ``gemm.choose_splits`` picks the
+parts from the GPU's SM count (8 at batch 64 on an H100; 1 on the simulator, and wherever the tile
+does not divide the shape).
 
 Under the "tf32" policy the recurrent GEMM runs on tensor cores (version 9, TF32 ``mma.sync``)
 where its patch divides the shape, in ``gemm.tf32_parts`` (1 on the simulator, where the fused cell

@@ -1,6 +1,4 @@
 """The Keras side topics: channels_first vs channels_last CNNs (``cnn``, notebooks 20-21), how
 Keras feeds data (``feeding``, notebooks 30-31) and the LSTM as a Keras layer (``keras_layer``,
-notebook 42). Each is imported on its own: ``import fastlstm_lib.topics.cnn as cnn``. They stand
-beside the course, not on it: nothing here imports ``course`` (their results files are the root's
-``results``).
+notebook 42). Each is imported on its own; nothing here imports ``course``.
 """

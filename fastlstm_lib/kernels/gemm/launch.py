@@ -1,8 +1,9 @@
 """The GEMM family's launchers: which version, which blocking, which grid. ``gemm()`` (versions 2,
 3 or 5 by the shape, the layouts and the policy's ``vector``; 9 with its ``tf32`` where
-``tf32_launch`` allows), ``gemm_split()`` (version 9 with ``tf32`` where it fits, else 7 where it
-fits, else 6) with its plan, and ``tiled_gemm()`` (version 1). ``SPEC`` and ``case`` put ``gemm()`` itself, as the
-backward pass calls it for the weight gradient, in the kernel runner's list.
+``tf32_launch`` allows), ``gemm_split()`` (version 9 with ``tf32`` where it fits, else 8 where it
+fits, else 7 where that fits, else 6: ``recurrent_kernel``) with its plan, and ``tiled_gemm()``
+(version 1). ``SPEC`` and ``case`` put ``gemm()`` itself, as the backward pass calls it for the
+weight gradient, in the kernel runner's list.
 """
 
 from __future__ import annotations
@@ -26,6 +27,7 @@ from .v5_vector import vector_gemm_kernel
 from .v6_split import split_gemm_kernel
 from .v7_recurrent import recurrent_fits, recurrent_gemm_kernel
 from . import v9_tf32
+from .v8_warptiled import warptiled_fits, warptiled_gemm_kernel
 
 
 def exact(blocking: Blocking, m: int, n: int, k: int) -> bool:
@@ -111,13 +113,27 @@ def checked_splits(m: int, n: int, k: int, splits=None) -> int:
     return splits
 
 
+def recurrent_kernel(blocking: Blocking, m: int, n: int, k: int, splits: int):
+    """The kernel factory ``gemm_split`` takes for ``blocking`` (``recurrent_blocking()``'s) on (m x n)
+    over k in ``splits`` parts: version 8 where it fits (``warptiled_fits``: version 7's condition
+    and whole warps of 8 x 4 threads), else version 7 where it fits (``recurrent_fits``), else None
+    (version 6, on ``choose_blocking``'s tile)."""
+    if splits < 1:
+        return None
+    if warptiled_fits(blocking, m, n, k, splits):
+        return warptiled_gemm_kernel
+    if recurrent_fits(blocking, m, n, k, splits):
+        return recurrent_gemm_kernel
+    return None
+
+
 def gemm_split(a, b, parts, *, blocking: Blocking | None = None, tf32: bool = False, stream=0) -> None:
     """Launch parts[z] = A[:, z-th K part] @ B[z-th K part, :] for z < len(parts), so that C =
     parts.sum(0) (whoever reads C adds them: the fused cell, in one pass): with ``tf32`` (the "tf32"
-    policy) version 9 where ``tf32_launch`` allows, else version 7 where it fits (``recurrent_fits``;
-    no ``blocking`` given), else version 6. A (M, K), B (K, N) as stored, rows contiguous and aligned
-    (``vector.aligned``); parts (splits, M, N), C-contiguous; the tile must divide M, N and K /
-    splits (``vector_fits``)."""
+    policy) version 9 where ``tf32_launch`` allows; else, with no ``blocking`` given, version 8 where
+    it fits, else 7 (``recurrent_kernel``), else version 6. A (M, K), B (K, N) as stored, rows
+    contiguous and aligned (``vector.aligned``); parts (splits, M, N), C-contiguous; the tile must
+    divide M, N and K / splits (``vector_fits``)."""
     DEVICE.announce()
     if len(parts.shape) != 3:
         raise ValueError(f"parts must be (splits, M, N), got shape {tuple(parts.shape)}")
@@ -127,8 +143,10 @@ def gemm_split(a, b, parts, *, blocking: Blocking | None = None, tf32: bool = Fa
         v9_tf32.launch(a, b, parts, stream=stream)
         return
     kernel = split_gemm_kernel
-    if blocking is None and splits >= 1 and recurrent_fits(recurrent_blocking(), m, n, k, splits):
-        blocking, kernel = recurrent_blocking(), recurrent_gemm_kernel
+    if blocking is None:
+        recurrent = recurrent_kernel(recurrent_blocking(), m, n, k, splits)
+        if recurrent is not None:
+            blocking, kernel = recurrent_blocking(), recurrent
     blocking = choose_blocking(m, n, k // splits) if blocking is None else blocking
     if splits < 1 or not split_fits(blocking, m, n, k, splits):
         raise ValueError(f"gemm_split: {blocking} does not divide {m} x {n} x {k} in {splits} parts of K")

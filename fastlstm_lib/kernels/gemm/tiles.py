@@ -172,14 +172,14 @@ def choose_blocking(m: int, n: int, k: int) -> Blocking:
 
 
 def recurrent_blocking() -> Blocking:
-    """Version 7's blocking here: ``GPU_LARGE`` (64 x 64, 4 x 4 per thread) on a GPU, or as one (a
-    dry run), else the simulator's small one."""
+    """Versions 7 and 8's blocking here: ``GPU_LARGE`` (64 x 64, 4 x 4 per thread) on a GPU, or as
+    one (a dry run), else the simulator's small one."""
     return SIMULATOR_BLOCKING if geometry_sms() is None else GPU_LARGE
 
 
 def choose_splits(m: int, n: int, k: int) -> int:
     """The parts of K a recurrent GEMM of (m x n) over k runs in here (``gemm_split``): on a GPU,
-    version 7's (``recurrent_splits``) where its patch divides the shape, else version 6's
+    versions 7 and 8's (``recurrent_splits``) where their patch divides the shape, else version 6's
     (``split_plan``); 1 on the simulator (its blocks run one at a time: there is no GPU to fill)."""
     sms = geometry_sms()
     return 1 if sms is None else recurrent_splits(m, n, k, sms) or split_plan(m, n, k, sms)[1]
@@ -214,13 +214,13 @@ def split_plan(m: int, n: int, k: int, sms: int) -> tuple[Blocking, int]:
     return blocking, splits
 
 
-#: Version 7 cuts K until every SM holds a block and, on average, this many warps (the kernel
+#: Versions 7 and 8 cut K until every SM holds a block and, on average, this many warps (the kernel
 #: issue's floor: 8 warps, 2 per scheduler, each with 16 independent accumulators).
 RECURRENT_WARPS_PER_SM = 8
 
 
 def recurrent_splits(m: int, n: int, k: int, sms: int) -> int:
-    """Parts of K in which version 7 runs an (m x n) C over k on a GPU with ``sms`` SMs: the fewest
+    """Parts of K in which versions 7 and 8 run an (m x n) C over k on a GPU with ``sms`` SMs: the fewest
     (a power of two) that give every SM a block of ``GPU_LARGE`` (64 x 64, 4 x 4 per thread, 8 warps)
     and ``RECURRENT_WARPS_PER_SM`` warps, each part an even number of slabs (its double buffer takes
     them two at a time); 0 where the patch does not divide the shape or K cannot be cut so."""

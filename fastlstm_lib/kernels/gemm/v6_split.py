@@ -3,7 +3,7 @@ each part's product into its own slice of a (splits, M, N) C, which its reader a
 
 For the recurrent GEMM, whose C is only batch rows tall: at batch 64 on an H100 a 32 x 32 patch
 gives 128 blocks for 132 SMs, one block of 8 warps each, and ``split_plan`` cuts K in 4 for 512.
-``gemm_split`` launches it where version 7 does not fit (under the "fast" policy, steps 06-08 cut
+``gemm_split`` launches it where neither version 8 nor 7 fits (under the "fast" policy, steps 06-08 cut
 K where ``choose_splits`` says so); the fused cell that adds the parts is ``pointwise``'s version 3.
 """
 

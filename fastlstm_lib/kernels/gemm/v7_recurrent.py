@@ -19,7 +19,9 @@ thread), a slab is 35% FFMA with one shared load per FFMA, and ptxas sinks the n
 
 No warp shuffles (the simulator has none), no asynchronous copies. The parts are added up by the
 fused cell, as version 6's (``pointwise``'s version 3). ``gemm_split`` launches it where it fits
-(``recurrent_fits``), version 6 elsewhere: steps 06-08 under the "fast" policy.
+(``recurrent_fits``) and version 8 does not (a blocking of no whole warps of 8 x 4 threads), version
+6 where neither fits; under the "fast" policy, steps 06-08 launch version 8, this version's warp-tiled
+successor.
 """
 
 from __future__ import annotations

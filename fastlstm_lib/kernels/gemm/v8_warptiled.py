@@ -32,8 +32,8 @@ and sm_90 as version 7's 167-168; 60 and 62 registers (version 7: 57 and 61), no
 Shared-memory wavefronts per FFMA (tests/test_gemm_warptiled.py): version 7 0.375, version 8 0.25.
 
 The contract is version 7's (``recurrent_fits``, the (splits, M, N) parts that the fused cell adds
-up, the launch signature), so that it can take version 7's place under the "fast" policy, which it
-does not yet: nothing launches it but the runner and the tests.
+up, the launch signature), and it takes version 7's place: ``gemm_split`` launches it where it fits
+(``warptiled_fits``), version 7 where only that fits, so steps 06-08 under the "fast" policy run it.
 """
 
 from __future__ import annotations
@@ -303,7 +303,7 @@ def warptiled_fits(blocking, m: int, n: int, k: int, splits: int) -> bool:
 
 
 def launch(a, b, parts, blocking=None, stream=0) -> None:
-    """parts[z] = A[:, z-th part of K] @ B[z-th part, :], as ``gemm_split`` launches version 7 (A and B
+    """parts[z] = A[:, z-th part of K] @ B[z-th part, :], as ``gemm_split`` launches it (A and B
     rows aligned for ``vector_width``'s loads: the caller's check)."""
     blocking = recurrent_blocking() if blocking is None else blocking
     splits, m, n = parts.shape

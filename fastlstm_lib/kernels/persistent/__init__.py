@@ -6,7 +6,8 @@ barrier a step), ``v2_registers`` (U in registers, h staged 128 bits at a time, 
 ``v3_light_barrier`` (version 2 with a release/acquire grid barrier, ``barrier``, its cooperative
 launch checked, a counter per launch and the 32-bit range checked).
 What they share: ``layout`` (where a block keeps things in shared memory), ``grid`` (how a layer
-is cut into a cooperative grid for a chip), ``cooperative`` (the dynamic shared buffer, the
+is cut into a cooperative grid for a chip), ``registers`` (versions 2 and 3: the plan and the
+kernel's body with U in registers), ``cooperative`` (the dynamic shared buffer, the
 cooperative compile) and ``case`` (the runner's case: one layer's sequence against float64).
 """
 

@@ -1,24 +1,8 @@
 """channels_first vs channels_last CNN training (notebooks 20-21): ``import fastlstm_lib.topics.cnn as cnn``.
 
-The modules, in the order the notebooks use them (each imports only the ones above it, and the
-core: ``checks``, ``keras_backend``, ``timing``, ``progress``, ``results``):
-
-- ``formats``: the two layouts, CIFAR-10's shape, ``to_layout`` (uint8 NHWC -> float32 in a layout).
-- ``models``: ``cnn10`` (the article's 10-layer CNN, reconstructed), ``wide_resnet`` (WRN-28-10),
-  ``keras_example_cnn`` (the classic Keras example, for the Flatten pitfall), ``model_label``.
-- ``equivalence``: ``copy_weights``, ``twin_models``, ``max_output_difference``: both layouts
-  compute the same function.
-- ``images``: ``load_images``: CIFAR-10 from the Keras cache, else a labelled synthetic stand-in.
-- ``probes``: what TensorFlow does with channels_first on a CPU (graph census, oneDNN probe).
-- ``training``: ``time_layouts``: epoch times (the layouts in turns, on the same batches), test accuracy.
-- ``compare``: the one definition of "% faster" (``faster``), ``compare_layouts``, ``verdict``.
-- ``report``: tables and charts: the article's numbers beside measured rows, and epoch times.
-- ``tf_settings``: TensorFlow's memory growth, MirroredStrategy, layout optimizer.
-- ``measure``: the GPU measurement command (``python -m fastlstm_lib.topics.cnn``) and the results
-  files under data/results/ (``committed_layout_results``).
-
-Importing this package imports NumPy and the core only; Keras, TensorFlow and matplotlib load
-inside the functions that need them.
+Modules in the order the notebooks use them: formats, models, equivalence, images, probes,
+training, compare, report, tf_settings, measure (the GPU command). Importing this package imports
+NumPy and the core only; Keras, TensorFlow and matplotlib load inside the functions.
 """
 
 from ...runtime.keras_backend import environment, device_label, import_keras, strict_float32

@@ -1,13 +1,8 @@
 """Which layout trains faster, by how much, and whether that is more than noise.
 
-One definition of "faster", used by every table, sentence and chart of the course (``faster``):
-
-    speedup   = t_slower / t_faster          (median epoch times; always >= 1)
-    x% faster = (speedup - 1) * 100          ("10% faster": the other layout takes 1.1x as long)
-
-``chart_percent`` is the same x, signed by the winner (+ channels_first, - channels_last), so a
-chart draws exactly the number the text prints. ``compare_layouts`` pairs the two layouts of a
-variant; ``verdict`` says the result in one sentence; ``format_results`` is the table of times.
+The one definition of "faster" (``faster``): speedup = t_slower / t_faster of the median epoch
+times, x% faster = (speedup - 1) * 100. ``chart_percent`` signs it by the winner (+ channels_first),
+so a chart draws exactly the number the text prints.
 """
 
 from __future__ import annotations
@@ -63,12 +58,9 @@ def _check_results(results) -> None:
 
 
 def compare_layouts(results: list[dict]) -> list[dict]:
-    """Pair the channels_last and channels_first results of each variant (same model, size,
-    precision, XLA, batch, devices, device and file): one row each, with ``faster``'s winner,
-    speedup and percent_faster. ``clear``: the faster layout was faster in every round (round i
-    of one layout against round i of the other, as ``time_layouts`` runs them side by side);
-    otherwise the difference is within the noise of the machine. ``origin``: "this run", or the
-    results file a row came from."""
+    """One row per variant with both layouts: ``faster``'s winner, speedup and percent_faster;
+    ``clear`` when the faster layout won every round (round i against round i), else within noise;
+    ``origin``: "this run" or the results file."""
     _check_results(results)
     pairs: dict[tuple, dict] = {}
     for result in results:
@@ -115,20 +107,15 @@ def outcome(row: dict) -> str:
     return f"{row['winner']} is {row['percent_faster']:.0f}% faster (speedup {row['speedup']:.2f}x, won all {row['rounds']} rounds)"
 
 
-def describe(row: dict) -> str:
-    """The variant a row measured: model, precision, XLA, other differences, devices."""
+def verdict(row: dict) -> str:
+    """One sentence for one compare_layouts row: the variant it measured, then its ``outcome``."""
+    words = outcome(row)  # checks the row before the rest is read
     what = f"{row['label']}, {row['precision']}, XLA {'on' if row['jit_compile'] else 'off'}"
     if row.get("variant"):
         what += f", {row['variant']}"
     if row["replicas"] > 1:
         what += f", {row['replicas']} GPUs"
-    return what
-
-
-def verdict(row: dict) -> str:
-    """One sentence for one compare_layouts row."""
-    words = outcome(row)  # checks the row before describe reads it
-    return f"{describe(row)}: {words}"
+    return f"{what}: {words}"
 
 
 RESULT_COLUMNS = (Column("model", "<", 50), Column("layout", "<", 15), Column("precision", "<", 14),

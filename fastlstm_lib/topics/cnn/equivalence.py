@@ -1,12 +1,4 @@
-"""The check that both layouts compute the same function: copy the weights, compare outputs.
-
-- ``copy_weights``: a channels_last model's weights into the same model built channels_first.
-  Conv kernels and BatchNormalization vectors copy unchanged; the Dense after a memory-order
-  Flatten gets its rows permuted (``flatten_rows_to_channels_first``).
-- ``twin_models``: one model in both layouts with the same weights.
-- ``predict`` and ``max_output_difference``: class probabilities of the same images in each
-  model's own layout, compared with TF32 off (``keras_backend.strict_float32``).
-"""
+"""The check that both layouts compute the same function: copy the weights, compare outputs."""
 
 from __future__ import annotations
 
@@ -79,11 +71,8 @@ def twin_models(model: str, *, seed: int = 0, **options):
 
 
 def predict(model, images: np.ndarray, batch_size: int = 256) -> np.ndarray:
-    """Class probabilities for uint8 channels_last images, in the model's own layout.
-
-    Direct calls, not ``model.predict``: predict traces a new tf.function for every model, and
-    TensorFlow warns about "retracing" when a session compares many models.
-    """
+    """Class probabilities for uint8 channels_last images, in the model's own layout (direct
+    calls: ``model.predict`` would trace a new tf.function per model)."""
     keras = import_keras()
     batch_size = check_int("batch_size", batch_size)
     x = to_layout(images, model_data_format(model))

@@ -1,9 +1,4 @@
-"""The two layouts of an image batch, CIFAR-10's shape, and putting images into a layout.
-
-Every other module of ``fastlstm_lib.topics.cnn`` asks here what a ``data_format`` may be, where its
-channel axis is, what one image looks like to a model in it, and how uint8 images become the
-float32 batch a model trains on. NumPy only.
-"""
+"""The two layouts of an image batch, CIFAR-10's shape, and putting images into a layout (NumPy only)."""
 
 from __future__ import annotations
 
@@ -29,31 +24,21 @@ def channel_axis(data_format: str) -> int:
     return 1 if check_data_format(data_format) == "channels_first" else -1
 
 
-def input_shape(data_format: str, image_size: int, channels: int = CIFAR_CHANNELS) -> tuple[int, int, int]:
-    """The shape of one image as the model sees it: (H, W, C) or (C, H, W)."""
+def input_shape(data_format: str, image_size: int) -> tuple[int, int, int]:
+    """The shape of one RGB image as the model sees it: (H, W, C) or (C, H, W)."""
     check_data_format(data_format)
     image_size = check_int("image_size", image_size)
-    channels = check_int("channels", channels)
     if data_format == "channels_first":
-        return (channels, image_size, image_size)
-    return (image_size, image_size, channels)
-
-
-def check_images(name: str, images) -> np.ndarray:
-    """uint8 RGB images as stored, channels last: (N, H, W, 3)."""
-    check_array(name, images, (np.uint8,))
-    if images.ndim != 4 or images.shape[-1] != CIFAR_CHANNELS:
-        raise ValueError(f"{name} must be channels_last RGB images (N, H, W, 3), got shape {images.shape}")
-    return images
+        return (CIFAR_CHANNELS, image_size, image_size)
+    return (image_size, image_size, CIFAR_CHANNELS)
 
 
 def to_layout(images: np.ndarray, data_format: str) -> np.ndarray:
-    """uint8 channels_last images -> float32 in [0, 1], in ``data_format`` (C-contiguous).
-
-    channels_first is ``np.transpose(x, [0, 3, 1, 2])``; np.transpose only makes a view, so the
-    array is copied to make NCHW the real order in memory.
-    """
-    check_images("images", images)
+    """uint8 channels_last images -> float32 in [0, 1], in ``data_format``; channels_first is
+    copied after ``np.transpose`` (a view) so that NCHW is the real order in memory."""
+    check_array("images", images, (np.uint8,))
+    if images.ndim != 4 or images.shape[-1] != CIFAR_CHANNELS:
+        raise ValueError(f"images must be channels_last RGB images (N, H, W, 3), got shape {images.shape}")
     check_data_format(data_format)
     x = images.astype(np.float32) / np.float32(255.0)
     if data_format == "channels_first":

@@ -1,9 +1,5 @@
-"""The images to train on: CIFAR-10 when it is already here, else a labelled offline stand-in.
-
-``load_images`` never touches the network unless asked (``download=True`` or
-``FASTLSTM_DOWNLOAD=1``): it reads CIFAR-10 from the Keras cache if it is there, otherwise it
-makes ``synthetic_images``, a seeded, learnable 10-class set of the same shape and dtype, and
-the ``ImageData`` it returns says which one it is (``source``, ``description``).
+"""The images to train on: CIFAR-10 when it is already here, else a labelled offline stand-in
+(``synthetic_images``); ``ImageData.source`` says which.
 """
 
 from __future__ import annotations
@@ -66,8 +62,7 @@ def keras_cache_dirs() -> list[Path]:
 
 
 def _home_relative(path: Path) -> str:
-    """A path as a reader recognises it on any machine: ~/.keras/datasets, not /root/.keras/...,
-    and <temp>/.keras/datasets for Keras' fallback in the temporary directory."""
+    """~/.keras/datasets, not /root/.keras/... (and <temp>/ for the temporary directory)."""
     for base, name in ((Path.home(), "~"), (Path(tempfile.gettempdir()), "<temp>"), (Path("/tmp"), "<temp>")):
         try:
             return str(Path(name) / Path(path).relative_to(base))
@@ -133,12 +128,8 @@ def _class_templates(image_size: int) -> np.ndarray:
 
 
 def synthetic_images(n: int, *, image_size: int = CIFAR_IMAGE_SIZE, seed: int = 0, noise: float = 0.5):
-    """A learnable 10-class stand-in for CIFAR-10: (uint8 (n, size, size, 3), int32 (n,)).
-
-    Each image is its class's stripe pattern, shifted by up to 1/4 of the image, scaled in
-    contrast, plus Gaussian noise (``noise`` times the pattern's amplitude). Not CIFAR-10:
-    accuracy on it says nothing about real images.
-    """
+    """A learnable 10-class stand-in for CIFAR-10: (uint8 (n, size, size, 3), int32 (n,)): each
+    image its class's stripe pattern, shifted, scaled in contrast, plus ``noise`` times Gaussian noise."""
     n = check_int("n", n)
     image_size = check_int("image_size", image_size, minimum=4)
     check_int("seed", seed, minimum=0)
@@ -168,13 +159,9 @@ def _downsample(images: np.ndarray, image_size: int) -> np.ndarray:
 
 def load_images(n_train: int | None = None, n_test: int | None = None, *, image_size: int = CIFAR_IMAGE_SIZE,
                 download: bool | None = None, cache_dir=None, seed: int = 0) -> ImageData:
-    """CIFAR-10 if it's cached or ``download`` (default: $FASTLSTM_DOWNLOAD == "1"), else synthetic.
-
-    The first ``n_train`` / ``n_test`` images (all of CIFAR-10 when None; the synthetic set then
-    has 50,000 / 10,000). ``image_size`` 32, 16 or 8 (2x2 block averages for the smaller ones).
-    Never touches the network unless ``download`` is true; if that download fails, falls back to
-    the synthetic set and says why in ``description``.
-    """
+    """The first ``n_train`` / ``n_test`` images of CIFAR-10 if it's cached or ``download``
+    (default: $FASTLSTM_DOWNLOAD == "1"), else of the synthetic set (50,000 / 10,000 when None),
+    saying why in ``description``. ``image_size`` 32, 16 or 8 (block averages)."""
     if n_train is not None:
         check_int("n_train", n_train)
     if n_test is not None:

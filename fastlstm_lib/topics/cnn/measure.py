@@ -1,12 +1,6 @@
-"""Measuring both layouts at the article's sizes, and the results files under data/results/.
-
-- ``variant_plan``: which (model, precision, XLA) variants to time on this backend, and why
-  any are left out; ``run_plan`` times them all with a progress bar.
-- ``save_layout_results``: a JSON file of ``time_layouts`` results (device and versions inside
-  every entry); it refuses to put a CPU measurement under data/results/, which holds the GPU
-  measurements the notebook shows.
-- ``committed_layout_results``: every ``cnn-layouts-*.json`` there, each entry with its file.
-- ``main``: the command line, ``python -m fastlstm_lib.topics.cnn --out FILE`` (``MEASURE_COMMAND``).
+"""Measuring both layouts at the article's sizes (``variant_plan``, ``run_plan``), the results
+files under data/results/ (``save_layout_results``, ``committed_layout_results``), and the GPU
+command ``python -m fastlstm_lib.topics.cnn --out FILE`` (``main``).
 """
 
 from __future__ import annotations
@@ -24,13 +18,11 @@ from .images import load_images
 from .models import FULL_SIZE, check_model_name
 from .training import PRECISIONS, time_layouts
 
-#: The one command that measures the article's two models on a GPU and writes the file the
-#: notebook reads (torch backend: a GPU machine may have torch and no TensorFlow).
+#: The command that measures the article's two models on a GPU (torch: a GPU machine may lack TensorFlow).
 MEASURE_COMMAND = "KERAS_BACKEND=torch python -m fastlstm_lib.topics.cnn --out data/results/cnn-layouts-$(date +%Y%m%d).json"
 RESULTS_PATTERN = "cnn-layouts-*.json"
 MODELS = ("cnn10", "wide_resnet")
-#: "full": the article's models on CIFAR-10-sized images (WRN-28-10 on 10,000 of them per
-#: epoch, to keep a GPU run short); "tiny": a check that the command works, on any machine.
+#: "full": the article's models (WRN-28-10 on 10,000 images per epoch, to keep it short); "tiny": a quick check.
 SIZES = {
     "full": {"image_size": 32, "images": {"cnn10": 50_000, "wide_resnet": 10_000}, "test_images": 10_000, "batch": 128, "rounds": 5,
              "options": {model: dict(FULL_SIZE[model]) for model in MODELS}},
@@ -40,10 +32,8 @@ SIZES = {
 
 
 def variant_plan(models=MODELS, precisions=PRECISIONS, xla=(False, True), *, backend: str | None = None):
-    """([(model, precision, jit_compile), ...], [why a variant was left out, ...]).
-
-    XLA (``jit_compile=True``) is TensorFlow's compiler: on another backend those variants are
-    left out, with the reason."""
+    """([(model, precision, jit_compile), ...], [why a variant was left out, ...]): XLA is left
+    out on a backend other than TensorFlow."""
     models = check_str_list("models", models)
     for model in models:
         check_model_name(model)
@@ -62,9 +52,8 @@ def variant_plan(models=MODELS, precisions=PRECISIONS, xla=(False, True), *, bac
 
 def run_plan(plan, data_for, *, options_for: dict, batch_size: int, rounds: int, env: dict | None = None,
              progress: bool = True) -> list[dict]:
-    """``time_layouts`` for every (model, precision, jit_compile) of ``plan``: ``data_for[model]``
-    is the ImageData each model trains on, ``options_for[model]`` its size options. A layout the
-    backend can't train is recorded with its error instead of stopping the run."""
+    """``time_layouts`` (errors recorded) for every (model, precision, jit_compile) of ``plan``, on
+    ``data_for[model]`` with ``options_for[model]``."""
     _check_plan(plan, data_for, options_for)
     batch_size, rounds = check_int("batch_size", batch_size), check_int("rounds", rounds)
     check_bool("progress", progress)
@@ -79,7 +68,6 @@ def run_plan(plan, data_for, *, options_for: dict, batch_size: int, rounds: int,
 
 
 def _check_plan(plan, data_for, options_for) -> None:
-    """``run_plan``'s plan and its per-model data and options, checked before anything is trained."""
     if not isinstance(plan, (list, tuple)) or not plan:
         raise TypeError(f"plan must be a non-empty list of (model, precision, jit_compile) from variant_plan, got {plan!r}")
     for name, table in (("data_for", data_for), ("options_for", options_for)):
@@ -102,8 +90,8 @@ def _inside(path: Path, folder: Path) -> bool:
 
 
 def save_layout_results(results: list[dict], path) -> Path:
-    """Write ``time_layouts`` results as JSON (core ``save_results``). A CPU measurement is refused
-    under data/results/: the notebook shows the files there as GPU measurements."""
+    """``save_results`` of ``time_layouts`` results; a CPU measurement is refused under
+    data/results/, which holds GPU measurements."""
     if not isinstance(results, list) or not results or not all(isinstance(r, dict) and r.get("kind") == "cnn-layouts"
                                                                 and "env" in r for r in results):
         raise ValueError("results must be a non-empty list of time_layouts results (each with kind 'cnn-layouts' and env)")
@@ -134,8 +122,6 @@ def _parser() -> argparse.ArgumentParser:
                         help="jit_compile off and/or on (TensorFlow backend only)")
     parser.add_argument("--size", choices=tuple(SIZES), default="full",
                         help="full: the article's models, 32x32 images; tiny: a quick check that the command works")
-    parser.add_argument("--rounds", type=int, help="timed epochs per layout (default: 5 full, 1 tiny)")
-    parser.add_argument("--batch", type=int, help="batch size (default: 128 full, 16 tiny)")
     parser.add_argument("--tf32", choices=("default", "off"), default="default",
                         help="off: true float32 convolutions on Ampere and newer GPUs, like the article's Turing GPU")
     parser.add_argument("--download", action="store_true", help="download CIFAR-10 if it isn't cached (else: synthetic stand-in)")
@@ -162,8 +148,7 @@ def main(argv=None) -> int:
     print(data.description)
     try:
         results = run_plan(plan, {model: data.head(size["images"][model]) for model in args.models},
-                           options_for=size["options"], batch_size=args.batch or size["batch"],
-                           rounds=args.rounds or size["rounds"], env=env)
+                           options_for=size["options"], batch_size=size["batch"], rounds=size["rounds"], env=env)
         path = save_layout_results(results, args.out)
     except (TypeError, ValueError) as error:
         print(f"error: {error}", file=sys.stderr)

@@ -1,17 +1,6 @@
-"""The models, each built in either layout: the article's two, and the classic Keras example.
-
-- ``cnn10``: the article's "10-layer CNN" (conv-BN-ReLU blocks, global average pooling), as
-  this course reconstructs it; the layers are listed in its docstring.
-- ``wide_resnet``: WideResNet-depth-k, WRN-28-10 by default (36.5M parameters).
-- ``keras_example_cnn``: the classic Keras CIFAR-10 example (conv-conv-pool twice, Flatten,
-  Dense). Not one of the article's models: it is here because its Flatten shows a pitfall of
-  switching layouts (the Dense rows after it must be permuted, see ``equivalence``).
-
-A channels_first model differs from the channels_last one only in its input shape, the
-``data_format`` of every Conv2D and pooling layer, and ``BatchNormalization(axis=1)``. Every
-layer has a fixed name, so the two layouts can be matched layer by layer.
-``model_label`` names a model for tables and charts, and says "stand-in" when it is smaller
-than the article's. Keras is imported inside the builders.
+"""The models, each built in either layout: the article's two (``cnn10``, ``wide_resnet``), and
+the classic Keras example (``keras_example_cnn``), whose Flatten shows a pitfall of switching
+layouts. Every layer has a fixed name, so the two layouts can be matched layer by layer.
 """
 
 from __future__ import annotations
@@ -134,21 +123,14 @@ def wide_resnet(data_format: str = "channels_last", *, depth: int = 28, width_fa
 
 def keras_example_cnn(data_format: str = "channels_last", *, image_size: int = CIFAR_IMAGE_SIZE, width: int = 32,
                       blocks: int = 2, dense_units: int = 512, dropout: float = 0.25, num_classes: int = NUM_CLASSES):
-    """The classic Keras CIFAR-10 example: [conv-conv-pool] x blocks, Flatten, Dense, Dense (softmax).
-
-    With the defaults: conv32-conv32-pool-conv64-conv64-pool-dense512-dense10, ReLU, dropout
-    after each pool and before the last layer. Not one of the article's models: it has no
-    BatchNormalization and a Flatten instead of global average pooling, which is why it is
-    here (``copy_weights`` must permute the Dense rows after the Flatten).
-    """
+    """The classic Keras CIFAR-10 example: [conv-conv-pool-dropout] x blocks, Flatten, Dense,
+    dropout, Dense (softmax). Here for its Flatten: ``copy_weights`` permutes the Dense rows after it."""
     keras = import_keras()
     check_data_format(data_format)
     image_size = check_int("image_size", image_size)
     width = check_int("width", width)
     blocks = check_int("blocks", blocks)
     dense_units = check_int("dense_units", dense_units)
-    # The dropout before the last layer is twice this one (the classic 0.25 / 0.5), and a
-    # dropout rate must stay below 1.
     dropout = check_fraction("dropout", dropout, upper=0.5, why=" (the last Dense layer gets 2 * dropout, which must stay below 1)")
     num_classes = check_int("num_classes", num_classes, minimum=2)
     if image_size % 2**blocks:
@@ -192,9 +174,8 @@ def build(model: str, data_format: str, **options):
 
 
 def model_label(model: str, image_size: int = CIFAR_IMAGE_SIZE, **options) -> str:
-    """The name tables and charts use: "WRN-28-10" at the article's size; a smaller model is
-    named a stand-in, with what makes it smaller, e.g. "10-layer CNN (stand-in: width 8,
-    16x16 images)"."""
+    """The name tables and charts use: "WRN-28-10" at the article's size, else a stand-in, e.g.
+    "10-layer CNN (stand-in: width 8, 16x16 images)"."""
     check_model_name(model)
     image_size = check_int("image_size", image_size)
     known = [name for name, parameter in inspect.signature(BUILDERS[model]).parameters.items()

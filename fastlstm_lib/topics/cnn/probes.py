@@ -1,11 +1,6 @@
-"""What TensorFlow does with channels_first on a CPU: the graph Keras builds, and the kernels that run.
-
-- ``layout_op_census``: the layout-relevant ops (Conv2D NCHW, MaxPool NHWC, Transpose, ...) in
-  the TensorFlow graph of one forward pass, before TensorFlow's optimizers rewrite it.
-- ``start_cpu_conv_probes``: one Conv2D in NHWC and one in NCHW, run on the CPU in child
-  processes with TensorFlow's oneDNN kernels on and off; oneDNN names each primitive it runs. The
-  two children run at the same time (each imports TensorFlow, which takes seconds), started in
-  the background, to be read later (``CpuConvProbes.result``).
+"""What TensorFlow does with channels_first on a CPU: the graph Keras builds (``layout_op_census``),
+and the kernels that run (``start_cpu_conv_probes``: one Conv2D per format in child processes,
+oneDNN on and off, started in the background and read later).
 """
 
 from __future__ import annotations
@@ -20,11 +15,8 @@ from ...runtime.keras_backend import backend_name
 
 
 def layout_op_census(model) -> dict[str, int]:
-    """Count the layout-relevant ops in the TensorFlow graph of one forward pass.
-
-    Keys like 'Conv2D NCHW', 'MaxPool NHWC', 'Transpose'. This is the graph Keras builds, before
-    TensorFlow's own optimizers (Grappler's layout optimizer, oneDNN, XLA) rewrite it.
-    """
+    """Layout-relevant ops ('Conv2D NCHW', 'MaxPool NHWC', 'Transpose', ...) in the graph Keras
+    builds for one forward pass, before TensorFlow's optimizers rewrite it."""
     check_keras_model("model", model)
     if backend_name() != "tensorflow":
         raise RuntimeError(f"layout_op_census needs the TensorFlow backend; Keras runs on {backend_name()}")
@@ -99,9 +91,7 @@ class CpuConvProbes:
         self._results = None
 
     def result(self, timeout: float = 180.0) -> dict[bool, dict]:
-        """{True: {"NHWC": {...}, "NCHW": {...}}, False: {...}} for oneDNN on and off: for each
-        format, ok, error (the message when it failed) and primitives (oneDNN's implementation
-        name and memory formats for each primitive it ran; none without oneDNN)."""
+        """{oneDNN on: {"NHWC": {ok, error, primitives}, "NCHW": ...}, off: ...}."""
         timeout = check_seconds("timeout", timeout)
         if self._results is None:
             try:
@@ -116,6 +106,5 @@ class CpuConvProbes:
 
 
 def start_cpu_conv_probes() -> CpuConvProbes:
-    """Start both probes in the background (each child imports TensorFlow, which takes seconds):
-    the notebook starts them early and reads them when it gets to them."""
+    """Start both probes in the background (each child imports TensorFlow: seconds)."""
     return CpuConvProbes()

@@ -1,15 +1,6 @@
-"""Tables and charts: the article's numbers beside measured rows, and the measured epoch times.
-
-- ``article_channels_first`` / ``article_channels_first_source``: data/article_channels_first.csv
-  (the article's figures, in its words, with their conditions).
-- ``format_then_and_now``: each of the article's experiments, then every measured row of the
-  same experiment (committed GPU results and this run), each labelled with its device and
-  versions; then the variants the article has no counterpart for.
-- ``speedup_chart``: the same rows as bars, drawn with ``compare.chart_percent``, so a bar shows
-  exactly the "% faster" the text prints.
-- ``epoch_chart``: time per 1000 training images of every variant and layout, median and spread.
-
-matplotlib is imported inside the chart functions.
+"""Tables and charts: the article's numbers (data/article_channels_first.csv) beside measured
+rows (``format_then_and_now``, ``speedup_chart``, drawn with ``compare.chart_percent``), and the
+measured epoch times (``epoch_chart``). matplotlib is imported inside the chart functions.
 """
 
 from __future__ import annotations
@@ -30,7 +21,7 @@ ARTICLE_SETUP = "RTX 2080 Ti · TF 1.13 · CUDA 10.0 · cuDNN 7.5 · CIFAR-10 32
 
 
 def article_channels_first() -> list[dict]:
-    """The article's measurements (data/article_channels_first.csv): one row per experiment."""
+    """The article's measurements: one row per experiment."""
     with ARTICLE_CSV.open() as lines:
         rows = list(csv.DictReader(line for line in lines if not line.startswith("#")))
     return [dict(row, gpus=int(row["gpus"]), cf_faster_pct=float(row["cf_faster_pct"])) for row in rows]
@@ -83,10 +74,6 @@ def format_then_and_now(rows: list[dict]) -> str:
     return "\n".join(lines)
 
 
-#: The post's GPU, its panel's name.
-ARTICLE_GPU = ARTICLE_SETUP.split(" · ")[0]
-
-
 def _bars(rows: list[dict], published: bool) -> dict:
     """{panel: [(label, value, colour, note), ...]}: one panel per GPU or machine, the post's
     first (grey), then each measured device with its rows."""
@@ -110,13 +97,10 @@ def _bars(rows: list[dict], published: bool) -> dict:
     return panels
 
 
-def speedup_chart(rows: list[dict], *, published: bool = True, ax=None):
-    """Horizontal bars of "% faster" (``FASTER_DEFINITION``): to the right when channels_first
-    is faster, to the left when channels_last is; one panel per GPU or machine at one scale (the
-    course's rule, ``gpus.one_gpu``): the post's numbers in grey, then the measured
-    ``compare_layouts`` rows of each device. Each bar's note (its %, "within noise" when the
-    faster layout did not win every round) stands in a column right of its panel, clear of the
-    axis' text. A layout that fails is a labelled gap. ``ax``: one Axes per panel. Returns the figure."""
+def speedup_chart(rows: list[dict], *, published: bool = True):
+    """Bars of "% faster" (right: channels_first faster), one panel per GPU or machine at one
+    scale (``gpus.one_gpu``): the post's numbers in grey, then each device's ``compare_layouts``
+    rows, each bar's note in a column right of its panel. Returns the figure."""
     check_records("rows", rows, _ROW_KEYS, "compare_layouts")
     check_bool("published", published)
     import matplotlib.pyplot as plt
@@ -125,16 +109,10 @@ def speedup_chart(rows: list[dict], *, published: bool = True, ax=None):
     from ...gpus import gpus_named, one_gpu
 
     panels = _bars(rows, published) or {"nothing to compare": []}
-    if ax is None:
-        fig, axes = plt.subplots(len(panels), 1, sharex=True, squeeze=False,
-                                 figsize=(11, 0.9 + sum(0.6 + 0.5 * max(1, len(b)) for b in panels.values())),
-                                 gridspec_kw={"height_ratios": [max(1, len(b)) + 0.5 for b in panels.values()]})
-        axes = list(axes[:, 0])
-    else:
-        axes = list(np.ravel(ax)) if isinstance(ax, (list, tuple, np.ndarray)) else [ax]
-        if len(axes) != len(panels):
-            raise ValueError(f"ax: one Axes per panel ({', '.join(panels)}), got {len(axes)}")
-        fig = axes[0].figure
+    fig, axes = plt.subplots(len(panels), 1, sharex=True, squeeze=False,
+                             figsize=(11, 0.9 + sum(0.6 + 0.5 * max(1, len(b)) for b in panels.values())),
+                             gridspec_kw={"height_ratios": [max(1, len(b)) + 0.5 for b in panels.values()]})
+    axes = list(axes[:, 0])
     values_all = [value for bars in panels.values() for _, value, _, _ in bars]
     span = max([abs(v) for v in values_all] + [10.0])
     for axis, (title, bars) in zip(axes, panels.items()):
@@ -159,8 +137,7 @@ def speedup_chart(rows: list[dict], *, published: bool = True, ax=None):
 
 
 def epoch_chart(results: list[dict], *, title: str = ""):
-    """Horizontal bars: milliseconds per 1000 training images (median epoch, whiskers min-max),
-    one pair of bars per variant; a layout that fails is labelled instead. Returns the figure."""
+    """Bars of ms per 1000 training images (median epoch, whiskers min-max), a pair per variant."""
     _check_results(results)
     if not isinstance(title, str):
         raise TypeError(f"title must be a str, got {type(title).__name__} {title!r}")

@@ -1,7 +1,5 @@
 """TensorFlow's GPU settings the article met: memory growth, several GPUs, the layout optimizer.
-
-Each function says why it did nothing where it can't apply (another Keras backend, no GPU, one
-GPU), instead of failing, so the notebook runs the same cells everywhere.
+Where one can't apply (another backend, no GPU) it says why instead of failing.
 """
 
 from __future__ import annotations
@@ -15,8 +13,7 @@ import sys
 from ...checks import check_bool, check_seconds
 from ...runtime.keras_backend import backend_name, import_keras
 
-#: The environment variable TensorFlow reads when it sets up its GPU allocator (TensorFlow's GPU
-#: guide, "Limiting GPU memory growth"): the same as set_memory_growth(gpu, True) for every GPU.
+#: TensorFlow's switch for set_memory_growth(gpu, True) on every GPU (its GPU guide).
 GROWTH_ENV = "TF_FORCE_GPU_ALLOW_GROWTH"
 
 
@@ -76,8 +73,7 @@ print("GRAB", mine[0] if mine else "unknown")
 
 
 def memory_grab_demo(timeout: float = 180.0) -> dict | str:
-    """GPU memory (MiB, from nvidia-smi) held by a process that made one 4 MiB tensor, with memory
-    growth off and on. A string saying why when it can't run (no TF GPU, no nvidia-smi)."""
+    """GPU memory (MiB, nvidia-smi) held by a process that made one 4 MiB tensor, growth off and on."""
     timeout = check_seconds("timeout", timeout)
     if backend_name() != "tensorflow":
         return f"skipped: Keras runs on {backend_name()}, memory growth is a TensorFlow setting"
@@ -113,10 +109,8 @@ def mirrored_strategy():
 
 @contextlib.contextmanager
 def layout_optimizer(enabled: bool):
-    """Switch Grappler's layout optimizer (NHWC <-> NCHW rewriting on GPU) for graphs traced inside.
-
-    On the way out the previous state comes back: on, off, or never set (TensorFlow's default,
-    which is on)."""
+    """Grappler's layout optimizer (NHWC <-> NCHW rewriting on GPU) on or off inside; then the
+    previous state (never set: on, TensorFlow's default)."""
     check_bool("enabled", enabled)
     import tensorflow as tf
 
@@ -125,25 +119,4 @@ def layout_optimizer(enabled: bool):
     try:
         yield
     finally:
-        if previous is not None:
-            tf.config.optimizer.set_experimental_options({"layout_optimizer": previous})
-        else:
-            _unset_optimizer_option("layout_optimizer", default=True)  # Grappler's layout optimizer is on by default
-
-
-def _unset_optimizer_option(name: str, default: bool = True) -> None:
-    """Back to "not set" (TensorFlow's default, ``default``). The public API can only set options,
-    so this removes the key from the eager context's option dict, which set_experimental_options
-    updates; if that private layout ever changes, the default is set explicitly instead."""
-    import tensorflow as tf
-    from tensorflow.python.eager import context
-
-    ctx = context.context()
-    options = getattr(ctx, "_optimizer_experimental_options", None)
-    if isinstance(options, dict):
-        options.pop(name, None)
-        local = getattr(ctx, "_thread_local_data", None)
-        if local is not None and hasattr(local, "function_call_options"):
-            local.function_call_options = None  # as set_experimental_options does: rebuilt on next use
-    if name in tf.config.optimizer.get_experimental_options():
-        tf.config.optimizer.set_experimental_options({name: default})
+        tf.config.optimizer.set_experimental_options({"layout_optimizer": True if previous is None else previous})

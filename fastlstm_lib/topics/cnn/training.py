@@ -1,13 +1,5 @@
-"""Training in each layout: epoch times taken in turns, and the accuracy both layouts reach.
-
-- ``time_layouts``: the compile epoch apart, then rounds of
-  one epoch per layout, the layouts taking turns on the same batches in the same order, then
-  the test accuracy each reached; every result names the model, the variant (precision, XLA,
-  batch, devices), the data, the device and the software versions.
-- ``precision_policy`` and ``compile_for_training``: the same optimizer, loss and dtype policy
-  for every layout and variant.
-
-Epochs are timed by ``timing.epoch_timer`` and summarised by ``timing.summarize``.
+"""Training in each layout: epoch times taken in turns on the same batches (``time_layouts``,
+timed by ``timing.epoch_timer``), and the accuracy both layouts reach.
 """
 
 from __future__ import annotations
@@ -54,12 +46,6 @@ def compile_for_training(model, *, jit_compile: bool = False, learning_rate: flo
     return model
 
 
-def _check_data(data) -> ImageData:
-    if not isinstance(data, ImageData):
-        raise TypeError(f"data must be an ImageData (from load_images), got {type(data).__name__}")
-    return data
-
-
 def _check_data_formats(data_formats) -> tuple[str, ...]:
     if not isinstance(data_formats, (tuple, list)) or not data_formats:
         raise TypeError(f"data_formats must be a non-empty tuple of {DATA_FORMATS}, got {data_formats!r}")
@@ -84,26 +70,18 @@ def short_error(error: BaseException) -> str:
 def time_layouts(model: str, data: ImageData, *, data_formats=DATA_FORMATS, precision: str = "float32",
                  jit_compile: bool = False, batch_size: int = 128, rounds: int = 5, seed: int = 0, strategy=None,
                  variant: str = "", on_error: str = "raise", env: dict | None = None, **model_options) -> list[dict]:
-    """Train ``model`` (a name in BUILDERS) on ``data.x_train`` in each layout, one epoch at a
-    time, the layouts taking turns, then evaluate each on ``data.x_test``.
-
-    Each layout is built from the same seed (so the article's models, which have no Flatten,
-    start from the same weights) and first gets one epoch that traces and compiles the training
-    step (XLA too, with ``jit_compile``): reported apart as ``first_epoch_ms``. Then ``rounds``
-    rounds of one epoch per layout, alternating which goes first: a machine that gets busier or
-    quieter meanwhile slows both layouts alike, and round i of one layout can be compared with
-    round i of the other. Every epoch shows both layouts the same batches in the same order.
-    ``epoch_ms``: each round's time; ``time_ms``: their median, quartiles and extremes;
-    ``images_per_s`` at the median; ``test_accuracy`` and ``test_loss`` after the last round.
-    ``strategy``: a tf.distribute strategy to build and train under (``batch_size`` is then the
-    global batch). ``variant``: a label for anything else that differs (e.g. "layout optimizer
-    off"). ``on_error="record"``: a layout the backend can't train gets ``error`` (the short
-    reason) instead of raising. Returns one JSON-able dict per layout.
+    """Train ``model`` (a name in BUILDERS) on ``data`` in each layout, built from the same seed:
+    one compile epoch each (``first_epoch_ms``), then ``rounds`` rounds of one epoch per layout in
+    turns (``_train_in_turns``), then the test accuracy. One JSON-able dict per layout: ``epoch_ms``,
+    ``time_ms`` (``timing.summarize``), ``images_per_s``, ``test_accuracy``. ``strategy``: a
+    tf.distribute strategy (``batch_size`` is then global); ``variant``: a label for any other
+    difference; ``on_error="record"``: a layout that can't train gets ``error`` instead of raising.
     """
     check_model_name(model)
     data_formats = _check_data_formats(data_formats)
     check_choice("precision", precision, PRECISIONS)
-    _check_data(data)
+    if not isinstance(data, ImageData):
+        raise TypeError(f"data must be an ImageData (from load_images), got {type(data).__name__}")
     check_bool("jit_compile", jit_compile)
     check_choice("on_error", on_error, ("raise", "record"))
     batch_size = check_int("batch_size", batch_size)

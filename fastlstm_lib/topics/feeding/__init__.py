@@ -1,27 +1,7 @@
 """Feeding data to Keras: where the time goes between a dataset and a training step (notebooks 30-31).
 
-``import fastlstm_lib.topics.feeding as feeding`` gives every name below; Keras, TensorFlow and
-matplotlib load only inside the functions that use them. The modules, by job:
-
-- ``dataset``: the work in a batch (``python_work``, ``make_batch``) and the slow dataset
-  (``SlowBatches``, a ``keras.utils.PyDataset``; ``slow_dataset``, ``parse_feeder``).
-- ``timeline``: when each batch was made and each step trained (``Timeline``), and reading it
-  (``epoch_seconds``, ``phase_seconds``, ``epoch_phases``, ``production_ms``, ``timeline_problems``,
-  ``plot_timeline``).
-- ``training``: the model (``small_model``), ``feed_and_train`` (fit), ``train_in_a_loop``
-  (no fit: the yardstick) and ``train_step_ms``.
-- ``gil``: the GIL made measurable (``threads_take_turns``, ``gil_handoff_us``, ``switch_interval``).
-- ``feeders``: feeders compared (``compare_feeders``, ``summarize_feeders``, ``enqueue_all``,
-  ``tf_data_pipeline``, ``speed_words``), and whether the machine was idle meanwhile (``idle_check``).
-- ``isolation``: child processes with a time limit (``run_isolated``, ``run_script``).
-- ``batch_size``: samples/s against batch size (``training_throughput``, ``step_cost_line``).
-- ``small_calls``: one-sample inference, each way (``single_sample_callers``, ``small_call_latency``).
-- ``threads``: OS threads and TensorFlow's thread settings (``thread_count``, ``time_matmuls``,
-  ``tf_thread_probe``).
-- ``profiling``: cProfile made readable, on the article's slow generator.
-- ``spawn``: what the *spawn* start method asks of code (``call_in_spawned_process``).
-- ``keras_source``: quoting the installed Keras (``quote_source``, ``docstring_paragraph``).
-- ``devices``: the GPU command (``python -m fastlstm_lib.topics.feeding``) and its committed results.
+``import fastlstm_lib.topics.feeding as feeding`` gives every public name of its modules; Keras,
+TensorFlow and matplotlib load only inside the functions that use them.
 """
 
 from .dataset import (KINDS, Feeder, calibrate_loops_per_ms, make_batch, parse_feeder, python_work,

@@ -1,9 +1,5 @@
-"""Batch size: what one training step costs, and so how many samples per second fit() trains.
-
-A step costs a fixed part (Python dispatching the step, launching kernels; on a GPU also
-copying the batch and synchronising) plus a part per sample. ``training_throughput`` measures
-samples/s of ``fit()`` against batch size on one device; ``step_cost_line`` fits
-``step_ms = fixed_ms + per_sample_ms * B`` to those rows.
+"""Batch size: a step costs a fixed part plus a part per sample, so samples/s of ``fit()`` grows
+with the batch (``training_throughput``); ``step_cost_line`` fits ``fixed_ms + per_sample_ms * B``.
 """
 
 from __future__ import annotations
@@ -66,9 +62,8 @@ def training_throughput(batch_sizes, *, device: str = CPU, n_samples: int = 8192
 
 
 def step_cost_line(rows: list[dict]) -> dict:
-    """``step_ms ~ fixed_ms + per_sample_ms * B`` fitted to ``training_throughput`` rows (least
-    squares on relative errors, so that small batches count as much as big ones). Also
-    ``break_even``: the batch size whose per-sample work equals the fixed cost."""
+    """``step_ms ~ fixed_ms + per_sample_ms * B`` fitted on relative errors, and ``break_even``,
+    the batch whose per-sample work equals the fixed cost."""
     if not isinstance(rows, (list, tuple)) or len(rows) < 2:
         raise ValueError(f"rows must be at least two training_throughput rows, got {rows!r}"[:200])
     sizes = np.array([r["batch_size"] for r in rows], dtype=float)

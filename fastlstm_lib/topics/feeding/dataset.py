@@ -1,14 +1,8 @@
 """The slow dataset and the work in a batch: what notebook 30 feeds to ``fit()``.
 
-- ``python_work``: pure-Python arithmetic (holds the GIL), a fixed amount of work per call;
-  ``calibrate_loops_per_ms`` says how much of it fits in a millisecond here.
-- ``make_batch``: batch *i* as seeded arrays, the same in any thread or process.
-- ``SlowBatches``: a ``keras.utils.PyDataset`` whose batches cost time by *waiting* (sleep: the
-  GIL is free, like reading a file) or by *computing in Python* (the GIL is held). It records
-  into a ``Timeline`` when each batch was made. The class is defined on first use, so that
-  importing this module does not import Keras; pickle (and so the *spawn* start method) still
-  finds it by name, ``fastlstm_lib.topics.feeding.dataset.SlowBatches``.
-- ``parse_feeder`` / ``slow_dataset``: "2 threads", "4 processes", ... turned into settings.
+``SlowBatches`` (a ``keras.utils.PyDataset`` whose batches cost time by waiting or by computing in
+Python) is defined on first use, so importing this module does not import Keras; pickle (and so
+*spawn*) still finds it as ``fastlstm_lib.topics.feeding.dataset.SlowBatches``.
 """
 
 from __future__ import annotations
@@ -23,9 +17,7 @@ from ...checks import check_bool, check_choice, check_int, check_number
 from ...runtime.keras_backend import import_keras
 from .timeline import Timeline, now
 
-#: The two ways a batch can be slow. "wait": the time passes in time.sleep (the GIL is free,
-#: as while reading a file or a socket); "compute": the time passes in pure-Python arithmetic
-#: (the GIL is held).
+#: "wait": a batch's time passes in time.sleep (GIL free, like I/O); "compute": in Python (GIL held).
 KINDS = ("wait", "compute")
 
 
@@ -53,10 +45,7 @@ def calibrate_loops_per_ms() -> float:
 
 
 def make_batch(index: int, batch_size: int = 64, n_features: int = 32, seed: int = 0):
-    """Batch ``index``: (x float32 (batch_size, n_features), y float32 (batch_size, 1)).
-
-    The same arguments always give the same arrays, in any thread or process, so a test can
-    tell which batch arrived where."""
+    """Batch ``index``: (x (batch_size, n_features), y (batch_size, 1)) float32, the same in any process."""
     index = check_int("index", index, minimum=0)
     batch_size = check_int("batch_size", batch_size)
     n_features = check_int("n_features", n_features)
@@ -130,9 +119,7 @@ def __getattr__(name):
 
 
 class Feeder(NamedTuple):
-    """How batches reach the training step: ``via`` "fit" (a PyDataset with ``workers`` and
-    ``use_multiprocessing``), "tf.data" (a tf.data pipeline) or "loop" (no fit(): make a batch,
-    then ``train_on_batch``, one after the other in one thread)."""
+    """How batches reach the training step: ``via`` "fit", "tf.data" or "loop" (no fit())."""
 
     workers: int | None
     use_multiprocessing: bool
@@ -140,9 +127,8 @@ class Feeder(NamedTuple):
 
 
 def parse_feeder(feeder: str) -> Feeder:
-    """"1 worker" -> Feeder(1, False, "fit"); "4 threads" -> (4, False, "fit");
-    "2 processes" -> (2, True, "fit"); "tf.data" -> (None, False, "tf.data");
-    "plain loop" -> (None, False, "loop")."""
+    """"4 threads" -> Feeder(4, False, "fit"); "2 processes" -> (2, True, "fit"); also
+    "1 worker", "tf.data", "plain loop"."""
     if not isinstance(feeder, str):
         raise TypeError(f"feeder must be a string like '4 threads', got {type(feeder).__name__} {feeder!r}")
     if feeder in ("tf.data", "plain loop"):
@@ -159,8 +145,7 @@ def parse_feeder(feeder: str) -> Feeder:
 
 def slow_dataset(n_batches: int, *, kind: str = "wait", batch_ms: float = 10.0, loops_per_ms: float | None = None,
                  feeder: str = "1 worker", **options):
-    """A ``SlowBatches`` whose batches each cost about ``batch_ms``, of the given ``kind``, fed
-    the way ``feeder`` says ("1 worker", "N threads", "N processes")."""
+    """A ``SlowBatches`` whose batches each cost about ``batch_ms`` of ``kind``, fed as ``feeder`` says."""
     n_batches = check_int("n_batches", n_batches)
     check_choice("kind", kind, KINDS)
     batch_ms = check_number("batch_ms", batch_ms, minimum=0)

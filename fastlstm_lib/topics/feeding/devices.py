@@ -1,13 +1,6 @@
-"""The GPU side of notebook 31: batch size and small calls measured on every device Keras sees,
-written under ``data/results/`` by one command, and read back by the notebook.
-
-On a machine with a GPU (the torch backend needs no TensorFlow)::
-
-    KERAS_BACKEND=torch python -m fastlstm_lib.topics.feeding --out data/results/feeding-DATE.json
-
-``measure_devices`` does the work; ``committed_device_runs`` reads the files back. The notebook
-shows committed GPU numbers only from such files (each names its device and versions); without
-one, what it says about GPUs is the article's observation.
+"""The GPU side of notebook 31: batch size and small calls on every device Keras sees
+(``measure_devices``, run by ``python -m fastlstm_lib.topics.feeding``), and the files it wrote
+under data/results/ (``committed_device_runs``).
 """
 
 from __future__ import annotations
@@ -28,9 +21,8 @@ BATCH_SIZES = (8, 64, 512, 1024, 4096)
 
 def measure_devices(batch_sizes=BATCH_SIZES, *, n_samples: int = 8192, max_steps: int = 64, repeats: int = 3,
                     small_calls: dict | None = None, progress: bool = False) -> list[dict]:
-    """For the CPU and, when Keras sees one, the first GPU: ``training_throughput`` rows and
-    ``small_call_latency`` (with the keyword arguments in ``small_calls``), each result with the
-    ``environment()`` it was measured in."""
+    """``training_throughput`` and ``small_call_latency(**small_calls)`` on the CPU and the first
+    GPU, each with its ``environment()``."""
     small_calls = {} if small_calls is None else small_calls
     if not isinstance(small_calls, dict):
         raise TypeError(f"small_calls must be a dict of small_call_latency arguments, got {type(small_calls).__name__}")

@@ -1,13 +1,6 @@
-"""Feeders compared: the same slow batches reaching the same model in different ways.
-
-- ``enqueue_all``: every batch through Keras' own ``OrderedEnqueuer``, to check its order.
-- ``tf_data_pipeline``: the batches through ``tf.data`` (``map`` in parallel, ``prefetch``).
-- ``compare_feeders``: epochs of training per (kind of slowness, feeder): "plain loop", "1 worker",
-  "N threads", "N processes", "tf.data"; each with its ``Timeline``. Run the process feeders
-  through ``run_isolated`` (a child process with a time limit).
-- ``summarize_feeders``: per run, the median epoch, its phases, the time to make one batch, and
-  the speed against "1 worker" and against the plain loop; ``speed_words`` puts a ratio in words.
-- ``idle_check``: one sentence on how busy other processes kept the CPUs, next to the timings.
+"""Feeders compared: the same slow batches reaching the same model in different ways
+(``compare_feeders``, ``summarize_feeders``), Keras' own enqueuer (``enqueue_all``), tf.data
+(``tf_data_pipeline``), and whether the machine was idle meanwhile (``idle_check``).
 """
 
 from __future__ import annotations
@@ -25,11 +18,8 @@ from .training import feed_and_train, small_model, train_in_a_loop
 
 
 def enqueue_all(dataset) -> list:
-    """Every batch of ``dataset`` through Keras' own ``OrderedEnqueuer`` (the machinery fit()
-    uses when ``workers > 1`` or ``use_multiprocessing``), in the order it hands them out.
-
-    The enqueuer is internal to Keras (keras.src...): fine for looking inside, not for
-    production code. Batch indices are submitted in order (fit(shuffle=False))."""
+    """Every batch of ``dataset`` through Keras' internal ``OrderedEnqueuer`` (fit()'s machinery
+    for ``workers > 1``), in the order it hands them out."""
     if not hasattr(dataset, "workers") or not hasattr(dataset, "__len__"):
         raise TypeError(f"dataset must be a keras.utils.PyDataset, got {type(dataset).__name__}")
     import_keras()  # quietly, before keras.src
@@ -52,15 +42,12 @@ def enqueue_all(dataset) -> list:
     return batches
 
 
-def tf_data_pipeline(dataset, *, parallel: bool = True):
-    """The same batches through tf.data: ``range -> map(dataset[i]) -> prefetch``.
-
-    ``parallel``: ``map(num_parallel_calls=AUTOTUNE)`` and ``prefetch(AUTOTUNE)``, else one batch
-    at a time. The Python code runs inside ``tf.numpy_function`` on tf.data's threads."""
+def tf_data_pipeline(dataset):
+    """The same batches through tf.data: ``range -> map(dataset[i]) -> prefetch``, in parallel
+    (AUTOTUNE); the Python code runs in ``tf.numpy_function`` on tf.data's threads."""
     reason = tensorflow_reason()
     if reason:
         raise RuntimeError(f"tf.data needs TensorFlow as the Keras backend: {reason}")
-    check_bool("parallel", parallel)
     import tensorflow as tf
 
     if not hasattr(dataset, "__getitem__") or not hasattr(dataset, "n_features"):
@@ -73,8 +60,6 @@ def tf_data_pipeline(dataset, *, parallel: bool = True):
         return x, y
 
     indices = tf.data.Dataset.range(len(dataset))
-    if not parallel:
-        return indices.map(load)
     # deterministic=True: batches come out in index order, as from the PyDataset enqueuer.
     return indices.map(load, num_parallel_calls=tf.data.AUTOTUNE, deterministic=True).prefetch(tf.data.AUTOTUNE)
 
@@ -98,13 +83,9 @@ def compare_feeders(feeders=("plain loop", "1 worker", "2 threads"), kinds=KINDS
                     batch_ms: float = 10.0, loops_per_ms: float | None = None, epochs: int = 3,
                     batch_size: int = 64, n_features: int = 32,
                     switch_interval_s: float = PYTHON_SWITCH_INTERVAL_S, progress: bool = False) -> list[dict]:
-    """Train the same small model on the same slow batches, fed each way in ``feeders`` (see
-    ``parse_feeder``), for each kind of slowness in ``kinds``, with Python's GIL switch interval
-    set to ``switch_interval_s`` (Python's default unless told otherwise). ``feeders`` may also be
-    a dict {kind: [feeders]}, to run different feeders per kind (``kinds`` is then its keys).
-
-    One dict per (kind, feeder): its settings, ``epoch_s`` (seconds per epoch, warm-up epoch left
-    out) and ``timeline`` (``Timeline.to_dict()``)."""
+    """Train one small model on the same slow batches, fed each way in ``feeders`` for each of
+    ``kinds`` (or a dict {kind: [feeders]}), at GIL switch interval ``switch_interval_s``. One dict
+    per (kind, feeder): its settings, ``epoch_s`` (warm-up left out) and ``timeline``."""
     runs = _runs(feeders, kinds)
     check_bool("progress", progress)
     if loops_per_ms is not None:
@@ -153,11 +134,8 @@ def _check_results(results) -> None:
 
 
 def summarize_feeders(results: list[dict]) -> list[dict]:
-    """Per (kind, feeder): median epoch seconds, min, max; ``speedup`` over "1 worker" and
-    ``vs_loop`` over "plain loop" (None when that run is missing); ``serial_s``, the time to make
-    the batches one after another. With a timeline: ``head_s``/``steps_s``/``tail_s``/
-    ``to_last_step_s`` (see ``phase_seconds``) and ``made_ms``, the median time to make one batch
-    in that run."""
+    """Per run: median/min/max epoch seconds, ``speedup`` over "1 worker", ``vs_loop`` over "plain
+    loop", ``serial_s``; with a timeline its median phases (``phase_seconds``) and ``made_ms``."""
     _check_results(results)
 
     def baseline(feeder):
@@ -193,9 +171,8 @@ def speed_words(ratio: float) -> str:
 
 
 def idle_check(when: str, since: tuple | None = None, *, seconds: float = 1.0) -> str:
-    """One sentence, starting with ``when``: how much of the CPUs *other* processes used, over
-    ``seconds`` of waiting now, or since a ``timing.cpu_snapshot()`` (``since``), and whether
-    timings taken meanwhile are this program's own (under ``IDLE_ENOUGH``) or disturbed."""
+    """One sentence: how much of the CPUs other processes used (for ``seconds`` now, or since a
+    ``timing.cpu_snapshot()``), and whether timings meanwhile are disturbed."""
     when = check_str("when", when, example="for 1 s before the measurements")
     seconds = check_seconds("seconds", seconds)
     if since is not None and not (isinstance(since, tuple) and len(since) == 3):

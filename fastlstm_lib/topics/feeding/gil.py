@@ -1,20 +1,10 @@
 """Python's GIL, made measurable: why threads help batches that wait and not batches that compute.
 
-One interpreter runs Python bytecode in one thread at a time. A thread that computes keeps the
-lock until it is asked to let go; a thread that waits for it asks, and gets it after at most the
-*switch interval* (``sys.getswitchinterval()``, 5 ms by default). Two measurements:
-
-- ``threads_take_turns``: the same pure-Python work in N threads at once against one after the
-  other. Same wall time: the threads took turns; 1/N of it: they ran side by side.
-- ``gil_handoff_us``: a call that lets go of the GIL for a moment (``time.sleep(0)``, or any
-  C call that releases it) costs microseconds alone, but up to one switch interval when another
-  thread computes meanwhile: it must wait to get the lock back (the "convoy effect"). A thread
-  that needs the GIL many times for short moments, such as the one running ``fit()``, is slowed
-  down by a feeding thread that computes in Python.
-
-``switch_interval`` sets the interval for a block. ``import fastlstm_lib`` shortens it for
-Numba's CUDA simulator (see ``fastlstm_lib.runtime.simulator``), so the feeding measurements set
-Python's default, ``PYTHON_SWITCH_INTERVAL_S``, themselves: they then behave as in any program.
+``threads_take_turns``: the same pure-Python work in N threads against one after the other (same
+wall time: they took turns). ``gil_handoff_us``: a call that lets go of the GIL costs microseconds
+alone, but up to one switch interval beside a thread computing in Python (the "convoy effect").
+``import fastlstm_lib`` shortens the interval for the CUDA simulator, so the measurements set
+Python's default, ``PYTHON_SWITCH_INTERVAL_S``, themselves (``switch_interval``).
 """
 
 from __future__ import annotations
@@ -44,9 +34,7 @@ def switch_interval(seconds: float = PYTHON_SWITCH_INTERVAL_S):
 
 
 def threads_take_turns(loops: int, n_threads: int = 2) -> dict:
-    """Seconds for ``n_threads`` runs of ``python_work(loops)``: one after the other in this
-    thread (``serial_s``), and in ``n_threads`` threads at once (``threads_s``).
-    ``speedup`` = serial / threads: about 1 when the threads take turns on the GIL."""
+    """``serial_s``, ``threads_s`` and ``speedup`` for ``n_threads`` runs of ``python_work(loops)``."""
     loops = check_int("loops", loops)
     n_threads = check_int("n_threads", n_threads)
     python_work(loops // 10)  # warm-up
@@ -64,19 +52,15 @@ def threads_take_turns(loops: int, n_threads: int = 2) -> dict:
     return {"n_threads": n_threads, "serial_s": serial, "threads_s": together, "speedup": serial / together}
 
 
-def gil_handoff_us(*, calls: int = 40, call=None) -> dict:
-    """Microseconds per ``call()`` (default ``time.sleep(0)``, which lets go of the GIL and takes
-    it back) in this thread: ``alone``, and ``beside_python_work`` while another thread runs
-    pure-Python work. Reports the switch interval in force (``switch_interval_us``)."""
+def gil_handoff_us(*, calls: int = 40) -> dict:
+    """Microseconds per ``time.sleep(0)`` (lets go of the GIL and takes it back) ``alone`` and
+    ``beside_python_work`` in another thread, and the ``switch_interval_us`` in force."""
     calls = check_int("calls", calls)
-    call = call if call is not None else (lambda: time.sleep(0))
-    if not callable(call):
-        raise TypeError(f"call must be a function of no arguments, got {type(call).__name__}")
 
     def per_call_us():
         start = time.perf_counter()
         for _ in range(calls):
-            call()
+            time.sleep(0)
         return (time.perf_counter() - start) / calls * 1e6
 
     alone = per_call_us()

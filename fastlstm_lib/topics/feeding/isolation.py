@@ -1,11 +1,6 @@
-"""Child processes with a time limit: experiments that might hang cannot hang the caller.
-
-- ``run_isolated``: one of the functions named in ``ISOLATED``, run in a fresh Python process
-  in its own process group; the whole group (pool workers too) is killed after ``timeout_s``.
-  It passes names and JSON, not code: the child imports the function from this package.
-- ``run_script``: a script's text, run as a file in a fresh Python, with the same time limit.
-
-Both children find the same copy of ``fastlstm_lib`` as the caller, whatever their working folder.
+"""Child processes with a time limit, killed with all they started (``run_isolated``: a function
+named in ``ISOLATED``, by name and JSON; ``run_script``: a script's text). Both children find the
+same copy of ``fastlstm_lib`` as the caller.
 """
 
 from __future__ import annotations
@@ -37,12 +32,9 @@ class IsolatedRunTimeout(TimeoutError):
 
 
 def run_isolated(function: str, kwargs: dict | None = None, *, timeout_s: float = 120.0, env: dict | None = None):
-    """``<function>(**kwargs)`` (a name from ``ISOLATED``) in a fresh Python process; its JSON result.
-
-    The child runs in its own process group, and the whole group (its pool workers too) is
-    killed after ``timeout_s``: a process pool that hangs cannot hang the caller. Raises
-    ``IsolatedRunTimeout`` then, and ``RuntimeError`` (with the end of the child's stderr) when
-    the child fails. ``env``: extra environment variables for the child."""
+    """``<function>(**kwargs)`` (a name from ``ISOLATED``) in a fresh Python process in its own
+    process group: its JSON result, ``IsolatedRunTimeout`` after ``timeout_s`` (the group killed),
+    ``RuntimeError`` when it fails. ``env``: extra environment variables."""
     check_str("function", function, example=next(iter(ISOLATED)))
     if function not in ISOLATED:
         raise ValueError(f"function must be one of {tuple(ISOLATED)}, got {function!r}")
@@ -81,10 +73,7 @@ _COLOUR_VARIABLES = ("FORCE_COLOR", "PYTHON_COLORS", "CLICOLOR_FORCE")
 
 
 def _child_env(extra: dict | None = None) -> dict:
-    """The caller's environment plus ``extra``, with this copy of fastlstm_lib first on the path.
-
-    Plain text: no colour variable is passed on, and ``NO_COLOR``/``PYTHON_COLORS=0`` ask for none.
-    """
+    """The caller's environment plus ``extra``, colour off, this copy of fastlstm_lib first on the path."""
     env = {k: v for k, v in os.environ.items() if k not in _COLOUR_VARIABLES}
     env.update(extra or {})
     env.update(NO_COLOR="1", PYTHON_COLORS="0")
@@ -114,9 +103,7 @@ def _isolated_main(request_path: str, answer_path: str) -> None:
 
 
 def run_script(source: str, *, timeout_s: float = 60.0) -> dict:
-    """Run ``source`` as a script file in a fresh Python process, killed after ``timeout_s``.
-
-    Returns {"returncode", "stdout", "stderr", "timed_out"}."""
+    """Run ``source`` as a script in a fresh Python, killed after ``timeout_s``: {returncode, stdout, stderr, timed_out}."""
     if not isinstance(source, str):
         raise TypeError(f"source must be the script's text (str), got {type(source).__name__}")
     timeout_s = check_seconds("timeout_s", timeout_s)

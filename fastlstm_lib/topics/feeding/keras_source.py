@@ -1,9 +1,4 @@
-"""Quoting installed libraries: lines of their source and paragraphs of their docstrings.
-
-Notebooks 30 and 31 show what Keras' enqueuer does, and what Keras' documentation says about
-``predict()``, by quoting the installed Keras itself rather than paraphrasing it: the quote is
-then exactly what the reader has installed.
-"""
+"""Quoting the installed Keras (its source lines, its docstrings) rather than paraphrasing it."""
 
 from __future__ import annotations
 
@@ -13,9 +8,7 @@ from pathlib import Path
 
 
 def quote_source(obj, first: str, last: str | None = None) -> str:
-    """Lines of ``obj``'s source from the first line containing ``first`` through the next line
-    containing ``last`` (or just that one line), headed by file name and line number: for
-    quoting short pieces of installed libraries."""
+    """``obj``'s source from the line containing ``first`` to the next containing ``last``, headed by file and line."""
     if not isinstance(first, str) or (last is not None and not isinstance(last, str)):
         raise TypeError("first and last must be strings found in the source")
     lines, start_line = inspect.getsourcelines(obj)
@@ -33,8 +26,7 @@ def quote_source(obj, first: str, last: str | None = None) -> str:
 
 
 def docstring_paragraph(obj, containing: str) -> str:
-    """The paragraph of ``obj``'s docstring (``inspect.getdoc``: inherited when ``obj`` has none
-    of its own) that contains ``containing``, with its lines joined."""
+    """The paragraph of ``inspect.getdoc(obj)`` that contains ``containing``, its lines joined."""
     if not isinstance(containing, str) or not containing:
         raise TypeError("containing must be a non-empty string found in the docstring")
     doc = inspect.getdoc(obj)

@@ -1,9 +1,6 @@
-"""Profiling: find the slow line of a data generator before parallelizing it.
-
-The example is the article's: a replay-style generator (``lookup_batches``) that looks up a
-target per state in a dict, keyed by the state's features turned into text (``key_as_text``,
-slow) or by its raw bytes (``key_as_bytes``, the one-line fix). ``profile_call`` runs a function
-under cProfile; ``top_functions``, ``function_share`` and ``format_profile`` make it readable.
+"""Profiling: find the slow line of a data generator before parallelizing it: the article's
+replay-style generator (``lookup_batches``) keyed by text (slow) or bytes (the fix), run under
+cProfile (``profile_call``) and made readable (``top_functions``, ``function_share``).
 """
 
 from __future__ import annotations
@@ -14,7 +11,7 @@ from pathlib import Path
 
 import numpy as np
 
-from ...checks import check_choice, check_int, check_records
+from ...checks import check_int, check_records
 from ...tables import Column, table
 
 
@@ -86,17 +83,15 @@ def _check_stats(stats) -> pstats.Stats:
     return stats
 
 
-def top_functions(stats: pstats.Stats, n: int = 8, *, sort: str = "tottime") -> list[dict]:
-    """The ``n`` functions with the most time: name, calls, own seconds (without what they
-    call), total seconds (with it). ``sort``: "tottime" (own) or "cumtime" (total)."""
+def top_functions(stats: pstats.Stats, n: int = 8) -> list[dict]:
+    """The ``n`` functions with the most time of their own: name, calls, own_s, total_s."""
     _check_stats(stats)
     n = check_int("n", n)
-    check_choice("sort", sort, ("tottime", "cumtime"))
     rows = [
         {"function": _readable(key), "name": key[2], "calls": calls, "own_s": own, "total_s": total}
         for key, (_, calls, own, total, _) in stats.stats.items()
     ]
-    rows.sort(key=lambda row: row["own_s" if sort == "tottime" else "total_s"], reverse=True)
+    rows.sort(key=lambda row: row["own_s"], reverse=True)
     return rows[:n]
 
 

@@ -1,8 +1,5 @@
-"""Small calls: the cost of asking a model about one sample, through each way Keras offers.
-
-``model.predict()`` is built for data sets (Keras' own docstring says so: see
-``keras_source.docstring_paragraph``); ``single_sample_callers`` lists the other ways, and
-``small_call_latency`` times each one on a device, after checking they all give the same answer.
+"""Small calls: the cost of asking a model about one sample, through each way Keras offers
+(``single_sample_callers``), timed on a device after checking they agree (``small_call_latency``).
 """
 
 from __future__ import annotations
@@ -43,15 +40,9 @@ def single_sample_callers(model) -> dict:
 
 def small_call_latency(*, device: str = CPU, n_features: int = 64, hidden: int = 256, repeats: dict | None = None,
                        seed: int = 0) -> dict:
-    """Milliseconds per single-sample inference, for each of ``single_sample_callers``, on ``device``.
-
-    ``repeats``: calls timed per caller (after 3 warm-up calls); predict() is slow, so it gets
-    fewer by default. Returns {"device", "outputs_agree", "tf32", "callers_ms": {name: [ms, ...]}}.
-
-    Everything runs with TF32 off (``keras_backend.strict_float32``): on Ampere and newer GPUs
-    float32 matmuls could otherwise run in TF32 (1e-4 to 1e-3 relative error, notebook 10), and a
-    compiled caller may round differently from an eager one. With strict float32 the callers differ
-    only in summation order, so ``outputs_agree`` uses a tolerance of 1e-4 (relative) on any device."""
+    """Milliseconds per single-sample call of each of ``single_sample_callers`` on ``device``
+    (``repeats``: per caller, after 3 warm-ups), TF32 off so that ``outputs_agree`` within 1e-4.
+    Returns {"device", "outputs_agree", "tf32", "callers_ms": {name: [ms, ...]}}."""
     if not isinstance(device, str):
         raise TypeError(f"device must be a string like 'cpu' or 'gpu:0', got {device!r}")
     repeats = {"model.predict(x)": 15, "default": 200} if repeats is None else repeats

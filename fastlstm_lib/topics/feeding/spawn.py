@@ -1,9 +1,5 @@
-"""Spawn: what the *spawn* start method (the default on macOS and Windows) asks of the code it runs.
-
-A spawned worker is a fresh interpreter that receives its function and arguments by pickle,
-so they must be importable by name there. ``call_in_spawned_process`` runs one call that way,
-with a time limit, and reports whether it returned, raised, or never answered (the worker died
-unpickling it, and the pool waits for a result that will not come).
+"""Spawn (the default start method on macOS and Windows): a worker receives its function and
+arguments by pickle, so they must be importable by name; ``call_in_spawned_process`` shows it.
 """
 
 from __future__ import annotations
@@ -23,10 +19,8 @@ def _quiet_worker() -> None:
 
 
 def call_in_spawned_process(function, *args, timeout_s: float = 10.0) -> dict:
-    """Run ``function(*args)`` in a one-process pool started with *spawn* (a fresh interpreter
-    that receives the function and arguments by pickle). Never waits more than ``timeout_s``.
-
-    Returns {"outcome": "returned" | "raised" | "timed out", "detail": str}."""
+    """``function(*args)`` in a one-process *spawn* pool, waiting at most ``timeout_s``:
+    {"outcome": "returned" | "raised" | "timed out", "detail": str}."""
     if not callable(function):
         raise TypeError(f"function must be callable, got {type(function).__name__}")
     timeout_s = check_seconds("timeout_s", timeout_s)

@@ -1,12 +1,6 @@
-"""Threads: how many a process has, what they are called, and what TensorFlow's settings change.
-
-- ``thread_count`` / ``thread_names``: the OS threads of this process (Python's, NumPy's,
-  TensorFlow's), read from ``/proc/self/task`` on Linux.
-- ``time_matmuls``: TensorFlow's matmul timed in this process, and how many cores it kept busy.
-- ``tf_thread_probe``: meant for a fresh process (``run_isolated("tf_thread_probe", ...)``):
-  apply TensorFlow's intra-/inter-op thread settings before its first operation, then time
-  matmuls of a few sizes and measure how many cores each kept busy (process CPU seconds per
-  wall-clock second), which says whether TensorFlow split it across threads at all.
+"""Threads: how many a process has (``thread_count``, ``thread_names``), and what TensorFlow's
+settings change (``time_matmuls`` here; ``tf_thread_probe`` in a fresh process, through
+``run_isolated``): how many cores a matmul kept busy.
 """
 
 from __future__ import annotations
@@ -49,9 +43,8 @@ def thread_names() -> dict[str, int]:
 
 
 def time_matmuls(sizes=(128, 1024), *, repeats: int = 10) -> list[dict]:
-    """TensorFlow's (size x size) float32 matmul in this process, for each size (``repeats`` times,
-    more for small sizes): median, min and max ms, GFLOP/s, and ``cores_busy`` (CPU seconds of the process per wall second while timing:
-    about 1 when one thread did the work, up to the number of cores when the op was split)."""
+    """TensorFlow's (size x size) float32 matmul in this process per size: ms, GFLOP/s, and
+    ``cores_busy`` (process CPU seconds per wall second: 1 when one thread did the work)."""
     sizes = check_int_list("sizes", sizes)
     repeats = check_int("repeats", repeats)
     reason = tensorflow_reason()

@@ -1,11 +1,8 @@
 """The timeline: when each batch was made (in any thread or process) and when fit() trained.
 
-``Timeline`` records; its Keras callback adds fit's epochs and training steps. A timeline's
-``to_dict()`` is plain JSON (it travels back from a child process), and everything else here
-reads such a dict: ``epoch_seconds``, ``phase_seconds`` and ``epoch_phases`` (head / steps /
-tail of each epoch, and their medians),
-``production_ms`` (how long each batch took to make), ``finish_order``, ``timeline_problems``
-(what is inconsistent) and ``plot_timeline`` (a lane per worker).
+``Timeline`` records; its ``to_dict()`` is plain JSON (it travels back from a child process), and
+the functions here read such a dict: phases of each epoch, how long each batch took to make, what
+is inconsistent, and ``plot_timeline`` (a lane per worker).
 """
 
 from __future__ import annotations
@@ -21,26 +18,16 @@ from ...runtime.keras_backend import import_keras
 
 
 def now() -> float:
-    """The clock of every timeline: perf_counter is CLOCK_MONOTONIC on Linux (and system-wide on
-    macOS and Windows), so times taken in worker processes are on the same clock as the parent's."""
+    """The clock of every timeline: perf_counter is system-wide, so worker processes share it."""
     return time.perf_counter()
 
 
 class Timeline:
     """When each batch was produced (any thread, any process) and when fit() trained on it.
 
-    Each production is ``(index, worker, start, end)``. In the process that made the timeline
-    (its main thread or worker threads) it goes straight into the list ``produced``. A worker
-    *process* can't reach that list (an append there would stay in the worker), so it writes
-    into a multiprocessing pipe, which the parent drains with ``collect()``: the callback
-    returned by ``callback()`` after every training step, ``enqueue_all`` after every batch,
-    ``to_dict`` at the end.
-
-    A pipe holds 64 KiB by default on Linux (about 1,000 of these records); a worker writing
-    into a full one blocks until someone reads. That is why nothing from the parent itself goes
-    through the pipe (it would block on its own unread records), and why the parent drains it at
-    every batch it receives: the enqueuer runs at most ``max_queue_size`` batches ahead, so only
-    a handful of records ever wait in it.
+    A production ``(index, worker, start, end)`` made in this process goes straight into
+    ``produced``; a worker process writes it into a pipe, which the parent drains (``collect()``)
+    at every step and batch: a full pipe (64 KiB) would block the worker.
     """
 
     def __init__(self):
@@ -59,8 +46,7 @@ class Timeline:
             self._inbox.put(record)  # a worker process: through the pipe
 
     def collect(self) -> None:
-        """Move what worker processes sent into ``produced`` (call it from the process that made
-        the timeline; one thread at a time reads the pipe)."""
+        """Move what worker processes sent into ``produced`` (in the owner process, one thread at a time)."""
         if os.getpid() != self._owner:
             return
         with self._reading:
@@ -139,10 +125,8 @@ def epoch_seconds(record: dict, *, skip_first: bool = True) -> list[float]:
 
 
 def phase_seconds(record: dict, *, skip_first: bool = True) -> dict:
-    """Seconds of each phase, one value per epoch: ``head`` (epoch start to the first training
-    step), ``steps`` (first step's start to the last step's end), ``tail`` (from there to the end
-    of the epoch) and ``to_last_step`` (head + steps: the epoch without its tail). Workers may
-    make batches during the head already; the tail is the enqueuer stopping, nothing else."""
+    """Seconds per epoch of ``head`` (to the first step), ``steps`` (first to last step), ``tail``
+    (the enqueuer stopping) and ``to_last_step`` (head + steps)."""
     check_record(record, ("steps", "epochs"))
     phases = {"head": [], "steps": [], "tail": [], "to_last_step": []}
     for epoch, start, end in _timed_epochs(record, skip_first):
@@ -163,9 +147,7 @@ def epoch_phases(record: dict, *, skip_first: bool = True) -> dict:
 
 
 def production_ms(record: dict, *, skip_first: bool = True) -> list[float]:
-    """Milliseconds each batch took to make (start to end of ``__getitem__``), for the batches
-    finished inside the timed epochs. Alone, a batch takes what it costs; when threads share
-    the GIL, each takes longer."""
+    """Milliseconds each batch finished inside the timed epochs took to make (``__getitem__``)."""
     check_record(record, ("produced", "epochs"))
     windows = [(start, end) for _, start, end in _timed_epochs(record, skip_first)]
     return [(end - start) * 1e3 for _, _, start, end in record["produced"]
@@ -179,11 +161,9 @@ def finish_order(record: dict) -> list[int]:
 
 
 def timeline_problems(record: dict, n_batches: int) -> list[str]:
-    """What is inconsistent in a timeline of fit(shuffle=False) over ``n_batches`` batches.
-
-    Empty when: every epoch has ``n_batches`` steps 0..n-1, inside the epoch, in time order;
-    every production ends after it starts; and step k ends after some production of batch k
-    has finished (a step cannot train on a batch that does not exist yet)."""
+    """What is inconsistent in a timeline of fit(shuffle=False) over ``n_batches`` batches: steps
+    0..n-1 in order inside each epoch, productions that end before they start, a step that ends
+    before its batch was made."""
     n_batches = check_int("n_batches", n_batches)
     check_record(record)
     problems = []
@@ -209,25 +189,19 @@ def timeline_problems(record: dict, n_batches: int) -> list[str]:
     return problems
 
 
-def plot_timeline(record: dict, *, epoch: int = -1, ax=None, title: str | None = None, xmax_ms: float | None = None):
-    """One epoch of a ``Timeline.to_dict()``: a lane per worker (thread or process) with a bar
-    for each batch it produced, and fit's lane with a bar for each training step (which includes
-    any wait for its batch). Milliseconds from the start of the epoch, up to ``xmax_ms`` (default:
-    the epoch's end). Returns the axes."""
+def plot_timeline(record: dict, *, ax=None, title: str | None = None, xmax_ms: float | None = None):
+    """The last epoch of a ``Timeline.to_dict()``: a lane per worker with a bar per batch it made,
+    and fit's lane with a bar per step (waiting included), in ms up to ``xmax_ms``. Returns the axes."""
     check_record(record)
     if not record["epochs"]:
         raise ValueError("the timeline has no epoch: was fit() run with its callback?")
-    count = len(record["epochs"])
-    epoch = check_int("epoch", epoch, minimum=-count)
-    if epoch >= count:
-        raise ValueError(f"epoch must be in [-{count}, {count - 1}] (the timeline has {count} epochs), got {epoch}")
     if title is not None and not isinstance(title, str):
         raise TypeError(f"title must be a str or None, got {type(title).__name__} {title!r}")
     if xmax_ms is not None:
         check_number("xmax_ms", xmax_ms, minimum=0)
     import matplotlib.pyplot as plt
 
-    number, epoch_start, epoch_end = record["epochs"][epoch]
+    number, epoch_start, epoch_end = record["epochs"][-1]
     if ax is None:
         _, ax = plt.subplots(figsize=(10, 3))
     window = [p for p in record["produced"] if p[3] > epoch_start and p[2] < epoch_end]  # overlapping the epoch

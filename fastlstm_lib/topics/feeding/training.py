@@ -1,12 +1,5 @@
-"""The training side: a small model, and the two ways notebook 30 trains it on slow batches.
-
-- ``small_model``: a compiled two-layer MLP with seeded weights: the "training step".
-- ``feed_and_train``: ``model.fit(data, shuffle=False)`` on a PyDataset or a tf.data pipeline,
-  recorded by a ``Timeline``.
-- ``train_in_a_loop``: no fit(), no enqueuer, no second thread: make batch *i*, then
-  ``train_on_batch``, one after the other. The yardstick for every feeder: what the same work
-  costs when nothing overlaps.
-- ``train_step_ms``: one training step on a batch that is already made.
+"""The training side: a small model (``small_model``), fit() on a dataset (``feed_and_train``),
+and the yardstick with nothing overlapping (``train_in_a_loop``: make a batch, train on it).
 """
 
 from __future__ import annotations
@@ -51,11 +44,8 @@ def _check_timeline(timeline) -> Timeline:
 
 
 def feed_and_train(data, model, *, epochs: int = 4, timeline: Timeline | None = None) -> dict:
-    """``model.fit(data, epochs=epochs, shuffle=False)`` silently, timed by a ``Timeline``.
-
-    Returns ``timeline.to_dict()``. The first epoch includes one-off costs (tracing the training
-    step, the first pool): ``epoch_seconds`` leaves it out. ``data``: a ``keras.utils.PyDataset``
-    (e.g. ``SlowBatches``) or a ``tf.data.Dataset``; ``model``: a compiled Keras model."""
+    """``model.fit(data, epochs=epochs, shuffle=False)`` on a PyDataset or a tf.data.Dataset,
+    recorded by a ``Timeline``: its ``to_dict()``."""
     keras = _check_trainable(model)
     is_tf_data = False
     if tensorflow_reason() is None:
@@ -72,9 +62,8 @@ def feed_and_train(data, model, *, epochs: int = 4, timeline: Timeline | None = 
 
 
 def train_in_a_loop(dataset, model, *, epochs: int = 4, timeline: Timeline | None = None) -> dict:
-    """For each epoch, for each index i: ``x, y = dataset[i]``, then ``model.train_on_batch(x, y)``,
-    in this thread. Recorded like ``feed_and_train`` (a step spans getting the batch and training
-    on it, as fit's step spans waiting for its batch and training), so the two compare directly."""
+    """``x, y = dataset[i]`` then ``model.train_on_batch(x, y)`` for every i, in this thread, recorded
+    like ``feed_and_train`` (a step spans getting the batch and training on it)."""
     keras = _check_trainable(model)
     if not isinstance(dataset, keras.utils.PyDataset):
         raise TypeError(f"dataset must be a keras.utils.PyDataset (e.g. SlowBatches), got {type(dataset).__name__}")

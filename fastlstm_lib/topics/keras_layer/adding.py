@@ -1,15 +1,8 @@
 """The adding problem, and training our layer beside Keras' LSTM from the same weights (notebook 42).
 
-The adding problem (Hochreiter & Schmidhuber, "Long Short-Term Memory", Neural Computation 9(8),
-1997, experiment 4), in the simple form used since: each step of a sequence is a pair (value,
-marker), the values uniform in [0, 1), exactly two markers set, one in each half of the
-sequence; the target is the sum of the two marked values. Predicting the mean target scores an
-MSE of 1/6 (the variance of a sum of two uniform values); below that, the network has learned to
-find and remember the marked values across the sequence. Generated here, offline, from a seed.
-
-``twin_lstm_models`` builds the same model twice, one with ``FastLSTM`` and one with
-``keras.layers.LSTM``, holding the same initial weights; ``fit_losses`` trains one with
-``model.fit`` and records the loss after every step.
+The adding problem (Hochreiter & Schmidhuber 1997, experiment 4): steps (value, marker), values
+uniform in [0, 1), one marker in each half; the target is the sum of the two marked values.
+Predicting the mean scores an MSE of 1/6; below that, the network has learned to remember.
 """
 
 from __future__ import annotations

@@ -1,20 +1,7 @@
-"""Where ``FastLSTM`` (``layer.py``) meets ``keras.layers.LSTM``'s conventions: it behaves as Keras'
-layer does, or refuses clearly.
-
-- ``lstm_arguments_refused``: ``keras.layers.LSTM``'s constructor arguments that ``FastLSTM`` does
-  not take (``dropout``, ``go_backwards``, ``stateful``, ...). Each is accepted at the value
-  ``FastLSTM`` behaves as (Keras' default: ``dropout=0.0``, ``activation="tanh"``, ...), so
-  ``FastLSTM.from_config(lstm.get_config())`` works for an LSTM with those defaults; any other
-  value is a ``ValueError`` naming the argument, never silently ignored.
-- ``check_dtype_policy``: the kernels compute in float32; a float64, float16, bfloat16, mixed or
-  quantized dtype policy (the ``dtype=`` argument or ``keras.config.set_dtype_policy``) is a
-  ``ValueError`` naming the policy.
-- ``check_call`` and ``masked_outputs``: no ``initial_state`` (FastLSTM starts from zeros); masks
-  as on Keras' cuDNN path, right-padded only (each sequence's valid steps come first). The
-  kernels run the whole sequences; the outputs are then picked as ``keras.layers.LSTM`` gives
-  them: at a masked step the last valid step's output (or zeros, with
-  ``zero_output_for_mask=True``), and zeros for a sequence masked entirely. Outputs at padded
-  steps feed nothing valid, so the gradient the kernels see there is zero, exactly right.
+"""Where ``FastLSTM`` meets ``keras.layers.LSTM``'s conventions: it behaves as Keras' layer does, or
+refuses with a ``ValueError`` naming what (LSTM arguments at other values, dtype policies other
+than float32, ``initial_state``, masks that are not right-padded). Under a right-padded mask the
+outputs are picked as ``keras.layers.LSTM`` gives them (``masked_outputs``).
 """
 
 from __future__ import annotations
@@ -80,11 +67,9 @@ def _executing_eagerly() -> bool:
 
 
 def check_call(inputs, initial_state, mask):
-    """(inputs, mask as a bool tensor or None) for ``FastLSTM.call``: ``ValueError`` for an
-    ``initial_state``, a mask of the wrong shape or, when its values are known now (eagerly), one
-    that is not right-padded. In a TensorFlow graph (``fit``) the right-padding is asserted as
-    Keras' cuDNN path asserts it: the step fails with these words, and ``inputs`` comes back
-    depending on the assertion."""
+    """(inputs, mask as a bool tensor or None): ``ValueError`` for an ``initial_state``, a mask of
+    the wrong shape, or (eagerly) one not right-padded; in a TensorFlow graph that is asserted, as
+    Keras' cuDNN path does, and ``inputs`` comes back depending on the assertion."""
     if initial_state is not None:
         raise ValueError("FastLSTM starts from zero states: initial_state is not supported, got "
                          f"{type(initial_state).__name__}; use keras.layers.LSTM for it")

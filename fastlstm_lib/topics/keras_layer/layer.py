@@ -1,34 +1,11 @@
 """``FastLSTM``: a Keras layer whose forward and backward passes run on our kernels (notebook 42).
 
-    model = keras.Sequential([keras.Input((T, features)), fl.keras_layer.FastLSTM(64), keras.layers.Dense(1)])
-    model.compile("adam", "mse"); model.fit(x, y)
-
-Its weights are Keras' own, in Keras' layout and under Keras' names (``kernel`` (in, 4H),
-``recurrent_kernel`` (H, 4H), ``bias`` (4H,), gates i, f, c, o, initialised like
-``keras.layers.LSTM``), so ``set_weights(lstm.get_weights())`` copies an LSTM into it, optimizers
-update them as any others, and ``model.save`` / ``keras.models.load_model`` round-trip it (it is
-registered as ``fastlstm>FastLSTM``). One layer per ``FastLSTM``, like ``keras.layers.LSTM``.
-
-How each backend reaches the kernels (``backward/layer_api.py``, a backward step's kernels):
-
-- TensorFlow (this machine, CI): ``tf.custom_gradient``; forward and backward are
-  ``tf.numpy_function`` calls into our NumPy entry points, which upload, run the kernels (on a
-  GPU, or on the simulator at small sizes) and download. The forward returns the saved gates
-  and c as tensors, so the backward needs nothing kept on the side.
-- torch: a ``torch.autograd.Function``. On a GPU it hands torch's CUDA tensors to Numba with
-  ``numba.cuda.as_cuda_array``: no copy through the host (torch only makes the batch-major <->
-  time-major transposes, on the GPU). On a CPU it goes through NumPy, as on TensorFlow.
-
-Bad input gets the words of ``fl.validate_input``, when the layer is built or called.
-Keras' conventions (``conventions.py``): right-padded masks (``Masking``, ``Embedding(mask_zero=
-True)``, ``mask=``) give ``keras.layers.LSTM``'s outputs, ``zero_output_for_mask`` too; the layer
-declares it cannot be XLA-compiled, so ``compile``'s ``jit_compile="auto"`` (XLA on a GPU) and
-``jit_compile=True`` fall back to no XLA as Keras does for such layers.
-Not supported, refused with a ``ValueError`` naming it (use ``keras.layers.LSTM``): masks that are
-not right-padded, ``initial_state``, ``keras.layers.LSTM``'s arguments at other values than
-FastLSTM's (``go_backwards``, ``stateful``, ``return_state``, dropout, other activations,
-``use_bias=False``, regularizers and constraints of the weights, ...), and dtype policies other
-than float32 (float64, float16, bfloat16, mixed precision: our kernels are float32).
+Its weights are Keras' own (``kernel``, ``recurrent_kernel``, ``bias``, gates i, f, c, o), so
+``set_weights(lstm.get_weights())`` copies a ``keras.layers.LSTM`` into it, and ``model.save`` /
+``keras.models.load_model`` round-trip it. TensorFlow reaches the kernels through
+``tf.custom_gradient`` around ``tf.numpy_function``; torch through a ``torch.autograd.Function``
+that hands CUDA tensors to Numba without a copy. The layer cannot be XLA-compiled; what it refuses
+is in ``conventions.py``.
 """
 
 from __future__ import annotations
@@ -72,11 +49,8 @@ def _initializer(name: str, value):
 class FastLSTM(keras.layers.Layer):
     """An LSTM layer (tanh, sigmoid gates, with bias) that trains on the fastlstm kernels.
 
-    ``units``: H. ``return_sequences``: output every step (batch, T, H) or the last one (batch,
-    H). ``step``: which backward step's kernels run (default the last of the ladder). The
-    initializers, ``unit_forget_bias`` and ``zero_output_for_mask`` mean what they mean for
-    ``keras.layers.LSTM``; so do Keras' layer arguments (``name``, ``dtype`` (float32 only),
-    ``trainable``, ``activity_regularizer``).
+    ``step``: which backward step's kernels run (default the last of the ladder); the other
+    arguments mean what they mean for ``keras.layers.LSTM``.
     """
 
     def __init__(self, units, return_sequences=False, *, step=layer_api.DEFAULT_STEP,
