@@ -43,6 +43,29 @@ def problem(cfg, seed=0):
     return x, params
 
 
+def persistent_layer_case(hidden, batch, steps, seed=5):
+    """One layer's problem for a persistent kernel: (x, params, [x_gates (T, B, 4H), U, bias] on the device)."""
+    from numba import cuda
+
+    cfg = fl.LSTMConfig(batch=batch, seq_len=steps, input_size=3, hidden=hidden, layers=1)
+    x, params = problem(cfg, seed=seed)
+    kernel, recurrent, bias = params[0]
+    x_gates = np.ascontiguousarray((x @ kernel).transpose(1, 0, 2)).astype(np.float32)
+    return x, params, [cuda.to_device(np.ascontiguousarray(a, np.float32)) for a in (x_gates, recurrent, bias)]
+
+
+def persistent_layer_error(plan, hidden, batch, steps, against="float64"):
+    """Launch ``plan`` on ``persistent_layer_case``'s problem, hs poisoned with NaN first (every element
+    must be written): its relative error against the float64 reference or Keras (``against``)."""
+    from numba import cuda
+
+    x, params, arrays = persistent_layer_case(hidden, batch, steps)
+    hs = cuda.to_device(np.full((steps, batch, hidden), np.nan, np.float32))
+    plan.launch(*arrays, hs)
+    want = fl.reference_forward(x, params) if against == "float64" else fl.keras_forward(x, params).astype(np.float64)
+    return fl.relative_error(hs.copy_to_host().transpose(1, 0, 2), want)
+
+
 @pytest.fixture(scope="session")
 def odd_problem():
     x, params = problem(ODD)

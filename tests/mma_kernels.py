@@ -25,51 +25,46 @@ def load(matrix, row, col):
     return float32(0.0)
 
 
-def tile_product(a, b, d):
+@cuda.jit(device=True)
+def tile_step(a, b, row0, col0, group, tig, k0, c0, c1, c2, c3):
+    """One ``mma`` of a warp's 16 x 8 tile at (row0, col0) over K[k0:k0 + 8], the fragments loaded by
+    the PTX ISA's layout and rounded to TF32 as loaded: the new (c0, c1, c2, c3)."""
+    a0 = to_tf32(load(a, row0 + group, k0 + tig))
+    a1 = to_tf32(load(a, row0 + group + 8, k0 + tig))
+    a2 = to_tf32(load(a, row0 + group, k0 + tig + 4))
+    a3 = to_tf32(load(a, row0 + group + 8, k0 + tig + 4))
+    b0 = to_tf32(load(b, k0 + tig, col0 + group))
+    b1 = to_tf32(load(b, k0 + tig + 4, col0 + group))
+    return mma_tf32_m16n8k8(a0, a1, a2, a3, b0, b1, c0, c1, c2, c3)
+
+
+def _tile_product(synced):
     """D = A @ B, any sizes: warp w of the (one) block computes the 16 x 8 tile w of D (tiles in row
-    order), over K in steps of 8, one ``mma`` per step, every input rounded to TF32 as loaded."""
-    tid = cuda.threadIdx.x + cuda.blockDim.x * (cuda.threadIdx.y + cuda.blockDim.y * cuda.threadIdx.z)
-    warp, lane = tid // 32, tid % 32
-    tiles_n = (d.shape[1] + 7) // 8
-    row0, col0 = (warp // tiles_n) * 16, (warp % tiles_n) * 8
-    group, tig = lane >> 2, lane % 4
-    c0 = c1 = c2 = c3 = float32(0.0)
-    for k0 in range(0, a.shape[1], 8):
-        a0 = to_tf32(load(a, row0 + group, k0 + tig))
-        a1 = to_tf32(load(a, row0 + group + 8, k0 + tig))
-        a2 = to_tf32(load(a, row0 + group, k0 + tig + 4))
-        a3 = to_tf32(load(a, row0 + group + 8, k0 + tig + 4))
-        b0 = to_tf32(load(b, k0 + tig, col0 + group))
-        b1 = to_tf32(load(b, k0 + tig + 4, col0 + group))
-        c0, c1, c2, c3 = mma_tf32_m16n8k8(a0, a1, a2, a3, b0, b1, c0, c1, c2, c3)
-    for value, row, col in ((c0, row0 + group, col0 + 2 * tig), (c1, row0 + group, col0 + 2 * tig + 1),
-                            (c2, row0 + group + 8, col0 + 2 * tig), (c3, row0 + group + 8, col0 + 2 * tig + 1)):
-        if row < d.shape[0] and col < d.shape[1]:
-            d[row, col] = value
+    order), over K in steps of 8, one ``mma`` per step; with ``synced`` a block barrier after every
+    step, so that warps meet in ``syncthreads`` between their ``mma`` calls (as a blocked GEMM's
+    slabs do)."""
+
+    def product(a, b, d):
+        tid = cuda.threadIdx.x + cuda.blockDim.x * (cuda.threadIdx.y + cuda.blockDim.y * cuda.threadIdx.z)
+        warp, lane = tid // 32, tid % 32
+        tiles_n = (d.shape[1] + 7) // 8
+        row0, col0 = (warp // tiles_n) * 16, (warp % tiles_n) * 8
+        group, tig = lane >> 2, lane % 4
+        c0 = c1 = c2 = c3 = float32(0.0)
+        for k0 in range(0, a.shape[1], 8):
+            c0, c1, c2, c3 = tile_step(a, b, row0, col0, group, tig, k0, c0, c1, c2, c3)
+            if synced:
+                cuda.syncthreads()
+        for value, row, col in ((c0, row0 + group, col0 + 2 * tig), (c1, row0 + group, col0 + 2 * tig + 1),
+                                (c2, row0 + group + 8, col0 + 2 * tig), (c3, row0 + group + 8, col0 + 2 * tig + 1)):
+            if row < d.shape[0] and col < d.shape[1]:
+                d[row, col] = value
+
+    return product
 
 
-def synced_tile_product(a, b, d):
-    """``tile_product`` with a block barrier after every step: warps meet in ``syncthreads``
-    between their ``mma`` calls (as a blocked GEMM's slabs do)."""
-    tid = cuda.threadIdx.x + cuda.blockDim.x * (cuda.threadIdx.y + cuda.blockDim.y * cuda.threadIdx.z)
-    warp, lane = tid // 32, tid % 32
-    tiles_n = (d.shape[1] + 7) // 8
-    row0, col0 = (warp // tiles_n) * 16, (warp % tiles_n) * 8
-    group, tig = lane >> 2, lane % 4
-    c0 = c1 = c2 = c3 = float32(0.0)
-    for k0 in range(0, a.shape[1], 8):
-        a0 = to_tf32(load(a, row0 + group, k0 + tig))
-        a1 = to_tf32(load(a, row0 + group + 8, k0 + tig))
-        a2 = to_tf32(load(a, row0 + group, k0 + tig + 4))
-        a3 = to_tf32(load(a, row0 + group + 8, k0 + tig + 4))
-        b0 = to_tf32(load(b, k0 + tig, col0 + group))
-        b1 = to_tf32(load(b, k0 + tig + 4, col0 + group))
-        c0, c1, c2, c3 = mma_tf32_m16n8k8(a0, a1, a2, a3, b0, b1, c0, c1, c2, c3)
-        cuda.syncthreads()
-    for value, row, col in ((c0, row0 + group, col0 + 2 * tig), (c1, row0 + group, col0 + 2 * tig + 1),
-                            (c2, row0 + group + 8, col0 + 2 * tig), (c3, row0 + group + 8, col0 + 2 * tig + 1)):
-        if row < d.shape[0] and col < d.shape[1]:
-            d[row, col] = value
+tile_product = _tile_product(False)
+synced_tile_product = _tile_product(True)
 
 
 def repeated_product(a, b, d):

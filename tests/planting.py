@@ -47,8 +47,9 @@ def plant(name: str, *edits, method: str | None = None):
 
     def make():
         solution = exercises.get(name).solution()
-        if method is None:
-            return cuda.jit(replaced(solution, *edits))
+        if method is None:  # a kernel, recompiled; a plain function (a_fragment) as it is
+            function = replaced(solution, *edits)
+            return cuda.jit(function) if hasattr(solution, "py_func") else function
         return type("Planted", (solution,), {method: replaced(getattr(solution, method), *edits)})
 
     return make
@@ -244,6 +245,20 @@ TILE_LOADS = {
                                   (LOAD_B, "if b_row < k_total and col < n:\n                b_tile[ty, tx] = b[b_row, col]")),
 }
 
+# ---- 14 a_fragment ------------------------------------------------------------------------------
+
+a_fragment = functools.partial(plant, "a_fragment")
+ROW = "row = group + 8 * (i % 2)"
+COL = "col = tig + 4 * (i // 2)"
+
+A_FRAGMENT = {
+    "rows_and_columns_swapped": a_fragment(("return row, col", "return col, row")),
+    "group_and_tig_swapped": a_fragment(("group = lane // 4", "group = lane % 4"), ("tig = lane % 4", "tig = lane // 4")),
+    "registers_in_other_order": a_fragment((ROW, "row = group + 8 * (i // 2)"), (COL, "col = tig + 4 * (i % 2)")),
+    "row_offset_missing": a_fragment((ROW, "row = group")),
+    "column_offset_missing": a_fragment((COL, "col = tig")),
+}
+
 # ---- 41 column_sum ------------------------------------------------------------------------------
 
 column_sum = functools.partial(plant, "column_sum")
@@ -273,7 +288,8 @@ COLUMN_SUM = {
 #: exercise -> {mistake: what makes the solution with it}, in the catalogs' order.
 PLANTS = {"global_index": GLOBAL_INDEX, "add_bias": ADD_BIAS, "gate_products": GATE_PRODUCTS, "side_stream": SIDE_STREAM, "fused_cell": FUSED_CELL,
           "upload": UPLOAD, "input_chunks": INPUT_CHUNKS, "diagonals": DIAGONALS_PLANTS, "grid_step": GRID_STEP,
-          "rows_per_thread": ROWS_PER_THREAD, "tile_loads": TILE_LOADS, "column_sum": COLUMN_SUM}
+          "rows_per_thread": ROWS_PER_THREAD, "tile_loads": TILE_LOADS, "a_fragment": A_FRAGMENT,
+          "column_sum": COLUMN_SUM}
 
 
 def planted(name: str, mistake: str):

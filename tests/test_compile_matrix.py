@@ -188,6 +188,18 @@ def test_the_warp_tiled_gemm_keeps_version_7s_machine_code_targets(rows):
         assert (v8["spill_stores"], v8["spill_loads"], v8["stack_frame"]) == (0, 0, 0), v8
 
 
+def test_the_warp_tiled_gemm_needs_at_most_one_shared_wavefront_per_4_ffma(rows):
+    """Issue 67's target, from the column measured on the simulator (``compile_matrix.wavefronts``): version
+    8's main loop at most 1 shared-memory wavefront per 4 FFMA (0.25), version 7's, its baseline, 0.375
+    (tests/test_wavefronts.py: the model of their layouts says the same), on every architecture; the
+    column empty where the kernel is no blocked GEMM it measures."""
+    table = {(row["kernel"], row["arch"]): row for row in rows}
+    for arch in ARCH_NAMES:
+        v8, v7 = table[("warptiled_gemm", arch)], table[("recurrent_gemm", arch)]
+        assert v8[cm.WAVEFRONTS] <= 1 / 4 < v7[cm.WAVEFRONTS] == 0.375, (v8, v7)
+        assert table[("tiled_gemm", arch)][cm.WAVEFRONTS] == "" and table[("lstm_cell", arch)][cm.WAVEFRONTS] == ""
+
+
 def test_the_persistent_step_with_u_in_registers_meets_the_kernel_issues_machine_code_targets(rows):
     """Issue 57's targets for persistent version 2 at batch 4 and 64 (the H100 plans), wherever it
     is disassembled: at most 5 instructions per float of h staged (version 1: tens, its 64-bit

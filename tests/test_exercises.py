@@ -34,7 +34,7 @@ SIMULATOR_JUDGED = {("tile_loads", "missing_sync_after_loads"), ("tile_loads", "
 def test_exercises_in_notebook_order():
     assert exercises.names() == list(CATALOG)
     assert [exercises.get(n).notebook for n in exercises.names()] == ["00", "02", "03", "04", "05", "06", "07", "08",
-                                                                       "09", "09", "12", "41"]
+                                                                       "09", "09", "12", "14", "41"]
     # the module's number is the notebook that checks it (ex12_tile_loads: notebook 12)
     for module in pkgutil.iter_modules(exercises.__path__):
         number = exercises.EXERCISE_MODULE.fullmatch(module.name)
@@ -84,7 +84,15 @@ def gate_dots_stub(h, u, z):
     raise NotImplementedError("the loop over k: each weight loaded once, ROWS FMAs")
 
 
+def a_fragment_stub(lane, i):
+    """Notebook 14's stub."""
+    group = lane // 4
+    tig = lane % 4
+    raise NotImplementedError("the row and the column of a<i>")
+
+
 @pytest.mark.parametrize("name, stub", [("gate_products", GateProductsStub), ("add_bias", add_bias_stub),
+                                        ("a_fragment", a_fragment_stub),
                                         ("add_bias", cuda.jit(add_bias_stub)),
                                         ("rows_per_thread", cuda.jit(gate_dots_stub))])
 def test_an_untouched_stub_is_not_attempted_yet(name, stub, capsys):
@@ -296,6 +304,27 @@ def test_bad_requests_say_what_was_expected():
         exercises.grade("gate_products", 42)
     with pytest.raises(TypeError, match="expected a kernel"):
         exercises.grade("add_bias", 42)
+
+
+def test_a_fragment_in_other_words_passes_and_its_picture_marks_the_wrong_elements():
+    """The library's layout table passes; a function that is no index map is judged, not crashed on;
+    the picture draws a stub's A empty, a pass's labelled, a mistake's wrong elements red."""
+    from fastlstm_lib.kernels.mma import layout
+
+    assert exercises.grade("a_fragment", lambda lane, i: layout.element("a", lane, i)).passed
+    for wrong, where in ((lambda lane, i: (lane, i), "lane 16's a0: returned (16, 0), outside the 16 x 8 matrix"),
+                         (lambda lane, i: (8 + i, 4), "lane 0's a0 and lane 1's a0 both return (8, 4)"),
+                         (lambda lane, i: "row", "not a (row, col) pair of ints")):
+        verdict = exercises.grade("a_fragment", wrong)
+        assert verdict.mistake == "generic" and where in verdict.text, verdict.text
+    with pytest.raises(TypeError, match="expected a plain Python function"):
+        exercises.grade("a_fragment", cuda.jit(add_bias_stub))
+    stub = exercises.draw("a_fragment", a_fragment_stub).axes[0]
+    assert stub.get_title().startswith("a_fragment: not attempted yet") and {t.get_text() for t in stub.texts} == {"?"}
+    assert exercises.draw("a_fragment").axes[0].get_title().startswith("a_fragment: passed.")
+    swapped = exercises.draw("a_fragment", planted("a_fragment", "registers_in_other_order")).axes[0]
+    assert "registers_in_other_order" in swapped.get_title()
+    assert {t.get_text() for t in swapped.texts} >= {"T0 a1", "T0 a2"}  # every element held, by the wrong register
 
 
 def test_importing_the_exercises_loads_no_framework():

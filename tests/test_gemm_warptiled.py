@@ -10,6 +10,9 @@ and its shared-memory wavefronts per FFMA, against version 7's:
     per quarter-warp LDS.128     distinct 16-byte words (A, B)   wavefronts per warp per k   per FFMA
     version 7 (tid // 16, tid % 16)        1, 8                        2 + 4 = 6             0.375
     version 8 (warp tiles)                 2, 4                        2 + 2 = 4             0.25
+
+The same figures measured from the addresses the kernels read on the simulator: tests/test_wavefronts.py
+(the compile matrix's loop_shared_wavefronts_per_ffma).
 """
 
 import inspect

@@ -170,11 +170,13 @@ def test_the_gpu_command_rehearses_every_stage_on_a_fake_h100(tmp_path):
     env = {key: value for key, value in os.environ.items() if key not in ("NUMBA_ENABLE_CUDASIM", "FASTLSTM_SIMULATOR")}
     env.update(FASTLSTM_FAKE_GPU="H100", PYTHON=sys.executable, GPU_RUN_WORK=str(tmp_path / "work"))
     started = time.monotonic()
-    done = subprocess.run(["bash", "tools/gpu_run.sh", str(out), "240", "--quick"], cwd=ROOT, env=env,
-                          capture_output=True, text=True, timeout=400)
+    # 480 s: the gemm stage compiles every version (v8 and v9 since issue 67/68) for the fake H100,
+    # 215 s of a 240 s budget in CI beside the fake-GPU tours on its other worker
+    done = subprocess.run(["bash", "tools/gpu_run.sh", str(out), "480", "--quick"], cwd=ROOT, env=env,
+                          capture_output=True, text=True, timeout=620)
     seconds = time.monotonic() - started
     assert done.returncode == 0, done.stdout[-4000:] + done.stderr[-4000:]
-    assert seconds < 240 + 30
+    assert seconds < 480 + 30
     summary = (out / "summary.txt").read_text()
     assert "A STAND-IN DRIVER, fake H100 (a rehearsal)" in summary
     stages = [line for line in summary.splitlines() if line.startswith("stage ")]

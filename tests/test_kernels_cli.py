@@ -92,6 +92,8 @@ def test_the_cublas_launcher_refuses_bad_operands_before_any_work():
         cublas_matmul(np.ones((2, 3)), np.ones((3, 2), np.float32))
     with pytest.raises(ValueError, match=r"got a \(2, 3\) and b \(4, 2\)"):
         cublas_matmul(np.ones((2, 3), np.float32), np.ones((4, 2), np.float32))
+    with pytest.raises(TypeError, match="tf32 must be a bool, got str 'yes'"):
+        cublas_matmul(np.ones((2, 3), np.float32), np.ones((3, 2), np.float32), tf32="yes")
 
 
 def test_a_version_this_gpu_cannot_run_is_skipped_saying_why(capsys):

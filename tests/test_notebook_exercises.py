@@ -57,6 +57,7 @@ MIRRORS = {
     "grid_step": ["fastlstm_lib.kernels.persistent:persistent_layer_kernel.persistent_layer"],
     # the exercise's gate_dots is the library's dot_quad written plainly (its solution says so)
     "rows_per_thread": ["fastlstm_lib.kernels.persistent:persistent_layer_kernel.dot_quad"],
+    "a_fragment": ["fastlstm_lib.kernels.mma.layout:element"],
     "column_sum": ["fastlstm_lib.kernels.reduce:column_sum_kernel.column_sum"],
 }
 

@@ -16,40 +16,26 @@ from numba import cuda
 
 import fastlstm_lib as fl
 from fastlstm_lib.kernels.persistent import barrier, v2_registers as v2, v3_light_barrier as v3
-from conftest import needs_compile_matrix, needs_fake_gpu, problem
+from conftest import needs_compile_matrix, needs_fake_gpu, persistent_layer_case, persistent_layer_error
 
 ROOT = Path(__file__).resolve().parents[1]
-
-
-def layer_case(hidden, batch, steps, seed=5):
-    cfg = fl.LSTMConfig(batch=batch, seq_len=steps, input_size=3, hidden=hidden, layers=1)
-    x, params = problem(cfg, seed=seed)
-    kernel, recurrent, bias = params[0]
-    x_gates = np.ascontiguousarray((x @ kernel).transpose(1, 0, 2)).astype(np.float32)  # (T, B, 4H)
-    return x, params, [cuda.to_device(np.ascontiguousarray(a, np.float32)) for a in (x_gates, recurrent, bias)]
 
 
 @pytest.mark.parametrize("hidden, batch", [(7, 3), (37, 5), (40, 9)])
 def test_light_barrier_equals_float64(hidden, batch):
     """One thread per unit (hidden 7), three (37: k padded, a ragged last chunk of rows), h staged
     128 bits at a time (40); every element of hs written (poisoned with NaN first)."""
-    x, params, arrays = layer_case(hidden, batch, steps=4)
-    hs = cuda.to_device(np.full((4, batch, hidden), np.nan, np.float32))
-    v3.plan(hidden, batch).launch(*arrays, hs)
-    assert fl.relative_error(hs.copy_to_host().transpose(1, 0, 2), fl.reference_forward(x, params)) <= 1e-5
+    assert persistent_layer_error(v3.plan(hidden, batch), hidden, batch, steps=4) <= 1e-5
 
 
 def test_light_barrier_equals_keras(keras_available):
-    x, params, arrays = layer_case(37, 5, steps=4)
-    hs = cuda.to_device(np.full((4, 5, 37), np.nan, np.float32))
-    v3.plan(37, 5).launch(*arrays, hs)
-    assert fl.relative_error(hs.copy_to_host().transpose(1, 0, 2), fl.keras_forward(x, params).astype(np.float64)) <= 1e-5
+    assert persistent_layer_error(v3.plan(37, 5), 37, 5, steps=4, against="keras") <= 1e-5
 
 
 def test_the_single_block_counts_itself_through_every_barrier():
     """On the simulator's single block the barrier is the intrinsics' stand-ins: one arrival per
     step after the first, on the counter the launch returns (the default stream's)."""
-    _, _, arrays = layer_case(7, 3, steps=5)
+    _, _, arrays = persistent_layer_case(7, 3, steps=5)
     hs = cuda.to_device(np.full((5, 3, 7), np.nan, np.float32))
     counter = v3.plan(7, 3).launch(*arrays, hs)
     assert counter is barrier.COUNTERS.for_launch(0)
@@ -61,7 +47,7 @@ def test_many_blocks_index_the_right_units():
     The simulator runs blocks in turn (grid.sync() between steps there), so every h_{t-1} is
     pre-filled with the reference's and the last step poisoned."""
     hidden, batch, steps = 13, 3, 4
-    x, params, arrays = layer_case(hidden, batch, steps, seed=9)
+    x, params, arrays = persistent_layer_case(hidden, batch, steps, seed=9)
     ref = fl.reference_forward(x, params)
     hs = np.ascontiguousarray(ref.transpose(1, 0, 2)).astype(np.float32)
     hs[-1] = np.nan

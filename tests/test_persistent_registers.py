@@ -8,32 +8,18 @@ from numba import cuda
 
 import fastlstm_lib as fl
 from fastlstm_lib.kernels.persistent import PersistentLimitError, v2_registers as v2
-from conftest import problem
-
-
-def layer_case(hidden, batch, steps, seed=5):
-    cfg = fl.LSTMConfig(batch=batch, seq_len=steps, input_size=3, hidden=hidden, layers=1)
-    x, params = problem(cfg, seed=seed)
-    kernel, recurrent, bias = params[0]
-    x_gates = np.ascontiguousarray((x @ kernel).transpose(1, 0, 2)).astype(np.float32)  # (T, B, 4H)
-    return x, params, [cuda.to_device(np.ascontiguousarray(a, np.float32)) for a in (x_gates, recurrent, bias)]
+from conftest import persistent_layer_case, persistent_layer_error
 
 
 @pytest.mark.parametrize("hidden, batch", [(7, 3), (37, 5), (40, 9), (20, 2)])
 def test_registers_equals_reference(hidden, batch):
     """One thread per unit (hidden 7), three (37: k padded to 48, a ragged last chunk of rows), h
     staged 128 bits at a time (40 and 20) or a float at a time (7 and 37)."""
-    x, params, arrays = layer_case(hidden, batch, steps=4)
-    hs = cuda.to_device(np.full((4, batch, hidden), np.nan, np.float32))  # poisoned: every element written
-    v2.plan(hidden, batch).launch(*arrays, hs)
-    assert fl.relative_error(hs.copy_to_host().transpose(1, 0, 2), fl.reference_forward(x, params)) <= 1e-5
+    assert persistent_layer_error(v2.plan(hidden, batch), hidden, batch, steps=4) <= 1e-5
 
 
 def test_registers_equals_keras(keras_available):
-    x, params, arrays = layer_case(37, 5, steps=4)
-    hs = cuda.to_device(np.full((4, 5, 37), np.nan, np.float32))
-    v2.plan(37, 5).launch(*arrays, hs)
-    assert fl.relative_error(hs.copy_to_host().transpose(1, 0, 2), fl.keras_forward(x, params).astype(np.float64)) <= 1e-5
+    assert persistent_layer_error(v2.plan(37, 5), 37, 5, steps=4, against="keras") <= 1e-5
 
 
 def test_registers_many_blocks_index_the_right_units():
@@ -41,7 +27,7 @@ def test_registers_many_blocks_index_the_right_units():
     The simulator runs blocks in turn, so every h_{t-1} is pre-filled with the reference's and the
     last step poisoned (as for version 1): each block must write its own units and read everyone's."""
     hidden, batch, steps = 13, 3, 4
-    x, params, arrays = layer_case(hidden, batch, steps, seed=9)
+    x, params, arrays = persistent_layer_case(hidden, batch, steps, seed=9)
     ref = fl.reference_forward(x, params)
     hs = np.ascontiguousarray(ref.transpose(1, 0, 2)).astype(np.float32)
     hs[-1] = np.nan
@@ -78,7 +64,7 @@ def test_plan_names_a_bad_argument(args, kind, word):
 
 
 def test_a_strided_array_is_refused_naming_it():
-    _, _, arrays = layer_case(7, 3, steps=2)
+    _, _, arrays = persistent_layer_case(7, 3, steps=2)
     hs = cuda.to_device(np.zeros((2, 3, 14), np.float32))[:, :, ::2]
     with pytest.raises(ValueError, match="hs"):
         v2.plan(7, 3).launch(*arrays, hs)

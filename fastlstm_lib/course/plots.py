@@ -173,3 +173,39 @@ def wavefront_grid(layers: int, chunks: int, *, ax=None):
                  "(cells with the same number may run at once)")
     fig.tight_layout()
     return fig
+
+
+def fragment_grid(operand: str, lanes, registers, *, wrong=None, ax=None):
+    """One ``mma.m16n8k8`` operand's matrix ("a", "b" or "c": 16 x 8, 8 x 8, 16 x 8), each element
+    labelled with the lane and register that hold it ("T5 a2") and coloured by the lane's group of
+    4 (lane // 4); ``lanes`` and ``registers``: int arrays of the matrix's shape, -1 where no lane
+    holds the element (drawn "?"); ``wrong``: a bool array of the same shape, drawn red."""
+    import matplotlib
+    import numpy as np
+
+    from ..kernels.mma.layout import OPERANDS
+
+    if operand not in OPERANDS:
+        raise ValueError(f"operand must be one of {sorted(OPERANDS)}, got {operand!r}")
+    shape = OPERANDS[operand][0]
+    lanes, registers = np.asarray(lanes), np.asarray(registers)
+    for name, array in (("lanes", lanes), ("registers", registers)):
+        if array.shape != shape:
+            raise ValueError(f"{name} must have {operand}'s shape {shape}, got {array.shape}")
+    wrong = np.zeros(shape, dtype=bool) if wrong is None else np.asarray(wrong, dtype=bool)
+    fig, ax = figure_axes(ax, (0.75 * shape[1] + 1, 0.32 * shape[0] + 1.2))
+    colors = np.array(matplotlib.colormaps["tab10"].colors)
+    image = np.ones(shape + (3,))
+    held = lanes >= 0
+    image[held] = 0.55 + 0.45 * colors[lanes[held] // 4 % 10]  # one pale colour per group of 4 lanes
+    image[wrong] = (1.0, 0.45, 0.45)
+    ax.imshow(image, aspect="auto")
+    for (row, col), lane in np.ndenumerate(lanes):
+        text = f"T{lane} {operand}{registers[row, col]}" if lane >= 0 else "?"
+        ax.text(col, row, text, ha="center", va="center", fontsize=7)
+    names = {"a": ("row m of A", "column k of A"), "b": ("row k of B", "column n of B"),
+             "c": ("row m of C and D", "column n of C and D")}[operand]
+    ax.set(ylabel=names[0], xlabel=names[1], xticks=range(shape[1]), yticks=range(shape[0]))
+    ax.xaxis.set_label_position("top")
+    ax.xaxis.tick_top()
+    return fig

@@ -9,7 +9,9 @@ what it writes (``fastlstm_lib.course.sass``: ``read_table``, the listings), and
 
 For each architecture a worker process compiles every kernel to PTX (``jobs``), ptxas assembles
 it as the driver would and reports its resources (``toolkits``), and the cubin is disassembled to
-count its main loop's instructions (``sass``).
+count its main loop's instructions (``sass``). The blocked GEMMs' shared-memory wavefronts per FFMA
+come from the addresses their lanes read, measured once per kernel on Numba's simulator
+(``wavefronts``), the same for every architecture.
 Each kernel has a key (``keys``): a hash of what decides its machine code, its version file and
 the files that imports, the matrix's own code and the compilers' versions. Results are cached
 under ``.cache/compile_matrix/ARCH/``, one file per kernel and key: a run compiles only the
@@ -65,6 +67,7 @@ COLUMNS = {
     "loop_local": "of which local-memory loads and stores (LDL, STL: spills)",
     "loop_integer": "of which integer and address arithmetic (IMAD, IADD3, LEA, SHF, LOP3, ISETP, XMAD...)",
     "loop_barriers": "of which block barriers (BAR)",
+    "loop_shared_wavefronts_per_ffma": "shared-memory wavefronts (the SM serves one a cycle) per FFMA of the main loop, from the addresses each lane reads: the kernel run on Numba's simulator, one block at its blocking, its shared reads priced by the bank rules (compile_matrix.wavefronts), the same on every architecture; only GEMM versions 3, 5, 6, 7 and 8 (the blocked kernels reading their operands from shared memory in unrolled slabs; versions 2 and 4 read as 3 does, 9 through mma.sync fragments), empty for the others",
     "staged_loads": "global loads in flight per copy to shared memory: the longest run of loads ended by a shared store (compile_matrix.sass.staged_loads)",
     "slab_instructions": "a blocked GEMM's instructions per slab of K, inner loops times their trips (compile_matrix.sass.slab_mix)",
     "slab_ffma": "of which FFMA",
@@ -134,6 +137,31 @@ def cached_rows(cc: tuple[int, int], cache: Path, keys: dict[str, str]) -> list[
     return [json.loads(files[kernel].read_text()) for kernel in keys]
 
 
+#: The column measured on the simulator, not read from the machine code (``cached_wavefronts``).
+WAVEFRONTS = "loop_shared_wavefronts_per_ffma"
+
+
+def cached_wavefronts(cache: Path, keys: dict[str, str]) -> dict[str, float]:
+    """Row name -> its shared wavefronts per FFMA, for every row ``wavefronts.gemm_builds`` measures:
+    from ``cache``/wavefronts/KERNEL.KEY.json where there (``keys``: row name -> key), the others
+    measured on the simulator (one process for all of them) and cached. Cached values of other
+    kernels or keys are removed: stale."""
+    from .wavefronts import gemm_builds, in_simulator
+
+    folder = cache / WAVEFRONTS
+    folder.mkdir(parents=True, exist_ok=True)
+    files = {row: folder / f"{row}.{keys[row]}.json" for row in gemm_builds()}
+    for old in folder.glob("*.json"):
+        if old not in files.values():
+            old.unlink(missing_ok=True)
+    missing = [row for row, path in files.items() if not path.exists()]
+    if missing:
+        for row, measured in in_simulator("compile_matrix.wavefronts:measure_rows", *missing).items():
+            (folder / "value.json").write_text(json.dumps(measured["per_ffma"]))
+            os.replace(folder / "value.json", files[row])  # whole, or not at all
+    return {row: json.loads(path.read_text()) for row, path in files.items()}
+
+
 def built_archs() -> dict[str, list[tuple[int, int]]]:
     """Row name -> the architectures of ``ARCHS`` it is built for: all, or those at or above its
     ``Build``'s ``min_cc`` (TF32 ``mma.sync`` does not exist below sm_80: ptxas refuses it)."""
@@ -158,15 +186,18 @@ def build(cache: Path = CACHE, workers: int | None = None, archs=None) -> list[d
     keys, where = kernel_keys(), built_archs()
     cache = Path(cache)
     for old in cache.glob("*") if cache.exists() else []:
-        if old.name not in map(arch_name, ARCHS):  # another layout of the cache: stale
+        if old.name not in [*map(arch_name, ARCHS), WAVEFRONTS]:  # another layout of the cache: stale
             shutil.rmtree(old, ignore_errors=True)
     # Start the biggest share first: sm_52's worker is the only CUDA 12 one.
     archs = sorted(chosen, key=lambda cc: toolkit_of(cc) != "12")
     with concurrent.futures.ThreadPoolExecutor(workers or os.cpu_count() or 1) as pool:
+        measured = pool.submit(cached_wavefronts, cache, keys)
         per_arch = dict(zip(archs, pool.map(
             lambda cc: cached_rows(cc, cache, {kernel: key for kernel, key in keys.items() if cc in where[kernel]}),
             archs)))
-    found = {(row["kernel"], row["arch"]): row for rows in per_arch.values() for row in rows}
+        per_ffma = measured.result()
+    found = {(row["kernel"], row["arch"]): {**row, WAVEFRONTS: per_ffma.get(row["kernel"], "")}
+             for rows in per_arch.values() for row in rows}
     return [found[kernel, arch_name(cc)] for kernel in keys for cc in ARCHS
             if cc in per_arch and (kernel, arch_name(cc)) in found]
 

@@ -299,6 +299,7 @@ def main(argv=None) -> int:
     args.record.write_text(json.dumps(record, indent=2) + "\n")
     lines = [f"export {key}={value!r}" if key != "PYTHONPATH" else
              f"export PYTHONPATH={value!r}${{PYTHONPATH:+:$PYTHONPATH}}" for key, value in exports.items()]
+    args.work.mkdir(parents=True, exist_ok=True)
     (args.work / "env.sh").write_text("\n".join(lines) + "\n")
     for decision in record["packages"] if isinstance(record["packages"], list) else []:
         print(f"prepare: {decision['package']} {decision['used']} ({decision['why']})")

@@ -3,13 +3,16 @@ as SGEMM_CUDA's runner sets its kernels beside cuBLAS.
 
 It is reached through PyTorch (on the GPU machine) with TF32 off, so that it does true FP32 math
 like our kernels, and it queues on the legacy default stream, where the runner's CUDA events are
-recorded. ``unavailable()`` says why it cannot run here (no torch, no GPU), or None.
+recorded. From compute capability 8.0 each shape also runs with TF32 on (a variant, checked to
+``TOLERANCES["tf32"]``): the yardstick of version 9, the tensor-core GEMM. ``unavailable()`` says
+why it cannot run here (no torch, no GPU), or None.
 """
 
 from __future__ import annotations
 
 import numpy as np
 
+from ...numerics import TOLERANCES
 from ...runtime.device import DEVICE
 from ..case import Case, Unavailable
 from ..spec import Spec
@@ -30,12 +33,14 @@ def unavailable() -> str | None:
     return None
 
 
-def cublas_matmul(a: np.ndarray, b: np.ndarray):
-    """A callable that runs cuBLAS's a @ b (torch.matmul, TF32 off, into a C kept on the GPU) on
-    the legacy default stream, which Numba's CUDA events are recorded on; and a function returning
-    that C on the host, for a check. TypeError/ValueError for bad operands before any work;
-    RuntimeError without torch, or if torch queues on another stream (the two clocks would not see
-    each other)."""
+def cublas_matmul(a: np.ndarray, b: np.ndarray, tf32: bool = False):
+    """A callable that runs cuBLAS's a @ b (torch.matmul, TF32 off, or on with ``tf32``, into a C
+    kept on the GPU) on the legacy default stream, which Numba's CUDA events are recorded on; and a
+    function returning that C on the host, for a check. TypeError/ValueError for bad operands before
+    any work; RuntimeError without torch, or if torch queues on another stream (the two clocks would
+    not see each other)."""
+    if not isinstance(tf32, bool):
+        raise TypeError(f"tf32 must be a bool, got {type(tf32).__name__} {tf32!r}")
     for name, array in (("a", a), ("b", b)):
         if not isinstance(array, np.ndarray) or array.ndim != 2 or array.dtype != np.float32:
             raise TypeError(f"{name} must be a 2-D float32 NumPy array, got {getattr(array, 'dtype', type(array).__name__)} "
@@ -53,7 +58,12 @@ def cublas_matmul(a: np.ndarray, b: np.ndarray):
                            "by Numba would not time its matmul")
     a_t, b_t = torch.from_numpy(np.ascontiguousarray(a)).cuda(), torch.from_numpy(np.ascontiguousarray(b)).cuda()
     c_t = torch.full((a.shape[0], b.shape[1]), float("nan"), dtype=torch.float32, device="cuda")
-    return (lambda: torch.matmul(a_t, b_t, out=c_t)), (lambda: c_t.cpu().numpy())
+
+    def launch():
+        torch.backends.cuda.matmul.allow_tf32 = tf32  # per call: other cases may run in between
+        torch.matmul(a_t, b_t, out=c_t)
+
+    return launch, (lambda: c_t.cpu().numpy())
 
 
 class _Fetched:
@@ -68,12 +78,17 @@ def case(size: str, rng) -> list:
     why = unavailable() if DEVICE.timed else "cuBLAS needs a real GPU (the simulator and a stand-in driver have none)"
     if why:
         raise Unavailable(why)
+    import torch
+
+    modes = (False, True) if torch.cuda.get_device_capability() >= (8, 0) else (False,)
     cases = []
     for m, n, k in SHAPES[size]:
         a, b, want = operands(rng, m, n, k)
-        launch, fetch = cublas_matmul(a, b)
-        cases.append(Case(f"{m} x {n} x {k}", launch, {"c": _Fetched(fetch)}, {"c": want},
-                          2.0 * m * n * k, 4.0 * (m * k + k * n + m * n)))
+        for tf32 in modes:
+            launch, fetch = cublas_matmul(a, b, tf32=tf32)
+            cases.append(Case(f"{m} x {n} x {k}", launch, {"c": _Fetched(fetch)}, {"c": want},
+                              2.0 * m * n * k, 4.0 * (m * k + k * n + m * n),
+                              **({"rtol": TOLERANCES["tf32"], "variant": "TF32 on (version 9's yardstick)"} if tf32 else {})))
     return cases
 
 

@@ -52,7 +52,7 @@ import numpy as np
 from numba import cuda, float32, uint32
 
 from ...numerics import TOLERANCES
-from ..case import Case, f32, poisoned
+from ..case import Case, Unavailable, f32, poisoned
 from ..mma import MIN_COMPUTE_CAPABILITY, mma_tf32_m16n8k8, require_tf32, round_tf32, to_tf32
 from ..vector import aligned, load_vector
 from .pipeline import split_of_k
@@ -299,7 +299,12 @@ def case(size: str, rng) -> list:
     """The runner's cases: every shape of ``size`` rounded up to whole patches and parts of K, in
     ``tf32_splits``' parts on a GPU (2 at least), 3 on the simulator (an odd number of parts of 2
     slabs, over the odd shape's one patch), launched as ``launch`` does; each part checked on its
-    own against float64 of the unrounded inputs, within the TF32 tolerance."""
+    own against float64 of the unrounded inputs, within the TF32 tolerance. ``Unavailable`` (the
+    runner skips it, saying why) on a GPU older than compute capability 8.0."""
+    try:
+        require_tf32("tf32_gemm")
+    except RuntimeError as error:
+        raise Unavailable(str(error)) from None
     return [_tf32_case(m, n, k, rng) for m, n, k in SHAPES[size]]
 
 
