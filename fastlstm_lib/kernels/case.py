@@ -29,7 +29,7 @@ class Case:
     expected: dict
     flop: float
     bytes: float
-    reset: Callable[[], None] = lambda: None  # puts in-place outputs back before a check
+    reset: Callable[[], None] = lambda: None  # puts in-place outputs and any switch the case sets back before a check (timing follows one)
     rtol: float = RTOL  # its tolerance, from the one table (numerics.TOLERANCES)
     variant: str = ""  # what else sets this case apart from the version's plain run at ``shape``
 

@@ -34,9 +34,10 @@ def unavailable() -> str | None:
 
 
 def cublas_matmul(a: np.ndarray, b: np.ndarray, tf32: bool = False):
-    """A callable that runs cuBLAS's a @ b (torch.matmul, TF32 off, or on with ``tf32``, into a C
-    kept on the GPU) on the legacy default stream, which Numba's CUDA events are recorded on; and a
-    function returning that C on the host, for a check. TypeError/ValueError for bad operands before
+    """A callable that runs cuBLAS's a @ b (torch.matmul into a C kept on the GPU) on the legacy
+    default stream, which Numba's CUDA events are recorded on; a function returning that C on the
+    host, for a check; and one that sets torch's TF32 switch to ``tf32`` (the case's ``reset``: set
+    before each check, which timing follows, so no switch runs inside the timed launches). TypeError/ValueError for bad operands before
     any work; RuntimeError without torch, or if torch queues on another stream (the two clocks would
     not see each other)."""
     if not isinstance(tf32, bool):
@@ -59,11 +60,13 @@ def cublas_matmul(a: np.ndarray, b: np.ndarray, tf32: bool = False):
     a_t, b_t = torch.from_numpy(np.ascontiguousarray(a)).cuda(), torch.from_numpy(np.ascontiguousarray(b)).cuda()
     c_t = torch.full((a.shape[0], b.shape[1]), float("nan"), dtype=torch.float32, device="cuda")
 
+    def switch():
+        torch.backends.cuda.matmul.allow_tf32 = tf32
+
     def launch():
-        torch.backends.cuda.matmul.allow_tf32 = tf32  # per call: other cases may run in between
         torch.matmul(a_t, b_t, out=c_t)
 
-    return launch, (lambda: c_t.cpu().numpy())
+    return launch, (lambda: c_t.cpu().numpy()), switch
 
 
 class _Fetched:
@@ -85,9 +88,9 @@ def case(size: str, rng) -> list:
     for m, n, k in SHAPES[size]:
         a, b, want = operands(rng, m, n, k)
         for tf32 in modes:
-            launch, fetch = cublas_matmul(a, b, tf32=tf32)
+            launch, fetch, switch = cublas_matmul(a, b, tf32=tf32)
             cases.append(Case(f"{m} x {n} x {k}", launch, {"c": _Fetched(fetch)}, {"c": want},
-                              2.0 * m * n * k, 4.0 * (m * k + k * n + m * n),
+                              2.0 * m * n * k, 4.0 * (m * k + k * n + m * n), reset=switch,
                               **({"rtol": TOLERANCES["tf32"], "variant": "TF32 on (version 9's yardstick)"} if tf32 else {})))
     return cases
 
