@@ -23,7 +23,7 @@ from numba import cuda
 
 import fastlstm_lib as fl
 from fastlstm_lib.kernels import gemm as g
-from fastlstm_lib.kernels.gemm import pipeline, v8_warptiled as v8, wavefronts
+from fastlstm_lib.kernels.gemm import pipeline, v8_warptiled as v8
 from fastlstm_lib.kernels.gemm.tiles import GPU_LARGE, GPU_SMALL, GPU_WIDE, SHARED_PADDING, Blocking
 from fastlstm_lib.numerics import relative_error
 
@@ -111,7 +111,18 @@ def test_the_warp_tiles_cover_every_thread_once(blocking):
     assert cells == {(r, c) for r in range(threads_m) for c in range(threads_n)}
 
 
-# --- shared-memory wavefronts, from the thread layouts (kernels/gemm/wavefronts.py) ---------------------
+# --- shared-memory wavefronts, from the thread layouts -------------------------------------------------
+
+def v7_thread(tid, blocking):
+    """Version 7's layout, as ``pipeline.prologue`` computes it (asserted below): row by row."""
+    threads_n = blocking.bn // blocking.tn
+    return tid // threads_n, tid % threads_n
+
+
+def v8_thread(tid, blocking):
+    threads_n = blocking.bn // blocking.tn
+    return v8.warp_row(tid, threads_n), v8.warp_col(tid, threads_n)
+
 
 def kernel10_thread(tid, blocking):
     """SGEMM_CUDA kernel 10's plain order in the same 8 x 4 warps: lane % 4 across, lane / 4 down."""
@@ -126,22 +137,64 @@ def test_version_7s_layout_is_the_prologues():
     assert "thread_m = tid // uint32(threads_n)" in source and "thread_n = tid % uint32(threads_n)" in source
 
 
+def lds128_words(layout, blocking, warp, operand, k=0):
+    """The 16-byte word (its byte offset / 16 in the tile) each of ``warp``'s 32 lanes reads in the
+    slab's LDS.128 of A or B at row k of the padded tile: its run of tm (tn) neighbours."""
+    bm, bn, bk, tm, tn = blocking
+    words = []
+    for lane in range(32):
+        thread_m, thread_n = layout(warp * 32 + lane, blocking)
+        if operand == "a":
+            words.append((k * (bm + SHARED_PADDING) + thread_m * tm) * 4 // 16)
+        else:
+            words.append((k * (bn + SHARED_PADDING) + thread_n * tn) * 4 // 16)
+    return words
+
+
+def quarter_words(words):
+    """Distinct 16-byte words each quarter-warp reads."""
+    return [len(set(words[q * 8:(q + 1) * 8])) for q in range(4)]
+
+
+def lds128_wavefronts(words):
+    """Wavefronts of one warp's LDS.128 (the SM's shared memory returns 128 bytes a cycle): a pass per
+    quarter-warp, as many as its most-used bank quad (4 banks, a 16-byte word) has distinct words; the
+    passes halved where every lane pair (l, l^1), or every (l, l^2), reads one address: NVIDIA's
+    packing rule for uniform LDS (developer forum, "Unexpected shared memory bank conflict", CC 7.x),
+    and the measured 2 wavefronts of lanes 0-15 on one word and 16-31 on another on CC 8.6 and 9.0
+    (forum, "Discrepancy in LDS.128 wavefronts")."""
+    passes = 0
+    for q in range(4):
+        quads = {}
+        for word in set(words[q * 8:(q + 1) * 8]):
+            quads[word % 8] = quads.get(word % 8, 0) + 1
+        passes += max(quads.values())
+    packed = any(all(words[lane] == words[lane ^ pair] for lane in range(32)) for pair in (1, 2))
+    return passes / 2 if packed else passes
+
+
+def wavefronts_per_ffma(layout, blocking=GPU_LARGE):
+    """Over every warp of the block and two rows of k: (distinct words per quarter-warp of A, of B;
+    wavefronts per warp per k of A, of B; wavefronts per FFMA), the FFMAs a warp's tm x tn per k."""
+    warps = blocking.threads // 32
+    found = set()
+    for warp in range(warps):
+        for k in (0, 1):
+            a, b = (lds128_words(layout, blocking, warp, operand, k) for operand in ("a", "b"))
+            found.add((max(quarter_words(a)), max(quarter_words(b)), lds128_wavefronts(a), lds128_wavefronts(b)))
+    assert len(found) == 1, found  # every warp, every k alike
+    a_words, b_words, a_waves, b_waves = found.pop()
+    return a_words, b_words, a_waves, b_waves, (a_waves + b_waves) / (blocking.tm * blocking.tn)
+
+
 def test_version_8_needs_at_most_one_shared_wavefront_per_4_ffma_where_version_7_needs_more():
     """Issue 67's target for the recurrent GEMM's main loop (GPU_LARGE: 4 x 4 per thread, one LDS.128
     of A and one of B per k): version 7, 1 word of A and 8 of B per quarter-warp, 2 + 4 wavefronts per
     16 FFMA; version 8, 2 and 4 words, 2 + 2 wavefronts; kernel 10's plain lane order 2 + 4."""
     assert (GPU_LARGE.tm, GPU_LARGE.tn) == (4, 4)  # one 128-bit load each
-    v7 = wavefronts.pattern(wavefronts.rowwise_thread, GPU_LARGE)
-    here = wavefronts.pattern(v8.warp_thread, GPU_LARGE)
+    v7 = wavefronts_per_ffma(v7_thread)
+    here = wavefronts_per_ffma(v8_thread)
     assert v7 == (1, 8, 2, 4, 0.375), v7
     assert here == (2, 4, 2, 2, 0.25), here
     assert here[-1] <= 1 / 4 < v7[-1]
-    assert wavefronts.pattern(kernel10_thread, GPU_LARGE)[2:4] == (2, 4)
-
-
-def test_the_specs_declare_their_wavefronts_from_the_layouts():
-    """What the timeline prices (Build.wavefronts_per_ffma): the figures above, from each version's build."""
-    (v7_build,), (v8_build,) = g.v7_recurrent.SPEC.builds(), v8.SPEC.builds()
-    assert (v7_build.wavefronts_per_ffma, v8_build.wavefronts_per_ffma) == (0.375, 0.25)
-    with pytest.raises(ValueError, match="operand must be"):
-        wavefronts.lds128_words(wavefronts.rowwise_thread, GPU_LARGE, 0, "c")
+    assert wavefronts_per_ffma(kernel10_thread)[2:4] == (2, 4)

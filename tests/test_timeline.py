@@ -70,13 +70,13 @@ def _toy(blocks: int, k: int = 128) -> Profile:
 def test_waves_and_tail_by_hand():
     # The M40: 24 SMs. The shape is whole 64 x 64 x 8 tiles, so gemm() launches the exact-tile
     # kernel (version 3): 256 threads, 8 warps, 2 per partition; its slab of K (sm_75's counts, used
-    # for sm_52): I instructions, F FFMA, S shared loads (no declared wavefronts: one each), 32 FP32
-    # lanes per partition. K = 128: 16 slabs.
+    # for sm_52): I instructions, F FFMA, S shared-memory wavefronts (the compile matrix's measured
+    # figure per FFMA), 32 FP32 lanes per partition. K = 128: 16 slabs.
     row = gpu_row("M40")
     mix = {(r["kernel"], r["arch"]): r for r in read_table()}[("exact_gemm", "sm_75")]
     I, F = int(mix["slab_instructions"]), int(mix["slab_ffma"])
     chain, distance = int(mix["loop_ffma_chain"]) * F / int(mix["loop_ffma"]), int(mix["load_use_distance"])
-    S = int(mix["loop_shared_loads"]) * F / int(mix["loop_ffma"])
+    S = float(mix["loop_shared_wavefronts_per_ffma"]) * F
     clock = row["fp32_tflops"] * 1e12 / (2 * 24 * 128)  # the clock the data sheet's peak implies
     # SM time: 8 warps' instructions on 4 partitions, or their 8 S wavefronts at one a clock (2 blocks
     # on an SM keep 4 warps per partition, enough for the FFMA chain: the issue rate is not cut)

@@ -59,9 +59,7 @@ class Build(NamedTuple):
     (the kernel, its Numba signature); ``blocking``: a blocked GEMM's tiling (its trip counts, and
     the row the timeline reads for launches of that version and blocking where ``timed``);
     ``min_cc``: the oldest compute capability it exists for (the TF32 tensor-core GEMM's (8, 0)),
-    None: every architecture of the matrix. ``wavefronts_per_ffma``: the shared-memory wavefronts
-    its main loop needs per FFMA, where its thread layout gives them (``gemm/wavefronts.py``); None:
-    the timeline counts one per shared load of the loop."""
+    None: every architecture of the matrix."""
 
     row: str
     make: Callable[[], tuple]
@@ -71,7 +69,6 @@ class Build(NamedTuple):
     max_registers: int | None = None
     relocatable: bool = False
     min_cc: tuple | None = None
-    wavefronts_per_ffma: float | None = None
 
 
 @dataclasses.dataclass(frozen=True)

@@ -6,7 +6,7 @@ data/model_constants.csv. sm_52 and sm_70 borrow sm_75's counts (``NO_SASS_FALLB
 A block's SM time (``seconds``) is the longest of what the SM spends on it: its instructions at
 the issue rate its resident warps allow (``issue_rate``: a partition with few warps issues only
 as often as their dependency chains let it), its FLOPs at the FP32 peak, its shared-memory
-wavefronts at one a clock (``shared_wavefronts``), and its bytes at the SM's share of the DRAM
+wavefronts at one a clock (``shared_wavefronts``: where the compile matrix measured them), and its bytes at the SM's share of the DRAM
 and of the L2 bandwidth (``reuse.py`` decides which bytes come from where; no L2 figure is
 priced where no measurement of the architecture was found). The persistent kernel's grid barrier
 is priced from the latencies of the instructions it is made of (``barrier_cycles``).
@@ -149,14 +149,6 @@ def latencies(row: dict) -> dict:
     return dict(_latencies(row["name"], arch_of(row), gpu_clock_hz(row)))
 
 
-@functools.lru_cache(maxsize=1)
-def declared_wavefronts() -> dict:
-    """{kernel_resources.csv row: shared-memory wavefronts per FFMA} of every build that declares
-    them (``Build.wavefronts_per_ffma``, from its thread layout)."""
-    return {build.row: build.wavefronts_per_ffma for spec in every() for build in spec.builds()
-            if build.wavefronts_per_ffma is not None}
-
-
 @dataclasses.dataclass(frozen=True)
 class Work:
     """What each warp of a block issues and waits for (data/kernel_resources.csv): ``iterations``
@@ -177,15 +169,13 @@ class Work:
     wavefronts: float = 0.0
 
 
-def shared_wavefronts(name: str, mix: dict, ffma: float, trips: float) -> float:
-    """Shared-memory wavefronts of a warp over ``trips`` trips of its main loop issuing ``ffma``
-    FFMAs: the declared figure per FFMA where the kernel's build gives one (its thread layout), else
-    one per shared load of the loop (``loop_shared_loads``: a lower bound, a 128-bit load of 32
-    different words takes 4)."""
-    declared = declared_wavefronts().get(name)
-    if declared is not None:
-        return declared * ffma
-    return trips * _int(mix.get("loop_shared_loads"))
+def shared_wavefronts(mix: dict, ffma: float) -> float:
+    """Shared-memory wavefronts of a warp issuing ``ffma`` FFMAs of its main loop: the compile
+    matrix's ``loop_shared_wavefronts_per_ffma`` (measured from the addresses each lane reads, the
+    same on every architecture) times ``ffma``; 0 where the kernel has no figure (the persistent
+    kernels, GEMM versions 2, 4 and 9, the element-wise kernels): their shared memory is not priced."""
+    figure = mix.get("loop_shared_wavefronts_per_ffma")
+    return float(figure) * ffma if figure not in (None, "") else 0.0
 
 
 def issue_rate(work: Work, resident_warps: float, lat: dict) -> float:
@@ -214,7 +204,7 @@ def gemm_work(launch, mix: dict) -> Work:
     return Work(iterations=k / (launch.grid[2] * blocking.bk), instructions=_int(mix["slab_instructions"]),
                 ffma=_int(mix["slab_ffma"]), chain=_int(mix["loop_ffma_chain"]) * trips,
                 distance=_int(mix["load_use_distance"]), shared=True,
-                wavefronts=shared_wavefronts(mix["kernel"], mix, _int(mix["slab_ffma"]), trips))
+                wavefronts=shared_wavefronts(mix, _int(mix["slab_ffma"])))
 
 
 def persistent_work(launch, mix: dict, config: dict, lat: dict, l2_per_clock: float = 0.0) -> Work:
@@ -238,7 +228,7 @@ def persistent_work(launch, mix: dict, config: dict, lat: dict, l2_per_clock: fl
                 chain=trips * _int(mix["loop_ffma_chain"]), distance=_int(mix["load_use_distance"]), shared=True,
                 extra=max((rounds - 1) * lat["l2"], 4.0 * batch * hidden / l2_per_clock if l2_per_clock else 0.0)
                 + barrier_cycles(blocks, lat), dependent=outside,
-                wavefronts=shared_wavefronts(mix["kernel"], mix, ffma, trips))
+                wavefronts=shared_wavefronts(mix, ffma))
 
 
 def plain_work(launch, mix: dict) -> Work:

@@ -112,13 +112,11 @@ CONTIGUOUS = (float32[:, ::1],) * 3 + (boolean,)
 SPLIT = (float32[:, ::1], float32[:, ::1], float32[:, :, ::1], boolean)
 
 
-def build(row: str, blocking: Blocking, make, signature: tuple, what: str = "", timed: bool = True,
-          wavefronts: float | None = None) -> Build:
+def build(row: str, blocking: Blocking, make, signature: tuple, what: str = "", timed: bool = True) -> Build:
     """A compile-matrix row of a blocked version: ``make()`` builds it for ``blocking``; ``timed``: the
-    row the timeline reads for launches of that version and blocking; ``wavefronts``: its shared
-    wavefronts per FFMA (``Build.wavefronts_per_ffma``)."""
+    row the timeline reads for launches of that version and blocking."""
     tiling = f"{blocking.bm}x{blocking.bn}x{blocking.bk} tile, {blocking.tm}x{blocking.tn} per thread"
-    return Build(row, lambda: (make(), signature), tiling + what, blocking, timed, wavefronts_per_ffma=wavefronts)
+    return Build(row, lambda: (make(), signature), tiling + what, blocking, timed)
 
 
 _ACCESS = ((0, 1), (2,))  # reads a and b, writes c

@@ -33,7 +33,6 @@ from numba import cuda, float32, uint32
 
 from ..case import Case, f32, poisoned
 from .pipeline import prologue, slab_parts, split_of_k
-from . import wavefronts
 from .slab import patch_store, unrolled_slab
 from .tiles import GPU_LARGE, SHARED_ALIGN, SHARED_PADDING, SHAPES, SPLIT, build, geometry_sms, recurrent_blocking, \
     recurrent_splits, spec, vector_fits, vector_width
@@ -119,5 +118,4 @@ def case(size: str, rng) -> list:
 SPEC = spec(7, "recurrent_gemm", "6 for the recurrent GEMM: 4 x 4 runs read by 128-bit shared loads, a double-buffered "
             "tile filled half-way through each slab",
             lambda: (build("recurrent_gemm", GPU_LARGE, lambda: recurrent_gemm_kernel(GPU_LARGE, SHARED_PADDING),
-                           SPLIT, ", exact, runs, double-buffered, split-K",
-                           wavefronts=wavefronts.per_ffma(wavefronts.rowwise_thread, GPU_LARGE)),))
+                           SPLIT, ", exact, runs, double-buffered, split-K"),))

@@ -46,7 +46,6 @@ from numba import cuda, float32, uint32
 from ...runtime.device import DEVICE
 from ..case import Case, f32, poisoned
 from ..vector import load_vector
-from . import wavefronts
 from .pipeline import slab_parts, split_of_k
 from .tiles import GPU_LARGE, SHARED_ALIGN, SHARED_PADDING, SHAPES, SPLIT, build, geometry_sms, recurrent_blocking, \
     recurrent_splits, spec, vector_fits, vector_width
@@ -78,13 +77,6 @@ def warp_tiled(blocking) -> bool:
     threads tiling its thread grid, or (the simulator's 16 threads) one 4 x 4 part-warp."""
     threads_m, threads_n = blocking.bm // blocking.tm, blocking.bn // blocking.tn
     return threads_n % WARP_COLS == 0 and (threads_m % WARP_ROWS == 0 or (threads_m, threads_n) == (4, 4))
-
-
-def warp_thread(tid, blocking):
-    """(thread_m, thread_n) of thread ``tid`` in ``blocking``'s warp tiles: the layout
-    ``wavefronts.per_ffma`` reads."""
-    threads_n = blocking.bn // blocking.tn
-    return warp_row(tid, threads_n), warp_col(tid, threads_n)
 
 
 _row_of, _col_of = (cuda.jit(device=True, inline="always")(f) for f in (warp_row, warp_col))
@@ -340,5 +332,4 @@ def _warptiled_case(m: int, n: int, k: int, rng) -> Case:
 SPEC = spec(8, "warptiled_gemm", "7 with warp tiles whose lanes share shared-memory words (4 wavefronts per "
             "warp per k, not 6), the next slab loaded a slab earlier, 128-bit epilogue stores",
             lambda: (build("warptiled_gemm", GPU_LARGE, lambda: warptiled_gemm_kernel(GPU_LARGE, SHARED_PADDING),
-                           SPLIT, ", exact, runs, warp tiles, double-buffered, split-K",
-                           wavefronts=wavefronts.per_ffma(warp_thread, GPU_LARGE)),))
+                           SPLIT, ", exact, runs, warp tiles, double-buffered, split-K"),))
