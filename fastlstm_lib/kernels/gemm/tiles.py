@@ -263,3 +263,24 @@ def cases(size: str, rng, launcher, *, exact: bool, layouts: tuple = B_LAYOUTS[:
             found.append(Case(f"{m} x {n} x {k}", launch, {"c": c_d}, {"c": want}, 2.0 * m * n * k,
                               4.0 * (m * k + k * n + m * n), variant=layout if transposed else ""))
     return found
+
+
+def split_k_case(m: int, n: int, k: int, rng, blocking: Blocking, splits: int, launch, rtol: float | None = None):
+    """A split-K version's runner case (versions 7-9): (m x n) over k rounded up to whole patches of
+    ``blocking`` and to ``splits`` parts of K of two slabs or more each; ``launch(a, b, parts)`` runs
+    the version into ``parts`` (splits, rows, cols), each part checked on its own against float64
+    (within ``rtol``, default the FP32 tolerance)."""
+    from numba import cuda
+
+    from ..case import Case, f32, poisoned
+
+    step = 2 * blocking.bk * splits
+    rows, cols, depth = -(-m // blocking.bm) * blocking.bm, -(-n // blocking.bn) * blocking.bn, -(-k // step) * step
+    a, b = f32(rng, rows, depth), f32(rng, depth, cols)
+    a_d, b_d, parts = cuda.to_device(a), cuda.to_device(b), poisoned(splits, rows, cols)
+    share = depth // splits
+    want = np.stack([a[:, s * share:(s + 1) * share].astype(np.float64) @ b[s * share:(s + 1) * share]
+                     for s in range(splits)])
+    return Case(f"{rows} x {cols} x {depth}, {splits} parts", lambda: launch(a_d, b_d, parts), {"parts": parts},
+                {"parts": want}, 2.0 * rows * cols * depth, 4.0 * (rows * depth + depth * cols + splits * rows * cols),
+                **({"rtol": rtol} if rtol is not None else {}))

@@ -28,14 +28,12 @@ from __future__ import annotations
 
 import functools
 
-import numpy as np
 from numba import cuda, float32, uint32
 
-from ..case import Case, f32, poisoned
 from .pipeline import prologue, slab_parts, split_of_k
 from .slab import patch_store, unrolled_slab
 from .tiles import GPU_LARGE, SHARED_ALIGN, SHARED_PADDING, SHAPES, SPLIT, build, geometry_sms, recurrent_blocking, \
-    recurrent_splits, spec, vector_fits, vector_width
+    recurrent_splits, spec, split_k_case, vector_fits, vector_width
 
 
 @functools.lru_cache(maxsize=None)
@@ -99,19 +97,13 @@ def case(size: str, rng) -> list:
     found = []
     for m, n, k in SHAPES[size]:
         blocking, splits = plan(m, n, k)
-        splits = max(splits, 2)
-        step = 2 * blocking.bk * splits
-        m, n, k = -(-m // blocking.bm) * blocking.bm, -(-n // blocking.bn) * blocking.bn, -(-k // step) * step
-        a, b = f32(rng, m, k), f32(rng, k, n)
-        a_d, b_d, parts = cuda.to_device(a), cuda.to_device(b), poisoned(splits, m, n)
-        part = k // splits
-        want = np.stack([a[:, s * part:(s + 1) * part].astype(np.float64) @ b[s * part:(s + 1) * part]
-                         for s in range(splits)])
-        kernel = recurrent_gemm_kernel(blocking, SHARED_PADDING)[(n // blocking.bn, m // blocking.bm, splits),
-                                                                  blocking.threads]
-        found.append(Case(f"{m} x {n} x {k}, {splits} parts", lambda kernel=kernel, a_d=a_d, b_d=b_d, parts=parts:
-                          kernel(a_d, b_d, parts, False), {"parts": parts}, {"parts": want}, 2.0 * m * n * k,
-                          4.0 * (m * k + k * n + splits * m * n)))
+        kernel = recurrent_gemm_kernel(blocking, SHARED_PADDING)
+
+        def launch(a, b, parts, kernel=kernel, blocking=blocking):
+            kernel[(parts.shape[2] // blocking.bn, parts.shape[1] // blocking.bm, parts.shape[0]), blocking.threads](
+                a, b, parts, False)
+
+        found.append(split_k_case(m, n, k, rng, blocking, max(splits, 2), launch))
     return found
 
 

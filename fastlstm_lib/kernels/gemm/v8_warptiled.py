@@ -40,15 +40,13 @@ from __future__ import annotations
 
 import functools
 
-import numpy as np
 from numba import cuda, float32, uint32
 
 from ...runtime.device import DEVICE
-from ..case import Case, f32, poisoned
 from ..vector import load_vector
 from .pipeline import slab_parts, split_of_k
 from .tiles import GPU_LARGE, SHARED_ALIGN, SHARED_PADDING, SHAPES, SPLIT, build, geometry_sms, recurrent_blocking, \
-    recurrent_splits, spec, vector_fits, vector_width
+    recurrent_splits, spec, split_k_case, vector_fits, vector_width
 
 #: A warp's threads: WARP_ROWS rows of WARP_COLS (kernel 10's 8 x 4 for a 4 x 4 thread tile).
 WARP_ROWS, WARP_COLS = 8, 4
@@ -307,26 +305,11 @@ def launch(a, b, parts, blocking=None, stream=0) -> None:
 
 
 def case(size: str, rng) -> list:
-    """The runner's cases: every shape of ``size``, as version 7's runner cases take them."""
-    return [_warptiled_case(m, n, k, rng) for m, n, k in SHAPES[size]]
-
-
-def _warptiled_case(m: int, n: int, k: int, rng) -> Case:
-    """(m x n) over k rounded up to whole tiles and whole parts of K of two slabs or more, in version
-    7's parts here (2 at least; 2 on the simulator), launched as ``launch`` does; each part checked
-    on its own against float64."""
+    """The runner's cases: every shape of ``size``, in version 7's parts (2 at least; 2 on the
+    simulator), launched as ``launch`` does; each part checked on its own against float64."""
     blocking, sms = recurrent_blocking(), geometry_sms()
-    splits = max(2, 2 if sms is None else recurrent_splits(m, n, k, sms))
-    rows, cols, depth = (-(-m // blocking.bm) * blocking.bm, -(-n // blocking.bn) * blocking.bn,
-                         -(-k // (2 * blocking.bk * splits)) * 2 * blocking.bk * splits)
-    a, b = f32(rng, rows, depth), f32(rng, depth, cols)
-    a_d, b_d, parts = cuda.to_device(a), cuda.to_device(b), poisoned(splits, rows, cols)
-    share = depth // splits
-    want = np.stack([a[:, s * share:(s + 1) * share].astype(np.float64) @ b[s * share:(s + 1) * share]
-                     for s in range(splits)])
-    return Case(f"{rows} x {cols} x {depth}, {splits} parts", lambda: launch(a_d, b_d, parts, blocking),
-                {"parts": parts}, {"parts": want}, 2.0 * rows * cols * depth,
-                4.0 * (rows * depth + depth * cols + splits * rows * cols))
+    return [split_k_case(m, n, k, rng, blocking, max(2, 2 if sms is None else recurrent_splits(m, n, k, sms)),
+                         lambda a, b, parts: launch(a, b, parts, blocking)) for m, n, k in SHAPES[size]]
 
 
 SPEC = spec(8, "warptiled_gemm", "7 with warp tiles whose lanes share shared-memory words (4 wavefronts per "

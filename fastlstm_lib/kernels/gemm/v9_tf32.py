@@ -52,11 +52,11 @@ import numpy as np
 from numba import cuda, float32, uint32
 
 from ...numerics import TOLERANCES
-from ..case import Case, Unavailable, f32, poisoned
+from ..case import Unavailable
 from ..mma import MIN_COMPUTE_CAPABILITY, mma_tf32_m16n8k8, require_tf32, round_tf32, to_tf32
 from ..vector import aligned, load_vector
 from .pipeline import split_of_k
-from .tiles import SHARED_ALIGN, SHAPES, SPLIT, Blocking, build, geometry_sms, spec
+from .tiles import SHARED_ALIGN, SHAPES, SPLIT, Blocking, build, geometry_sms, spec, split_k_case
 
 #: The tolerance of every check of this version against float64 (``numerics``: why 2e-3).
 RTOL = TOLERANCES["tf32"]
@@ -305,22 +305,9 @@ def case(size: str, rng) -> list:
         require_tf32("tf32_gemm")
     except RuntimeError as error:
         raise Unavailable(str(error)) from None
-    return [_tf32_case(m, n, k, rng) for m, n, k in SHAPES[size]]
-
-
-def _tf32_case(m: int, n: int, k: int, rng) -> Case:
     blocking, sms = tf32_blocking(), geometry_sms()
-    splits = 3 if sms is None else max(2, tf32_splits(m, n, k, sms))
-    step = 2 * blocking.bk * splits
-    rows, cols, depth = -(-m // blocking.bm) * blocking.bm, -(-n // blocking.bn) * blocking.bn, -(-k // step) * step
-    a, b = f32(rng, rows, depth), f32(rng, depth, cols)
-    a_d, b_d, parts = cuda.to_device(a), cuda.to_device(b), poisoned(splits, rows, cols)
-    share = depth // splits
-    want = np.stack([a[:, s * share:(s + 1) * share].astype(np.float64) @ b[s * share:(s + 1) * share]
-                     for s in range(splits)])
-    return Case(f"{rows} x {cols} x {depth}, {splits} parts", lambda: launch(a_d, b_d, parts, blocking),
-                {"parts": parts}, {"parts": want}, 2.0 * rows * cols * depth,
-                4.0 * (rows * depth + depth * cols + splits * rows * cols), rtol=RTOL)
+    return [split_k_case(m, n, k, rng, blocking, 3 if sms is None else max(2, tf32_splits(m, n, k, sms)),
+                         lambda a, b, parts: launch(a, b, parts, blocking), rtol=RTOL) for m, n, k in SHAPES[size]]
 
 
 def rounded_product(a, b):
