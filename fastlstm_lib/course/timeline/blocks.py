@@ -1,8 +1,15 @@
 """What one thread block of a launch costs on one SM of a GPU, and how many fit on an SM
-(notebook 12): ``per_sm`` (``gpus.occupancy``), ``seconds`` (its instructions at the SM's issue
-rate, or its DRAM bytes at the SM's share of the bandwidth) and ``latency_s`` (alone on an idle
+(notebook 12): ``per_sm`` (``gpus.occupancy``), ``seconds`` and ``latency_s`` (alone on an idle
 SM: ``alone_cycles``), from data/kernel_resources.csv, data/gpus.csv and
 data/model_constants.csv. sm_52 and sm_70 borrow sm_75's counts (``NO_SASS_FALLBACK``).
+
+A block's SM time (``seconds``) is the longest of what the SM spends on it: its instructions at
+the issue rate its resident warps allow (``issue_rate``: a partition with few warps issues only
+as often as their dependency chains let it), its FLOPs at the FP32 peak, its shared-memory
+wavefronts at one a clock (``shared_wavefronts``: where the compile matrix measured them), and its bytes at the SM's share of the DRAM
+and of the L2 bandwidth (``reuse.py`` decides which bytes come from where; no L2 figure is
+priced where no measurement of the architecture was found). The persistent kernel's grid barrier
+is priced from the latencies of the instructions it is made of (``barrier_cycles``).
 """
 
 from __future__ import annotations
@@ -38,20 +45,24 @@ class BlockCost:
     limit: str  # what limits per_sm
     registers: int
     efficiency: float  # fraction of the SM's FP32 peak while the SM issues this block's instructions only
-    arithmetic_s: float  # SM time its instructions take to issue (the SM's 4 partitions, one a clock each)
+    arithmetic_s: float  # SM time its instructions take to issue (at the resident warps' rate) or its FLOPs at peak
     memory_s: float  # SM time of its DRAM bytes at the SM's share of the bandwidth
     alone_s: float = 0.0  # one block alone on an idle SM: its latencies exposed (>= seconds)
     warps: int = 1
+    shared_s: float = 0.0  # SM time of its shared-memory wavefronts, one a clock
+    l2_s: float = 0.0  # SM time of its bytes served by L2 at the SM's share of the L2 bandwidth (0: unpriced)
 
     @property
     def seconds(self) -> float:
-        """SM time the block takes from the SM's issue (or its share of DRAM), however many others share the SM."""
-        return max(self.arithmetic_s, self.memory_s)
+        """SM time the block takes, however many others share the SM: the longest of its issue, its
+        shared-memory wavefronts, and its shares of DRAM and L2 bandwidth."""
+        return max(self.arithmetic_s, self.shared_s, self.memory_s, self.l2_s)
 
     @property
     def kind(self) -> str:
-        """What sets a block's SM time: "arithmetic" or "memory"."""
-        return "arithmetic" if self.arithmetic_s >= self.memory_s else "memory"
+        """What sets a block's SM time: "arithmetic" (issue, FP32 or shared memory: the SM's own
+        pipes) or "memory" (DRAM or L2 bandwidth)."""
+        return "arithmetic" if max(self.arithmetic_s, self.shared_s) >= max(self.memory_s, self.l2_s) else "memory"
 
     @property
     def latency_s(self) -> float:
@@ -141,8 +152,11 @@ def latencies(row: dict) -> dict:
 @dataclasses.dataclass(frozen=True)
 class Work:
     """What each warp of a block issues and waits for (data/kernel_resources.csv): ``iterations``
-    trips of ``instructions``, ``ffma`` of them FFMAs, ``chain`` dependent; loads used ``distance``
-    instructions after issue; a shared round where ``shared``; ``extra`` cycles of latency."""
+    trips of ``instructions``, ``ffma`` of them FFMAs, ``chain`` dependent FFMAs in a row; of the
+    instructions, ``dependent`` outside any loop the matrix measures chains in (each assumed to wait
+    for the one before: one per dependent-FFMA latency); ``wavefronts`` shared-memory wavefronts;
+    loads used ``distance`` instructions after issue; a shared round where ``shared``; ``extra``
+    cycles of latency."""
 
     iterations: float
     instructions: float
@@ -151,6 +165,34 @@ class Work:
     distance: float
     shared: bool
     extra: float = 0.0
+    dependent: float = 0.0
+    wavefronts: float = 0.0
+
+
+def shared_wavefronts(mix: dict, ffma: float) -> float:
+    """Shared-memory wavefronts of a warp issuing ``ffma`` FFMAs of its main loop: the compile
+    matrix's ``loop_shared_wavefronts_per_ffma`` (measured from the addresses each lane reads, the
+    same on every architecture) times ``ffma``; 0 where the kernel has no figure (the persistent
+    kernels, GEMM versions 2, 4 and 9, the element-wise kernels): their shared memory is not priced."""
+    figure = mix.get("loop_shared_wavefronts_per_ffma")
+    return float(figure) * ffma if figure not in (None, "") else 0.0
+
+
+def issue_rate(work: Work, resident_warps: float, lat: dict) -> float:
+    """The share of a partition's clocks it can issue in with ``resident_warps`` warps like
+    ``work``'s: each warp needs, per iteration, its FFMA chain's latency or its instructions, and
+    each ``dependent`` instruction's latency; the partition issues at most one a clock."""
+    own = max(work.instructions - work.dependent, work.chain * lat["ffma"]) + work.dependent * lat["ffma"]
+    return min(1.0, resident_warps * work.instructions / own) if own > 0 else 1.0
+
+
+def barrier_cycles(blocks: int, lat: dict) -> float:
+    """A grid barrier across ``blocks`` blocks, one thread each: the arriving atomic (L2 trips of
+    ``atomic_latency_l2_trips``), the arrivals at one address served one after another
+    (``same_address_atomic_cycles``), then the load that sees the last arrival (an L2 trip). The
+    fences around it are not priced: no published latency."""
+    return (constant("atomic_latency_l2_trips") * lat["l2"] + (blocks - 1) * constant("same_address_atomic_cycles")
+            + lat["l2"])
 
 
 def gemm_work(launch, mix: dict) -> Work:
@@ -158,14 +200,20 @@ def gemm_work(launch, mix: dict) -> Work:
     m, n, k = cublas.gemm_shape(launch)
     blocking = gemm_blocking(launch)
     loop_ffma = _int(mix["loop_ffma"]) or 1
+    trips = _int(mix["slab_ffma"]) / loop_ffma
     return Work(iterations=k / (launch.grid[2] * blocking.bk), instructions=_int(mix["slab_instructions"]),
-                ffma=_int(mix["slab_ffma"]), chain=_int(mix["loop_ffma_chain"]) * _int(mix["slab_ffma"]) / loop_ffma,
-                distance=_int(mix["load_use_distance"]), shared=True)
+                ffma=_int(mix["slab_ffma"]), chain=_int(mix["loop_ffma_chain"]) * trips,
+                distance=_int(mix["load_use_distance"]), shared=True,
+                wavefronts=shared_wavefronts(mix, _int(mix["slab_ffma"])))
 
 
-def persistent_work(launch, mix: dict, config: dict, lat: dict) -> Work:
-    """The persistent kernel: one iteration per time step, h_{t-1} staged from L2 and one grid
-    barrier per step. Version 2's sums over a unit's threads are not counted (an underestimate)."""
+def persistent_work(launch, mix: dict, config: dict, lat: dict, l2_per_clock: float = 0.0) -> Work:
+    """The persistent kernel: one iteration per time step, h_{t-1} staged from L2 (its rounds'
+    latency, or all of h at ``l2_per_clock``, the SM's share of the L2 bandwidth in bytes a clock,
+    whichever is longer: the multiply waits for it) and one grid barrier per step (``barrier_cycles``). Besides its main loop, every instruction of the kernel
+    outside it (the sums over a unit's threads, the cell, the staging, the barrier; the prologue's
+    too: an upper bound on them, the staging's rounds counted once: a lower bound) issued once a
+    step, each waiting for the one before (``Work.dependent``)."""
     steps, batch, hidden = config["seq_len"], config["batch"], config["hidden"]
     threads = launch.block[0] * launch.block[1] * launch.block[2]
     warps = math.ceil(threads / 32)
@@ -175,24 +223,32 @@ def persistent_work(launch, mix: dict, config: dict, lat: dict) -> Work:
     staged = spec_of(launch.kernel).staged_floats
     per_load = staged if hidden % staged == 0 else 1
     rounds = math.ceil(batch * hidden / per_load / threads / max(1, _int(mix["staged_loads"], 1)))
-    return Work(iterations=steps, instructions=trips * _int(mix["loop_instructions"]), ffma=ffma,
+    outside = max(0, _int(mix["instructions"]) - _int(mix["loop_instructions"]))
+    return Work(iterations=steps, instructions=trips * _int(mix["loop_instructions"]) + outside, ffma=ffma,
                 chain=trips * _int(mix["loop_ffma_chain"]), distance=_int(mix["load_use_distance"]), shared=True,
-                extra=(rounds - 1 + constant("grid_barrier_l2_trips")) * lat["l2"])
+                extra=max((rounds - 1) * lat["l2"], 4.0 * batch * hidden / l2_per_clock if l2_per_clock else 0.0)
+                + barrier_cycles(blocks, lat), dependent=outside,
+                wavefronts=shared_wavefronts(mix, ffma))
 
 
 def plain_work(launch, mix: dict) -> Work:
     """Any other kernel (element-wise): run once, every instruction of it counted once (its
-    untaken branches too: an upper bound), its loads' latency exposed by what follows them."""
+    untaken branches too: an upper bound) and each waiting for the one before, its loads' latency
+    exposed by what follows them."""
     return Work(iterations=1, instructions=_int(mix["instructions"]), ffma=0, chain=0,
-                distance=_int(mix["load_use_distance"]) if launch.bytes_read else 0, shared=False)
+                distance=_int(mix["load_use_distance"]) if launch.bytes_read else 0, shared=False,
+                dependent=_int(mix["instructions"]))
 
 
 def alone_cycles(work: Work, per_partition: int, lanes: float, lat: dict, memory: float) -> float:
     """One block alone on an SM, in cycles: per iteration, the memory latency its warps do not cover,
-    a shared round, then its issue or its FFMA chain, whichever is longer."""
+    a shared round, then its issue at the rate its ``per_partition`` warps allow (``issue_rate``),
+    its FFMAs at the FP32 lanes' rate, or its shared wavefronts, whichever is longest."""
     exposed = max(0.0, memory - work.distance * per_partition) if work.distance else 0.0
-    issue = per_partition * max(work.instructions, work.ffma * 32.0 / lanes)
-    one = exposed + (lat["shared"] if work.shared else 0.0) + max(issue, work.chain * lat["ffma"]) + work.extra
+    issue = per_partition * work.instructions / issue_rate(work, per_partition, lat)
+    waves = 4 * per_partition * work.wavefronts / constant("shared_wavefronts_per_clock")
+    pipes = max(issue, per_partition * work.ffma * 32.0 / lanes, waves)
+    one = exposed + (lat["shared"] if work.shared else 0.0) + pipes + work.extra
     return work.iterations * one + ((memory - exposed) if work.distance else 0.0)
 
 
@@ -223,17 +279,37 @@ def block_cost(launch, row: dict, chip: Chip, batch: int, gemm: str, config: dic
         alone, issued = cublas.gemm_times(row["name"], cublas.layout_of(launch), *cublas.gemm_shape(launch))
         waves = math.ceil(blocks / (per_sm * row["sms"]))
         arithmetic, alone = issued / blocks * row["sms"], alone / waves
+        shared_s = 0.0  # DeepBench's times include cuBLAS's own shared memory
     else:
         if family == "gemm":
             work = gemm_work(launch, mix)
         elif family == "persistent":
-            work = persistent_work(launch, mix, config or {"seq_len": 1, "batch": batch, "hidden": 1}, lat)
+            l2_share = constant("l2_gb_s_per_sm", arch)
+            work = persistent_work(launch, mix, config or {"seq_len": 1, "batch": batch, "hidden": 1}, lat,
+                                   0.0 if math.isnan(l2_share) else l2_share * 1e9 / clock)
         else:
             work = plain_work(launch, mix)
         level = lat["dram"] if dram > 0 and family != "persistent" else lat["l2"]
-        arithmetic = max(work.iterations * warps * max(work.instructions, work.ffma * 32.0 / lanes) / 4.0 / clock,
+        resident = min(per_sm, math.ceil(blocks / row["sms"])) * warps / 4.0  # warps per partition
+        rate = issue_rate(work, resident, lat)
+        arithmetic = max(work.iterations * warps * work.instructions / 4.0 / rate / clock,
+                         work.iterations * warps * work.ffma * 32.0 / lanes / 4.0 / clock,
                          launch.flop / blocks / sm_flops)
+        shared_s = work.iterations * warps * work.wavefronts / constant("shared_wavefronts_per_clock") / clock
         alone = alone_cycles(work, math.ceil(warps / 4), lanes, lat, level) / clock
-    efficiency = launch.flop / blocks / (max(arithmetic, memory) * sm_flops) if max(arithmetic, memory) else 1.0
+    l2 = l2_seconds(launch, row, arch, blocks, dram)
+    busiest = max(arithmetic, shared_s, memory, l2)
+    efficiency = launch.flop / blocks / (busiest * sm_flops) if busiest else 1.0
     return BlockCost(blocks=blocks, threads=threads, per_sm=per_sm, limit=limit, registers=registers,
-                     efficiency=efficiency, arithmetic_s=arithmetic, memory_s=memory, alone_s=alone, warps=warps)
+                     efficiency=efficiency, arithmetic_s=arithmetic, memory_s=memory, alone_s=alone, warps=warps,
+                     shared_s=shared_s, l2_s=l2)
+
+
+def l2_seconds(launch, row: dict, arch: str, blocks: int, dram: float) -> float:
+    """SM time of a block's share of the bytes its launch moves that L2 serves (all it loads and
+    stores but its DRAM bytes) at the SM's share of the architecture's measured L2 bandwidth
+    (``l2_gb_s_per_sm``); 0 where no measurement was found (not priced: NaN in the table)."""
+    per_sm = constant("l2_gb_s_per_sm", arch)
+    if math.isnan(per_sm):
+        return 0.0
+    return max(0.0, launch.bytes_read + launch.bytes_written - dram) / blocks / (per_sm * 1e9)
