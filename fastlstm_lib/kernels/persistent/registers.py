@@ -10,12 +10,16 @@ it where shared memory allows):
 1. the chunk's rows of h_{t-1} are staged in shared memory, each thread copying 128-bit pieces,
    ``STAGE_LOADS`` loads in flight before their stores, every offset a compile-time constant or a
    32-bit add per round (no division); the cells' input pre-activations are loaded before, so
-   they arrive meanwhile;
+   they arrive meanwhile. With two buffers (``double_h``, version 3's plan where the batch takes
+   2 or more chunks and shared memory holds a second buffer) only chunk 0 is staged so: chunk
+   m + 1's pieces are staged into the other buffer while chunk m is multiplied (a few loaded
+   before each multiplication of ``rows`` rows, stored after it);
 2. every thread multiplies its 16 k of each staged row by its 64 weights: one 128-bit shared
    load of h feeds 16 FFMAs (4 k x 4 gates), ``rows`` rows at a time (8 independent sums), and
    stores its 4 x ``rows`` partial sums;
 3. thread s of a unit adds up row s's 4 partial gate sums over the unit's S threads (one
-   128-bit load per thread), applies the cell (c in shared memory, its own slot) and writes h_t.
+   128-bit load per thread), applies the cell (c in shared memory, its own slot) and writes h_t
+   (with two buffers, a ``bar.sync`` follows before the next chunk's partial sums overwrite these).
 Then the grid barrier: step t+1 reads every block's h_t. Step 0 has no recurrent term, so U's
 loads are still in flight while it runs. The barrier is the block's ``bar.sync``, thread 0's
 ``wait`` (the version's: it counts its block in and waits for every block), ``bar.sync``.
@@ -83,6 +87,7 @@ class RegisterLayout:
     blocks_per_sm: int = 1
     chip: str = "simulator"
     vector_h: bool = True  # h staged 128 bits at a time (hidden a multiple of 4, rows aligned)
+    double_h: bool = False  # two staged buffers: chunk m + 1 staged while chunk m is multiplied (2+ chunks)
 
     @property
     def per_unit(self) -> int:
@@ -101,14 +106,19 @@ class RegisterLayout:
         return -(-self.batch // self.row_chunk)
 
     @property
+    def buffers(self) -> int:  # staged buffers of row_chunk rows: two where double_h has 2+ chunks to overlap
+        return 2 if self.double_h and self.chunks > 1 else 1
+
+    @property
     def partial_stride(self) -> int:  # a thread's partial sums: 4 gates x row_chunk, + VECTOR (bank offset)
         return 4 * self.row_chunk + VECTOR
 
     @property
     def shared_floats(self) -> int:
-        """Staged h (row_chunk x hidden_p), the partial sums (threads x partial_stride), c (units x
+        """Staged h (buffers x row_chunk x hidden_p), the partial sums (threads x partial_stride), c (units x
         batch rows, whole chunks)."""
-        return self.row_chunk * self.hidden_p + self.threads * self.partial_stride + self.units * self.chunks * self.row_chunk
+        staged = self.buffers * self.row_chunk * self.hidden_p
+        return staged + self.threads * self.partial_stride + self.units * self.chunks * self.row_chunk
 
     @property
     def shared_bytes(self) -> int:
@@ -133,9 +143,11 @@ def _row_chunks(hidden: int, batch: int):
 
 
 def plan(hidden: int, batch: int, *, chip: Chip | str | None = None, single_block: bool | None = None,
-         compiled: Callable, kind: type) -> RegisterLayout:
+         compiled: Callable, kind: type, double_h: bool = False) -> RegisterLayout:
     """The plan with one block per SM of the fewest units whose grid fits (every block resident at
     once, its weights within the register cap, its staged rows and sums in shared memory).
+    ``double_h``: where the batch takes 2 or more chunks, stage h in two buffers if the second one
+    fits the block's shared memory (and keeps every block resident), else in one.
 
     ``chip``: a ``Chip``, a GPU's name in data/gpus.csv, or None for this device (the simulator:
     one block of every unit, ``single_block``). ``compiled(plan)``: the version's kernel compiled for
@@ -161,15 +173,14 @@ def plan(hidden: int, batch: int, *, chip: Chip | str | None = None, single_bloc
         if not fitting:
             reasons.append(f"{units} units per block: not one batch row fits {shared_limit} bytes of shared memory")
             continue
-        candidate = fitting[0]
+        doubled = dataclasses.replace(fitting[0], double_h=double_h)
+        options = ([doubled] if doubled.buffers == 2 and doubled.shared_bytes <= shared_limit else []) + [fitting[0]]
         if limits is None:
-            return candidate
-        per_sm, binding = occupancy(limits, candidate.threads, candidate.shared_bytes, MAX_REGISTERS)
-        if per_sm and blocks <= per_sm * limits.sms and chip is None:
-            per_sm = driver_blocks_per_sm(compiled(candidate), candidate, limits)
-            binding = "the driver's occupancy calculator"
-        if per_sm and blocks <= per_sm * limits.sms:
-            return dataclasses.replace(candidate, blocks_per_sm=per_sm, chip=limits.name)
+            return options[0]
+        for candidate in options:  # the second buffer where it leaves every block resident, else one
+            per_sm, binding = _residency(candidate, limits, chip, compiled)
+            if per_sm and blocks <= per_sm * limits.sms:
+                return dataclasses.replace(candidate, blocks_per_sm=per_sm, chip=limits.name)
         reasons.append(f"{units} units per block: {blocks} blocks > {per_sm} per SM (limited by {binding}) x "
                        f"{limits.sms} SMs")
         if per_sm == 0:
@@ -181,10 +192,22 @@ def plan(hidden: int, batch: int, *, chip: Chip | str | None = None, single_bloc
         reason="; ".join(reasons[-2:]))
 
 
-def _stager(layout: RegisterLayout, count: int):
-    """A device function staging ``count`` pieces of this thread (rounds in a row): ``count`` loads
-    from hs[src + ...], then their stores to the staged rows; returns the (row, piece) after them.
-    Rows past the batch are zeros. (row, piece) advance by additions, uint32 throughout."""
+def _residency(candidate: RegisterLayout, limits: Chip, chip, compiled: Callable) -> tuple[int, str]:
+    """Blocks of ``candidate`` resident per SM of ``limits``' chip and what limits them: by the data
+    sheet, then, for this device's own chip (``chip`` None), by the driver's occupancy calculator."""
+    per_sm, binding = occupancy(limits, candidate.threads, candidate.shared_bytes, MAX_REGISTERS)
+    if per_sm and candidate.blocks <= per_sm * limits.sms and chip is None:
+        return driver_blocks_per_sm(compiled(candidate), candidate, limits), "the driver's occupancy calculator"
+    return per_sm, binding
+
+
+def _stager(layout: RegisterLayout, count: int, rounds: int | None = None):
+    """Device functions staging ``count`` pieces of this thread (rounds in a row): ``load`` issues
+    their ``count`` loads from hs[src + ...] into ``staged`` (registers), ``store`` stores them to
+    the staged rows from row ``base_row`` on, returning the (row, piece) after them; ``stage`` does
+    both (from row 0). Rows past the batch are zeros. (row, piece) advance by additions, uint32
+    throughout. ``rounds``: how many this thread does per chunk in all (by default the fewest that cover it);
+    pieces past the chunk are neither loaded nor stored."""
     hidden, batch, row_chunk, hidden_p, vector_h = layout.hidden, layout.batch, layout.row_chunk, layout.hidden_p, layout.vector_h
     width = VECTOR if vector_h else 1
     per_row = hidden // width  # pieces of a row of h
@@ -193,7 +216,7 @@ def _stager(layout: RegisterLayout, count: int):
     # constant offsets from its first piece's where the block's threads are whole rows (hidden 512
     # and 128 threads), else the row and piece advance by additions.
     row_step, piece_step = divmod(layout.threads, per_row)
-    ragged = pieces % layout.threads != 0
+    ragged = (-(-pieces // layout.threads) if rounds is None else rounds) * layout.threads != pieces
     pad_rows = layout.chunks * row_chunk != batch
     load = load_vector(VECTOR, ndim=1)
 
@@ -206,7 +229,7 @@ def _stager(layout: RegisterLayout, count: int):
         return uint32(row + uint32(row_step)), piece
 
     @cuda.jit(device=True, inline="always")
-    def stage(smem, hs, staged, src, row, piece, first_row_of_chunk):
+    def load_pieces(hs, staged, src, row, piece, first_row_of_chunk):
         r, p = row, piece
         for w in range(count):
             inside = (not ragged or r < uint32(row_chunk)) and (not pad_rows or first_row_of_chunk + r < uint32(batch))
@@ -220,15 +243,23 @@ def _stager(layout: RegisterLayout, count: int):
                 for v in range(width):
                     staged[w, v] = float32(0.0)
             r, p = advance(r, p)
+
+    @cuda.jit(device=True, inline="always")
+    def store_pieces(smem, staged, base_row, row, piece):
         r, p = row, piece
         for w in range(count):
             if not ragged or r < uint32(row_chunk):
                 for v in range(width):
-                    smem[uint32(uint32(r * uint32(hidden_p)) + uint32(p * uint32(width)) + uint32(v))] = staged[w, v]
+                    smem[uint32(uint32((base_row + r) * uint32(hidden_p)) + uint32(p * uint32(width)) + uint32(v))] = staged[w, v]
             r, p = advance(r, p)
         return r, p
 
-    return stage
+    @cuda.jit(device=True, inline="always")
+    def stage(smem, hs, staged, src, row, piece, first_row_of_chunk):
+        load_pieces(hs, staged, src, row, piece, first_row_of_chunk)
+        return store_pieces(smem, staged, uint32(0), row, piece)
+
+    return load_pieces, store_pieces, stage
 
 
 def layer(layout: RegisterLayout, wait, start_sync: bool = True):
@@ -246,12 +277,46 @@ def layer(layout: RegisterLayout, wait, start_sync: bool = True):
     simulated_blocks = blocks > 1 and not DEVICE.compiled  # a test's several blocks, run in turn
     groups = K_PER_THREAD // VECTOR
     gates_row = 4 * hidden  # a row of x_gates and of U
-    partials_at, p_stride = row_chunk * hidden_p, layout.partial_stride
+    stage_size, double, staged_rows = row_chunk * hidden_p, layout.buffers == 2, layout.buffers * row_chunk
+    partials_at, p_stride = layout.buffers * stage_size, layout.partial_stride
     cells_at = partials_at + threads * p_stride
     per_row = hidden // (VECTOR if layout.vector_h else 1)  # pieces of a row of h
     rounds = -(-row_chunk * per_row // threads)
     pad_k = hidden_p != hidden
-    stage_full, stage_rest = _stager(layout, STAGE_LOADS), _stager(layout, rounds % STAGE_LOADS)
+    stage_full, stage_rest = _stager(layout, STAGE_LOADS)[2], _stager(layout, rounds % STAGE_LOADS)[2]
+    # Double-buffered: the next chunk's rounds spread evenly over this chunk's row_chunk // rows
+    # multiplications, ``ahead_pieces`` each (2 at hidden 512, batch 64 on an H100: 8 floats held
+    # in registers across the FFMAs), pieces past the chunk skipped.
+    iters = row_chunk // rows
+    ahead_pieces = -(-rounds // iters)
+    load_next, store_next, _ = _stager(layout, ahead_pieces, iters * ahead_pieces)
+    staged_pieces = max(STAGE_LOADS, ahead_pieces) if double else STAGE_LOADS
+
+    @cuda.jit(device=True, inline="always")
+    def stage_chunk(smem, hs, staged, src, row, piece, first_row_of_chunk):
+        for i0 in range(rounds // STAGE_LOADS):
+            row, piece = stage_full(smem, hs, staged, src, row, piece, first_row_of_chunk)
+        stage_rest(smem, hs, staged, src, row, piece, first_row_of_chunk)
+
+    @cuda.jit(device=True, inline="always")
+    def multiply(smem, u, acc, buf_at, mine_at, r0, s):
+        """``rows`` staged rows from r0 (of the buffer at buf_at) x this thread's 16 k of U: their
+        4 x ``rows`` partial sums stored at mine_at."""
+        for r in range(rows):
+            for g in range(4):
+                acc[g, r] = float32(0.0)
+        for q in range(groups):
+            for r in range(rows):
+                h_q = buf_at + uint32(r0 * hidden_p) + uint32(r * hidden_p) + uint32(VECTOR) * (s + uint32(S * q))
+                for v in range(VECTOR):
+                    h = smem[h_q + uint32(v)]
+                    acc[0, r] += h * u[0, q * VECTOR + v]
+                    acc[1, r] += h * u[1, q * VECTOR + v]
+                    acc[2, r] += h * u[2, q * VECTOR + v]
+                    acc[3, r] += h * u[3, q * VECTOR + v]
+        for r in range(rows):
+            for g in range(4):
+                smem[mine_at + uint32(4 * r0) + uint32(4 * r + g)] = acc[g, r]
 
     @cuda.jit(device=True, inline="always")
     def body(x_gates, recurrent, bias, hs, steps, barrier):
@@ -271,9 +336,9 @@ def layer(layout: RegisterLayout, wait, start_sync: bool = True):
         j = uint32(uint32(cuda.blockIdx.x) * uint32(units) + jj)
         live = j < uint32(hidden)
         if pad_k:  # staged h's k beyond hidden: zeros, never overwritten
-            for i in range(-(-row_chunk * (hidden_p - hidden) // threads)):
+            for i in range(-(-staged_rows * (hidden_p - hidden) // threads)):
                 e = tid + uint32(i * threads)
-                if e < uint32(row_chunk * (hidden_p - hidden)):
+                if e < uint32(staged_rows * (hidden_p - hidden)):
                     smem[(e // uint32(hidden_p - hidden)) * uint32(hidden_p) + uint32(hidden) + e % uint32(hidden_p - hidden)] = float32(0.0)
         for m in range(chunks):  # c = 0 in the cells this thread updates (stored before U's loads are issued)
             if s < uint32(row_chunk):
@@ -291,7 +356,7 @@ def layer(layout: RegisterLayout, wait, start_sync: bool = True):
         bias_o = bias[uint32(3 * hidden) + j] if live else float32(0.0)
         first_row, first_piece = uint32(tid // uint32(per_row)), uint32(tid % uint32(per_row))
         acc = cuda.local.array((4, MAX_ROWS), float32)
-        staged = cuda.local.array((STAGE_LOADS, VECTOR), float32)
+        staged = cuda.local.array((staged_pieces, VECTOR), float32)
         x_at = uint32(0)  # x_gates' row t, h_t's and h_{t-1}'s, as flat offsets: grown by additions
         h_at = uint32(0)
         cuda.syncthreads()
@@ -309,30 +374,28 @@ def layer(layout: RegisterLayout, wait, start_sync: bool = True):
                     z_o = x_gates[at + uint32(3 * hidden)] + bias_o
                 if t > 0:  # h_{-1} = 0: step 0 has no recurrent term
                     # 1. stage rows m * row_chunk... of h_{t-1}, STAGE_LOADS pieces loaded, then stored
+                    # (double-buffered: chunk 0 here, chunk m + 1 while chunk m is multiplied)
                     src = uint32(h_at - uint32(batch * hidden) + uint32(m * row_chunk * hidden))
-                    row, piece = first_row, first_piece
-                    for i0 in range(rounds // STAGE_LOADS):
-                        row, piece = stage_full(smem, hs, staged, src, row, piece, uint32(m * row_chunk))
-                    stage_rest(smem, hs, staged, src, row, piece, uint32(m * row_chunk))
-                    cuda.syncthreads()
+                    if not double or m == 0:
+                        stage_chunk(smem, hs, staged, src, first_row, first_piece, uint32(m * row_chunk))
+                        cuda.syncthreads()
                     # 2. this thread's 16 k of every staged row x its 64 weights: partial sums
                     mine_at = uint32(uint32(partials_at) + uint32(tid * uint32(p_stride)))
-                    for r0 in range(0, row_chunk, rows):
-                        for r in range(rows):
-                            for g in range(4):
-                                acc[g, r] = float32(0.0)
-                        for q in range(groups):
-                            for r in range(rows):
-                                h_q = uint32(r0 * hidden_p) + uint32(r * hidden_p) + uint32(VECTOR) * (s + uint32(S * q))
-                                for v in range(VECTOR):
-                                    h = smem[h_q + uint32(v)]
-                                    acc[0, r] += h * u[0, q * VECTOR + v]
-                                    acc[1, r] += h * u[1, q * VECTOR + v]
-                                    acc[2, r] += h * u[2, q * VECTOR + v]
-                                    acc[3, r] += h * u[3, q * VECTOR + v]
-                        for r in range(rows):
-                            for g in range(4):
-                                smem[mine_at + uint32(4 * r0) + uint32(4 * r + g)] = acc[g, r]
+                    if double and m + 1 < chunks:  # with the next chunk's pieces: loaded before, stored after
+                        buf_at = uint32(uint32(m & 1) * uint32(stage_size))
+                        # the other buffer's first row: rows of both share one stride (a base added to
+                        # the wrapping 32-bit offset keeps ptxas from joining 4 stores into one STS.128)
+                        next_row0 = uint32(uint32(row_chunk) - uint32(uint32(m & 1) * uint32(row_chunk)))
+                        row, piece = first_row, first_piece
+                        for r0 in range(0, row_chunk, rows):
+                            load_next(hs, staged, uint32(src + uint32(row_chunk * hidden)), row, piece,
+                                      uint32((m + 1) * row_chunk))
+                            multiply(smem, u, acc, buf_at, mine_at, r0, s)
+                            row, piece = store_next(smem, staged, next_row0, row, piece)
+                    else:
+                        for r0 in range(0, row_chunk, rows):
+                            multiply(smem, u, acc, uint32(uint32(m & 1) * uint32(stage_size)) if double else uint32(0),
+                                     mine_at, r0, s)
                     cuda.syncthreads()
                     # 3. thread s adds up its row's 4 gate sums over the unit's S threads
                     if s < uint32(row_chunk):
@@ -342,6 +405,8 @@ def layer(layout: RegisterLayout, wait, start_sync: bool = True):
                             z_f += smem[unit_at + uint32(other * p_stride + 1)]
                             z_c += smem[unit_at + uint32(other * p_stride + 2)]
                             z_o += smem[unit_at + uint32(other * p_stride + 3)]
+                    if double and m + 1 < chunks:  # every thread's sums read before the next chunk's overwrite them
+                        cuda.syncthreads()
                 if mine:
                     cell_at = uint32(cells_at) + jj * uint32(chunks * row_chunk) + b
                     c = sigmoidf(z_f) * smem[cell_at] + sigmoidf(z_i) * math.tanh(z_c)
