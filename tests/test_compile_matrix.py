@@ -227,6 +227,11 @@ def test_staging_per_float_counts_the_copy_loop_per_float_stored():
     loop = code(("IADD3", None, "R2, R2, 0x10, RZ"), ("LDG.E.128", None, "R4, desc[UR4][R2.64]"),
                 ("STS.128", None, "[R8], R4"), ("ISETP.NE.AND", None, "P0, PT, R2, R9, PT"), ("BRA", 0, ""))
     assert staging_per_float(loop) == 1.25
+    # the next chunk's load and store among a multiply's shared loads and FFMAs: 3 instructions of its own
+    interleaved = code(("LDG.E.128", None, "R4, desc[UR4][R2.64]"), ("LDS.128", None, "R12, [R10]"),
+                       *[("FFMA", None, f"R{20 + n}, R12, R13, R{20 + n}") for n in range(8)],
+                       ("IADD3", None, "R8, R8, 0x10, RZ"), ("STS.128", None, "[R8], R4"))
+    assert staging_per_float(interleaved) == 0.75
     assert staging_per_float(code(("MOV", None, "R4, RZ"), ("STS", None, "[R8], R4"))) == 0
     assert staging_per_float(None) == ""
 

@@ -245,9 +245,9 @@ SAME_MULTIPLICATION = ("loop_ffma", "loop_shared_loads", "staged_loads", "int64_
 def test_its_rows_keep_version_2s_loop_and_staging():
     """At batch 4 (one chunk: version 2's loop and staging) and 64 (their main loop is the dot
     product) on every disassembled architecture. At batch 64 the loop also stages 2 of the next
-    chunk's 128-bit pieces (2 global loads): at most 2.5 instructions more per float it stages
-    (version 2's staging loop: 1.75-2.0 per float; staging_instructions_per_float counts the FFMAs
-    between a load and its store there, so it is not compared). Registers within the cap, no spills.
+    chunk's 128-bit pieces (2 global loads): at most 2.5 instructions more per float it stages, in
+    the loop and in staging_instructions_per_float (version 2's: 1.75-2.0; the copy interleaved with
+    the dot product counted without its FFMAs and shared loads). Registers within the cap, no spills.
     (load_use_distance is not compared: the barrier's poll, a strong load compared at once, is now a
     global load of the step loop, where version 2's was an atomic.)"""
     import compile_matrix as cm
@@ -261,6 +261,7 @@ def test_its_rows_keep_version_2s_loop_and_staging():
             if batch == 64:
                 assert new["loop_global_loads"] == 2, new
                 assert new["loop_instructions"] - old["loop_instructions"] <= 2.5 * 4 * 2, (new, old)
+                assert new["staging_instructions_per_float"] <= old["staging_instructions_per_float"] + 2.5, (new, old)
             limit = old["registers"] if batch == 4 else v3.MAX_REGISTERS
             assert new["registers"] <= min(limit, v3.MAX_REGISTERS), (new, old)
             assert (new["spill_stores"], new["spill_loads"], new["stack_frame"], new["loop_local"]) == (0, 0, 0, 0), new

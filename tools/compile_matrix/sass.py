@@ -380,12 +380,18 @@ def load_use_distance(code: list[Instruction] | None) -> int | str:
 # --------------------------------------------------------------------------------------------
 # What a copy from global to shared memory costs (the persistent kernels' staging of h_{t-1}).
 
+#: What a straight-line copy interleaved with a multiply does not count as its own: the product.
+BESIDE_A_COPY = frozenset({"FFMA", "HMMA", "LDS"})
+
+
 def staging_per_float(code: list[Instruction] | None) -> float | str:
     """Instructions a kernel issues per float it copies from global to shared memory, in the copy
     it runs most often: the *staging stores* are the shared stores (STS) whose data a global load
     wrote; a copy is the innermost loop holding some of them where that loop does no FFMA (its
     whole body, every trip alike), else the straight-line stretch from the first load feeding them
-    to the last of them (within their innermost loop). Its instructions over the floats its staging
+    to the last of them (within their innermost loop), less the product's FFMAs, HMMAs and shared
+    loads a copy interleaved with a multiply runs beside (persistent version 3's double-buffered
+    chunks of h: the next chunk's loads and stores among this one's FFMAs). Its instructions over the floats its staging
     stores write (STS.128: 4), for the copy inside the most loops (the persistent kernel's staging
     of h at every step, not its preload of U once per launch); the worst of those. 0 where nothing
     is staged; empty without a disassembly."""
@@ -424,7 +430,8 @@ def staging_per_float(code: list[Instruction] | None) -> float | str:
         entry[0], entry[1], entry[2] = min(entry[0], first_load), max(entry[1], index), entry[2] + floats
     found = []  # (loops around the copy, instructions per float)
     for (kind, loop), (first, last, floats) in copies.items():
-        instructions = spans[loop]["loop_instructions"] if kind == "loop" else last - first + 1
+        instructions = spans[loop]["loop_instructions"] if kind == "loop" else sum(
+            base(i.opcode) not in BESIDE_A_COPY for i in body[first:last + 1])
         depth = sum(span[0] <= body[last].address <= span[1] for span in spans)
         found.append((depth, instructions / floats))
     return round(max(found)[1], 2)
