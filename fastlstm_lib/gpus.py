@@ -23,7 +23,7 @@ from .checks import check_str
 
 CSV = Path(__file__).resolve().parents[1] / "data" / "gpus.csv"
 
-_NUMBERS = {"sms": int, "fp32_tflops": float, "memory_gb_s": float, "l2_mib": float, "shared_kib_per_sm": float,
+_NUMBERS = {"sms": int, "fp32_tflops": float, "tf32_tflops": float, "memory_gb_s": float, "l2_mib": float, "shared_kib_per_sm": float,
             "shared_kib_per_block": float, "max_threads_per_sm": int, "max_blocks_per_sm": int,
             "registers_per_sm": int, "cooperative_launch": lambda value: bool(int(value))}
 
@@ -73,6 +73,19 @@ def fp32_peak_tflops(device_name: str) -> float | None:
     """The FP32 peak of a GPU named like ``device_info()['name']``, or None if unknown."""
     row = find_gpu(check_str("device_name", device_name, example="NVIDIA H100 80GB HBM3"))
     return row["fp32_tflops"] if row else None
+
+
+def peak_tflops(row: dict, peak: str = "fp32") -> float:
+    """The data-sheet peak of GPU row ``row`` (``gpu``) that FLOPs of ``peak`` run at: "fp32" (the
+    CUDA cores' FFMA) or "tf32" (the Tensor Cores' dense TF32: ``Spec.peak``). A ValueError where
+    the GPU has no such peak (TF32 below compute capability 8.0)."""
+    if peak not in ("fp32", "tf32"):
+        raise ValueError(f"peak must be 'fp32' or 'tf32', got {peak!r}")
+    value = row[f"{peak}_tflops"]
+    if value != value:  # NaN: the data sheet gives none
+        raise ValueError(f"the {row['name']} (compute capability {row['compute_capability']}) has no {peak.upper()} "
+                         f"peak: TF32 Tensor Cores start at compute capability 8.0")
+    return value
 
 
 # --------------------------------------------------------------------------------------------

@@ -419,3 +419,36 @@ def test_plot_step_change_takes_where_its_window_starts():
         plot_step_change("streams", at=1.5)
     with pytest.raises(TypeError, match="at must be"):
         plot_step_change("streams", at="start")
+
+
+def test_tensor_core_gemms_are_priced_at_the_tf32_peak():
+    """GEMM version 9 (``Spec.peak`` "tf32") is held to the data sheet's dense TF32 peak, not FP32's:
+    in the lower bound's FLOP term and in the model, whose mma loop is counted per HMMA; the pass
+    under gemms="tf32" is estimated faster than under "fast" and never below its bound. A GPU with
+    no TF32 peak says so."""
+    from fastlstm_lib.course.timeline.blocks import MMA_FLOP, block_cost
+    from fastlstm_lib.gpus import Chip, peak_tflops
+
+    assert MMA_FLOP == 2 * 16 * 8 * 8
+    for name in ("A100", "H100"):
+        row = gpu_row(name)
+        assert peak_tflops(row, "tf32") == row["tf32_tflops"] > 7 * row["fp32_tflops"]
+        passes = {gemms: fl.profile("wavefront", chip=name, gemms=gemms) for gemms in ("fast", "tf32")}
+        bounds = {gemms: fl.lower_bound(p, name) for gemms, p in passes.items()}
+        on_mma = sum(l.flop for l in passes["tf32"].launches if l.kernel == "tf32_gemm")
+        assert on_mma == flops(fl.LSTMConfig.article())  # every GEMM FLOP; the cells' stay on the CUDA cores
+        rest = sum(l.flop for l in passes["tf32"].launches) - on_mma
+        assert bounds["tf32"].terms["flop_ms"] == pytest.approx(
+            (on_mma / row["tf32_tflops"] + rest / row["fp32_tflops"]) / 1e9)
+        assert bounds["fast"].terms["flop_ms"] == pytest.approx(
+            sum(l.flop for l in passes["fast"].launches) / row["fp32_tflops"] / 1e9)
+        estimates = {gemms: estimate(p, name) for gemms, p in passes.items()}
+        assert bounds["tf32"].bound_ms <= estimates["tf32"].total_ms < estimates["fast"].total_ms
+        launch = next(l for l in passes["tf32"].launches if l.kernel == "tf32_gemm")
+        cost = block_cost(launch, row, Chip.from_row(row), 64, "ours", passes["tf32"].config)
+        at_peak = launch.flop / cost.blocks / (row["tf32_tflops"] * 1e12 / row["sms"])
+        assert cost.arithmetic_s >= at_peak * (1 - 1e-9) and 0 < cost.efficiency <= 1
+    with pytest.raises(ValueError, match="T4.*no TF32 peak"):
+        peak_tflops(gpu_row("T4"), "tf32")
+    with pytest.raises(ValueError, match="peak must be"):
+        peak_tflops(gpu_row("T4"), "fp16")

@@ -33,7 +33,7 @@ import argparse
 import numpy as np
 
 from ..checks import check_writable_path
-from ..gpus import find_gpu
+from ..gpus import find_gpu, peak_tflops
 from ..results import save_results
 from ..runtime.device import DEVICE, device_info
 from ..tables import Column, table
@@ -41,6 +41,7 @@ from ..timing import summarize, time_launches
 from .case import Case, Unavailable
 from .catalog import VERSIONS, Version
 from .persistent import PersistentLimitError
+from .versions import peak_of
 
 SIZES = ("odd", "article")
 #: Launches per timed repeat, warm-up repeats, timed repeats.
@@ -117,7 +118,7 @@ def measure(version: Version, sizes=SIZES, seed: int = 0, check: bool | None = N
                 seconds = row["time_ms"]["median"] * 1e-3
                 if version.family in ("gemm", "persistent"):
                     row["gflops"] = case.flop / seconds / 1e9
-                    row["peak_gflops"] = chip["fp32_tflops"] * 1e3 if chip else None
+                    row["peak_gflops"] = peak_tflops(chip, peak_of(version.kernel)) * 1e3 if chip else None  # FP32 or TF32
                 else:
                     row["gb_s"] = case.bytes / seconds / 1e9
                     row["peak_gb_s"] = chip["memory_gb_s"] if chip else None

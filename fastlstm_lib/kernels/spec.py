@@ -19,6 +19,8 @@ One ``Spec`` per kernel of a numbered version (``SPECS`` where a version is seve
   None: the row its name without the underscore names (or, a blocked GEMM, its blocking's).
 - ``staged_floats``: the floats of h_{t-1} a thread of a persistent kernel stages per load where
   the hidden size is a multiple of it (1 otherwise).
+- ``peak``: the data/gpus.csv peak its FLOPs run at (``gpus.peak_tflops``): "fp32" (FFMA on the
+  CUDA cores) or "tf32" (``mma.sync`` on the Tensor Cores: GEMM version 9).
 
 Who reads them (``versions.every()`` collects them; ``versions.spec_of`` finds a launch's):
 ``course/profile/formulas.py`` (the formulas), ``course/exercises/trace.py`` (the access table),
@@ -86,6 +88,7 @@ class Spec:
     colour: str | None = None
     batch_row: str | None = None
     staged_floats: int = 1
+    peak: str = "fp32"
 
     @property
     def label(self) -> str:

@@ -37,6 +37,13 @@ def spec_of(kernel) -> Spec | None:
     return _by_name().get(kernel if isinstance(kernel, str) else function_name(kernel))
 
 
+def peak_of(kernel) -> str:
+    """The data/gpus.csv peak a library kernel's FLOPs run at (``Spec.peak``: "fp32" or "tf32");
+    "fp32" for a kernel of no spec."""
+    spec = spec_of(kernel)
+    return "fp32" if spec is None else spec.peak
+
+
 def family_of(kernel) -> str | None:
     """The family of a library kernel (``spec_of``: the kernel or its name): "gemm", "pointwise",
     "pointwise_backward", "reduce" or "persistent"; None for a kernel of no spec."""

@@ -14,7 +14,8 @@ import numbers
 from pathlib import Path
 
 from ...checks import check_number, check_str
-from ...gpus import Chip, gpu as gpu_row
+from ...gpus import Chip, gpu as gpu_row, peak_tflops
+from ...kernels.versions import peak_of
 from .graph import longest_path
 from .record import Profile
 from .schedule import critical_parts, simulate
@@ -48,7 +49,7 @@ class Bound:
     host: str
     bound_ms: float
     binding: str  # "host", "flop", "bytes" or "chain"
-    terms: dict  # schedule_ms, flop_ms (all FLOPs at peak), host_ms (issuing alone), chain_ms (longest chain alone)
+    terms: dict  # schedule_ms, flop_ms (each launch's FLOPs at its peak: FP32, TF32 on Tensor Cores), host_ms (issuing alone), chain_ms (longest chain alone)
     critical: dict  # the chain that ends last: host_ms (waiting to be issued), chain_ms, bytes_ms
     timeline: tuple  # per launch: {"launch", "kernel", "stream", "issued_ms", "start_ms", "end_ms", "limit"}
 
@@ -92,7 +93,8 @@ class Alone:
     @classmethod
     def of(cls, launch, row: dict) -> "Alone":
         dram = dram_bytes(launch, row["l2_mib"] * 2**20)
-        compute, memory = launch.flop / (row["fp32_tflops"] * 1e12), dram / (row["memory_gb_s"] * 1e9)
+        compute = launch.flop / (peak_tflops(row, peak_of(launch.kernel)) * 1e12)  # TF32 on Tensor Cores
+        memory = dram / (row["memory_gb_s"] * 1e9)
         return cls(max(compute, memory), "bytes" if memory > compute else "flop")
 
 
@@ -126,7 +128,7 @@ def lower_bound(profile: Profile, gpu: str, host="cpp") -> Bound:
     sim = simulate(profile.launches, [launch_cost_us(host, launch) * 1e-6 for launch in profile.launches],
                    lambda launch: alone[launch.index])
     schedule = sim["total"]
-    flop_time = sum(launch.flop for launch in profile.launches) / (row["fp32_tflops"] * 1e12)
+    flop_time = sum(launch.flop / (peak_tflops(row, peak_of(launch.kernel)) * 1e12) for launch in profile.launches)
     parts = critical_parts(sim, ("flop", "bytes"))
     critical = {"host_ms": parts["host_ms"], "chain_ms": parts["flop_ms"], "bytes_ms": parts["bytes_ms"],
                 "launches": parts["launches"]}

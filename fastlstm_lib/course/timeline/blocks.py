@@ -5,7 +5,8 @@ data/model_constants.csv. sm_52 and sm_70 borrow sm_75's counts (``NO_SASS_FALLB
 
 A block's SM time (``seconds``) is the longest of what the SM spends on it: its instructions at
 the issue rate its resident warps allow (``issue_rate``: a partition with few warps issues only
-as often as their dependency chains let it), its FLOPs at the FP32 peak, its shared-memory
+as often as their dependency chains let it), its FLOPs at the FP32 peak (the TF32 Tensor Cores' for
+GEMM version 9: ``Spec.peak``, its loop's ``mma`` counted by ``mma_work``), its shared-memory
 wavefronts at one a clock (``shared_wavefronts``: where the compile matrix measured them), and its bytes at the SM's share of the DRAM
 and of the L2 bandwidth (``reuse.py`` decides which bytes come from where; no L2 figure is
 priced where no measurement of the architecture was found). The persistent kernel's grid barrier
@@ -19,10 +20,10 @@ import functools
 import math
 
 from ..sass import read_table
-from ...gpus import Chip, occupancy
+from ...gpus import Chip, occupancy, peak_tflops
 from ..profile.bound import dram_bytes  # noqa: F401  (notebook 02 imports it from here)
 from ...kernels.gemm import GPU_LARGE, GPU_SMALL, GPU_WIDE
-from ...kernels.versions import every, family_of, spec_of
+from ...kernels.versions import every, family_of, peak_of, spec_of
 from . import cublas
 from .constants import constant
 
@@ -44,8 +45,8 @@ class BlockCost:
     per_sm: int  # blocks of it one SM holds at once, alone
     limit: str  # what limits per_sm
     registers: int
-    efficiency: float  # fraction of the SM's FP32 peak while the SM issues this block's instructions only
-    arithmetic_s: float  # SM time its instructions take to issue (at the resident warps' rate) or its FLOPs at peak
+    efficiency: float  # fraction of the SM's peak (FP32, or TF32 for a Tensor-Core kernel) while it runs this block only
+    arithmetic_s: float  # SM time its instructions take to issue (at the resident warps' rate) or its FLOPs at its peak
     memory_s: float  # SM time of its DRAM bytes at the SM's share of the bandwidth
     alone_s: float = 0.0  # one block alone on an idle SM: its latencies exposed (>= seconds)
     warps: int = 1
@@ -207,6 +208,21 @@ def gemm_work(launch, mix: dict) -> Work:
                 wavefronts=shared_wavefronts(mix, _int(mix["slab_ffma"])))
 
 
+def mma_work(launch, mix: dict, warps: int) -> Work:
+    """A Tensor-Core GEMM (``loop_hmma`` > 0: version 9): its main loop, as many trips per warp as
+    its FLOPs need at 2048 a TF32 ``mma`` m16n8k8 (16 x 8 x 8 multiply-adds). Its FLOPs are priced at
+    the TF32 peak (``block_cost``); the ``mma``' own latency and the shared wavefronts of its
+    fragment loads are not priced (no published figure; no measured column)."""
+    blocks = launch.grid[0] * launch.grid[1] * launch.grid[2]
+    trips = launch.flop / (blocks * warps * _int(mix["loop_hmma"]) * MMA_FLOP)
+    return Work(iterations=trips, instructions=_int(mix["loop_instructions"]), ffma=0, chain=0,
+                distance=_int(mix["load_use_distance"]), shared=True)
+
+
+#: FLOPs of one TF32 ``mma.sync.aligned.m16n8k8`` (one HMMA.1688 per warp): 2 x 16 x 8 x 8.
+MMA_FLOP = 2 * 16 * 8 * 8
+
+
 def persistent_work(launch, mix: dict, config: dict, lat: dict, l2_per_clock: float = 0.0) -> Work:
     """The persistent kernel: one iteration per time step, h_{t-1} staged from L2 (its rounds'
     latency, or all of h at ``l2_per_clock``, the SM's share of the L2 bandwidth in bytes a clock,
@@ -270,7 +286,7 @@ def block_cost(launch, row: dict, chip: Chip, batch: int, gemm: str, config: dic
         raise ValueError(f"kernel {launch.kernel} (launch {launch.index}: {threads} threads, {registers} registers, "
                          f"{shared} bytes of shared memory) cannot run on the {row['name']}: {limit}")
     clock, lanes, lat = gpu_clock_hz(row), constant("fp32_lanes_per_partition", arch), latencies(row)
-    sm_flops = row["fp32_tflops"] * 1e12 / row["sms"]
+    sm_flops = peak_tflops(row, peak_of(launch.kernel)) * 1e12 / row["sms"]
     warps = math.ceil(threads / 32)
     dram = dram_bytes(launch, row["l2_mib"] * 2**20) if dram is None else dram
     memory = dram / blocks / (row["memory_gb_s"] * 1e9 / row["sms"])
@@ -281,7 +297,9 @@ def block_cost(launch, row: dict, chip: Chip, batch: int, gemm: str, config: dic
         arithmetic, alone = issued / blocks * row["sms"], alone / waves
         shared_s = 0.0  # DeepBench's times include cuBLAS's own shared memory
     else:
-        if family == "gemm":
+        if family == "gemm" and _int(mix.get("loop_hmma")):
+            work = mma_work(launch, mix, warps)
+        elif family == "gemm":
             work = gemm_work(launch, mix)
         elif family == "persistent":
             l2_share = constant("l2_gb_s_per_sm", arch)

@@ -319,4 +319,4 @@ SPEC = spec(9, "tf32_gemm", "7 on tensor cores: each warp's 32 x 32 block from 8
             lambda: (build("tf32_gemm", TF32_GPU, lambda: tf32_gemm_kernel(TF32_GPU), SPLIT,
                            f", exact, 4 warps of 2 x 4 mma tiles, TF32, double-buffered, split-K; sm_"
                            f"{MIN_COMPUTE_CAPABILITY[0]}{MIN_COMPUTE_CAPABILITY[1]}+ (TF32 mma.sync)",
-                           timed=False)._replace(min_cc=MIN_COMPUTE_CAPABILITY),))
+                           timed=False)._replace(min_cc=MIN_COMPUTE_CAPABILITY),), peak="tf32")
