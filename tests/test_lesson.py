@@ -69,7 +69,7 @@ def test_step_line_labels_what_changes_the_article_and_the_model():
     assert "launches 7,604 -> 7,604" in what and "streams 1 -> 2" in what  # the same launches, a side stream
     assert "critical path 7,604 -> 7,204 launches (recorded)" in what
     assert article == "the article's M40: 148.3 -> 108.0 ms, 1.37x (measured; 2.8x its baseline)"
-    assert model == "the model's M40, C++ host: 80.7 -> 63.4 ms, 1.27x (estimated)"
+    assert model == "the model's M40, C++ host: 84.7 -> 66.7 ms, 1.27x (estimated)"
     # A step that moves no count says what it does move: the GEMMs' 'T' flag
     assert "GEMMs reading B with 'T' 100% -> 0%" in lesson.step_line("pretransposed")
     assert "critical path" not in lesson.step_line("pretransposed")  # unchanged counts are left out

@@ -135,7 +135,7 @@ def lower_bound(profile: Profile, gpu: str, host="cpp") -> Bound:
     terms = {"schedule_ms": schedule * 1e3, "flop_ms": flop_time * 1e3, "host_ms": sim["issued"] * 1e3,
              "chain_ms": longest_path([launch.deps for launch in profile.launches],
                                       [a.seconds for a in alone])[0] * 1e3}
-    if flop_time >= schedule:
+    if flop_time >= schedule * (1 - 1e-9):  # equal but for rounding (launches one after another, each at peak): the FLOPs
         binding = "flop"
     else:
         binding = max(("host", "chain", "bytes"), key=lambda part: critical[f"{part}_ms"])
