@@ -6,8 +6,7 @@ import numpy as np
 
 from ...checks import check_int, check_keras_model
 from ...runtime.keras_backend import import_keras, strict_float32
-from .formats import to_layout
-from .models import _MODEL_HINT as _HINT, build, model_data_format
+from .models import _MODEL_HINT as _HINT, build, model_data_format, to_layout
 
 
 def flatten_rows_to_channels_first(kernel: np.ndarray, height: int, width: int, channels: int) -> np.ndarray:
@@ -70,13 +69,12 @@ def twin_models(model: str, *, seed: int = 0, **options):
     return last, first
 
 
-def predict(model, images: np.ndarray, batch_size: int = 256) -> np.ndarray:
-    """Class probabilities for uint8 channels_last images, in the model's own layout (direct
-    calls: ``model.predict`` would trace a new tf.function per model)."""
+def predict(model, images: np.ndarray) -> np.ndarray:
+    """Class probabilities for uint8 channels_last images, in the model's own layout, 256 at a time
+    (direct calls: ``model.predict`` would trace a new tf.function per model)."""
     keras = import_keras()
-    batch_size = check_int("batch_size", batch_size)
     x = to_layout(images, model_data_format(model))
-    batches = [keras.ops.convert_to_numpy(model(x[i:i + batch_size], training=False)) for i in range(0, len(x), batch_size)]
+    batches = [keras.ops.convert_to_numpy(model(x[i:i + 256], training=False)) for i in range(0, len(x), 256)]
     return np.concatenate(batches).astype(np.float32)
 
 

@@ -1,9 +1,4 @@
-"""The slow dataset and the work in a batch: what notebook 30 feeds to ``fit()``.
-
-``SlowBatches`` (a ``keras.utils.PyDataset`` whose batches cost time by waiting or by computing in
-Python) is defined on first use, so importing this module does not import Keras; pickle (and so
-*spawn*) still finds it as ``fastlstm_lib.topics.feeding.dataset.SlowBatches``.
-"""
+"""The slow dataset (``SlowBatches``, defined on first use) and the work in a batch: notebook 30's ``fit()`` input."""
 
 from __future__ import annotations
 

@@ -1,7 +1,4 @@
-"""Feeders compared: the same slow batches reaching the same model in different ways
-(``compare_feeders``, ``summarize_feeders``), Keras' own enqueuer (``enqueue_all``), tf.data
-(``tf_data_pipeline``), and whether the machine was idle meanwhile (``idle_check``).
-"""
+"""Feeders compared: the same slow batches reaching the same model in different ways (``compare_feeders``)."""
 
 from __future__ import annotations
 
@@ -12,7 +9,7 @@ from ...runtime.keras_backend import import_keras, tensorflow_reason
 from ...progress import progress_bar
 from ...timing import IDLE_ENOUGH, cpu_busy_elsewhere
 from .dataset import KINDS, calibrate_loops_per_ms, parse_feeder, slow_dataset
-from .gil import PYTHON_SWITCH_INTERVAL_S, switch_interval
+from .threads import PYTHON_SWITCH_INTERVAL_S, switch_interval
 from .timeline import Timeline, epoch_phases, epoch_seconds, production_ms
 from .training import feed_and_train, small_model, train_in_a_loop
 
@@ -126,17 +123,13 @@ def _runs(feeders, kinds) -> list[tuple[str, str]]:
     return pairs
 
 
-def _check_results(results) -> None:
+def summarize_feeders(results: list[dict]) -> list[dict]:
+    """Per run: median/min/max epoch seconds, ``speedup`` over "1 worker", ``vs_loop`` over "plain
+    loop", ``serial_s``; with a timeline its median phases (``phase_seconds``) and ``made_ms``."""
     check_records("results", results, ("kind", "feeder", "epoch_s", "n_batches", "batch_ms"), "compare_feeders")
     for index, r in enumerate(results):
         if not isinstance(r["epoch_s"], (list, tuple)) or not r["epoch_s"]:
             raise ValueError(f"results[{index}]['epoch_s'] must be a non-empty list of seconds, got {r['epoch_s']!r}")
-
-
-def summarize_feeders(results: list[dict]) -> list[dict]:
-    """Per run: median/min/max epoch seconds, ``speedup`` over "1 worker", ``vs_loop`` over "plain
-    loop", ``serial_s``; with a timeline its median phases (``phase_seconds``) and ``made_ms``."""
-    _check_results(results)
 
     def baseline(feeder):
         return {r["kind"]: statistics.median(r["epoch_s"]) for r in results if r["feeder"] == feeder}

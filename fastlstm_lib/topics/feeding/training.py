@@ -1,6 +1,4 @@
-"""The training side: a small model (``small_model``), fit() on a dataset (``feed_and_train``),
-and the yardstick with nothing overlapping (``train_in_a_loop``: make a batch, train on it).
-"""
+"""The training side: a small model, fit() on a dataset, and the yardstick with nothing overlapping (a plain loop)."""
 
 from __future__ import annotations
 
