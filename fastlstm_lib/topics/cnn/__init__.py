@@ -4,9 +4,9 @@ Importing this package imports NumPy and the core only; Keras, TensorFlow and ma
 """
 
 from ...runtime.keras_backend import environment, device_label, import_keras
-from .models import (ARTICLE_NAMES, DATA_FORMATS, FULL_SIZE, NUM_CLASSES, build, cnn10, input_shape, keras_example_cnn,
-                     layer_table, model_data_format, model_label, to_layout, trainable_count, wide_resnet)
-from .equivalence import copy_weights, flatten_rows_to_channels_first, max_output_difference, twin_models
+from .models import (ARTICLE_NAMES, DATA_FORMATS, FULL_SIZE, NUM_CLASSES, build, cnn10, copy_weights,
+                     flatten_rows_to_channels_first, input_shape, keras_example_cnn, layer_table, max_output_difference,
+                     model_data_format, model_label, to_layout, trainable_count, twin_models, wide_resnet)
 from .images import DOWNLOAD_ENV, ImageData, find_cached_cifar10, load_images, synthetic_images
 from .training import PRECISIONS, compile_for_training, short_error, time_layouts
 from .compare import (article_channels_first, article_channels_first_source, chart_percent, compare_layouts,

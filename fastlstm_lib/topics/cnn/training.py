@@ -10,7 +10,7 @@ from ...checks import check_bool, check_choice, check_int, check_keras_model
 from ...runtime.keras_backend import environment, import_keras
 from ...timing import epoch_timer, summarize
 from .images import ImageData
-from .models import _MODEL_HINT, DATA_FORMATS, build, check_data_format, check_model_name, model_label, to_layout
+from .models import DATA_FORMATS, _HINT, build, check_data_format, check_model_name, model_label, to_layout
 
 PRECISIONS = ("float32", "mixed_float16")
 #: How each time in a result was taken (stored with it).
@@ -33,7 +33,7 @@ def precision_policy(precision: str):
 
 def compile_for_training(model, *, jit_compile: bool = False):
     """Adam (learning rate 1e-3), sparse categorical cross-entropy, accuracy: the same for every layout and variant."""
-    keras = check_keras_model("model", model, hint=_MODEL_HINT)
+    keras = check_keras_model("model", model, hint=_HINT)
     check_bool("jit_compile", jit_compile)
     model.compile(optimizer=keras.optimizers.Adam(learning_rate=1e-3), loss="sparse_categorical_crossentropy",
                   metrics=["accuracy"], jit_compile=jit_compile)

@@ -4,8 +4,8 @@ from .dataset import (KINDS, Feeder, calibrate_loops_per_ms, make_batch, parse_f
                       slow_batches_class, slow_dataset)
 from .timeline import (Timeline, epoch_phases, epoch_seconds, finish_order, phase_seconds, plot_timeline,
                        production_ms, timeline_problems)
-from .training import feed_and_train, small_model, train_in_a_loop, train_step_ms
-from .feeders import compare_feeders, enqueue_all, idle_check, speed_words, summarize_feeders, tf_data_pipeline
+from .feeders import (compare_feeders, enqueue_all, feed_and_train, idle_check, small_model, speed_words,
+                      summarize_feeders, tf_data_pipeline, train_in_a_loop, train_step_ms)
 from .isolation import ISOLATED, IsolatedRunTimeout, call_in_spawned_process, run_isolated, run_script
 from .threads import (PYTHON_SWITCH_INTERVAL_S, gil_handoff_us, switch_interval, tf_thread_probe, thread_count,
                       thread_names, threads_take_turns, time_matmuls)

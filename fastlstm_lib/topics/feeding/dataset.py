@@ -106,8 +106,7 @@ def slow_batches_class():
 
 
 def __getattr__(name):
-    # PEP 562: ``SlowBatches`` exists once asked for, so importing this module does not import
-    # Keras, yet pickle still finds the class as fastlstm_lib.topics.feeding.dataset.SlowBatches.
+    # PEP 562: ``SlowBatches`` exists once asked for (see the comment in _slow_batches_class).
     if name == "SlowBatches":
         return slow_batches_class()
     raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

@@ -16,7 +16,7 @@ from ...runtime.keras_backend import cpu_name, environment, gpu_device, import_k
 from ...progress import progress_bar
 from ...results import RESULTS, load_results
 from ...timing import epoch_timer, wall_times
-from .training import small_model
+from .feeders import small_model
 
 #: The CPU as a Keras device. "cpu", not "cpu:0": Keras' torch backend (3.15) creates variables
 #: on "cpu" and, under a "cpu:0" scope, copies them into tensors that get no gradient.
