@@ -1,4 +1,4 @@
-"""The timeline: when each batch was made (in any thread or process) and when fit() trained; read from its JSON dict."""
+"""The timeline: when each batch was made (any thread or process) and when fit() trained; read from its JSON dict."""
 
 from __future__ import annotations
 
