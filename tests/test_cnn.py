@@ -444,7 +444,7 @@ def test_import_stays_light():
 
 def _unstarted_probes():
     """CPU conv probes whose children were never started: ``result`` checks its timeout first."""
-    return cnn.probes.CpuConvProbes.__new__(cnn.probes.CpuConvProbes)
+    return cnn.tf_settings.CpuConvProbes.__new__(cnn.tf_settings.CpuConvProbes)
 
 
 @pytest.mark.parametrize("call, error", [

@@ -1,6 +1,4 @@
-"""The images to train on: CIFAR-10 when it is already here, else a labelled offline stand-in
-(``synthetic_images``); ``ImageData.source`` says which.
-"""
+"""The images to train on: CIFAR-10 when it is here, else a labelled offline stand-in (``ImageData.source``)."""
 
 from __future__ import annotations
 
@@ -14,7 +12,7 @@ import numpy as np
 
 from ...checks import check_bool, check_int, check_number, check_path
 from ...runtime.keras_backend import import_keras
-from .formats import CIFAR_CHANNELS, CIFAR_IMAGE_SIZE, NUM_CLASSES
+from .models import CIFAR_CHANNELS, CIFAR_IMAGE_SIZE, NUM_CLASSES
 
 #: Set to 1 to let ``load_images`` download CIFAR-10 (~170 MB) when it isn't cached.
 DOWNLOAD_ENV = "FASTLSTM_DOWNLOAD"

@@ -1,7 +1,4 @@
-"""Measuring both layouts at the article's sizes (``variant_plan``, ``run_plan``), the results
-files under data/results/ (``save_layout_results``, ``committed_layout_results``), and the GPU
-command ``python -m fastlstm_lib.topics.cnn --out FILE`` (``main``).
-"""
+"""Measuring both layouts at the article's sizes, their files under data/results/, and the GPU command (``main``)."""
 
 from __future__ import annotations
 
@@ -54,20 +51,6 @@ def run_plan(plan, data_for, *, options_for: dict, batch_size: int, rounds: int,
              progress: bool = True) -> list[dict]:
     """``time_layouts`` (errors recorded) for every (model, precision, jit_compile) of ``plan``, on
     ``data_for[model]`` with ``options_for[model]``."""
-    _check_plan(plan, data_for, options_for)
-    batch_size, rounds = check_int("batch_size", batch_size), check_int("rounds", rounds)
-    check_bool("progress", progress)
-    if env is not None and not isinstance(env, dict):
-        raise TypeError(f"env must be a dict from keras_backend.environment() or None, got {type(env).__name__}")
-    env = env or environment()
-    results = []
-    for model, precision, jit in progress_bar(plan, "variants", "variant", enabled=progress):
-        results += time_layouts(model, data_for[model], precision=precision, jit_compile=jit, batch_size=batch_size,
-                                rounds=rounds, env=env, on_error="record", **options_for[model])
-    return results
-
-
-def _check_plan(plan, data_for, options_for) -> None:
     if not isinstance(plan, (list, tuple)) or not plan:
         raise TypeError(f"plan must be a non-empty list of (model, precision, jit_compile) from variant_plan, got {plan!r}")
     for name, table in (("data_for", data_for), ("options_for", options_for)):
@@ -83,6 +66,16 @@ def _check_plan(plan, data_for, options_for) -> None:
         for name, table in (("data_for", data_for), ("options_for", options_for)):
             if model not in table:
                 raise ValueError(f"{name} has no entry for model {model!r} (plan[{index}])")
+    batch_size, rounds = check_int("batch_size", batch_size), check_int("rounds", rounds)
+    check_bool("progress", progress)
+    if env is not None and not isinstance(env, dict):
+        raise TypeError(f"env must be a dict from keras_backend.environment() or None, got {type(env).__name__}")
+    env = env or environment()
+    results = []
+    for model, precision, jit in progress_bar(plan, "variants", "variant", enabled=progress):
+        results += time_layouts(model, data_for[model], precision=precision, jit_compile=jit, batch_size=batch_size,
+                                rounds=rounds, env=env, on_error="record", **options_for[model])
+    return results
 
 
 def _inside(path: Path, folder: Path) -> bool:
@@ -124,7 +117,6 @@ def _parser() -> argparse.ArgumentParser:
                         help="full: the article's models, 32x32 images; tiny: a quick check that the command works")
     parser.add_argument("--tf32", choices=("default", "off"), default="default",
                         help="off: true float32 convolutions on Ampere and newer GPUs, like the article's Turing GPU")
-    parser.add_argument("--download", action="store_true", help="download CIFAR-10 if it isn't cached (else: synthetic stand-in)")
     return parser
 
 
@@ -144,7 +136,7 @@ def main(argv=None) -> int:
     for reason in skipped:
         print("left out:", reason)
     most = max(size["images"][model] for model in args.models)
-    data = load_images(most, size["test_images"], image_size=size["image_size"], download=args.download or None)
+    data = load_images(most, size["test_images"], image_size=size["image_size"])  # FASTLSTM_DOWNLOAD=1 downloads
     print(data.description)
     try:
         results = run_plan(plan, {model: data.head(size["images"][model]) for model in args.models},

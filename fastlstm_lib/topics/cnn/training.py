@@ -1,6 +1,4 @@
-"""Training in each layout: epoch times taken in turns on the same batches (``time_layouts``,
-timed by ``timing.epoch_timer``), and the accuracy both layouts reach.
-"""
+"""Training in each layout: epoch times taken in turns on the same batches, and the accuracy both reach."""
 
 from __future__ import annotations
 
@@ -8,12 +6,11 @@ import contextlib
 
 import numpy as np
 
-from ...checks import check_bool, check_choice, check_int, check_keras_model, check_number
+from ...checks import check_bool, check_choice, check_int, check_keras_model
 from ...runtime.keras_backend import environment, import_keras
 from ...timing import epoch_timer, summarize
-from .formats import DATA_FORMATS, check_data_format, to_layout
 from .images import ImageData
-from .models import _MODEL_HINT, build, check_model_name, model_label
+from .models import DATA_FORMATS, _HINT, build, check_data_format, check_model_name, model_label, to_layout
 
 PRECISIONS = ("float32", "mixed_float16")
 #: How each time in a result was taken (stored with it).
@@ -34,26 +31,13 @@ def precision_policy(precision: str):
         keras.config.set_dtype_policy(previous)
 
 
-def compile_for_training(model, *, jit_compile: bool = False, learning_rate: float = 1e-3):
-    """Adam, sparse categorical cross-entropy, accuracy: the same for every layout and variant."""
-    keras = check_keras_model("model", model, hint=_MODEL_HINT)
+def compile_for_training(model, *, jit_compile: bool = False):
+    """Adam (learning rate 1e-3), sparse categorical cross-entropy, accuracy: the same for every layout and variant."""
+    keras = check_keras_model("model", model, hint=_HINT)
     check_bool("jit_compile", jit_compile)
-    learning_rate = check_number("learning_rate", learning_rate, minimum=0)
-    if learning_rate <= 0:
-        raise ValueError(f"learning_rate must be a finite number > 0, got {learning_rate}")
-    model.compile(optimizer=keras.optimizers.Adam(learning_rate=learning_rate), loss="sparse_categorical_crossentropy",
+    model.compile(optimizer=keras.optimizers.Adam(learning_rate=1e-3), loss="sparse_categorical_crossentropy",
                   metrics=["accuracy"], jit_compile=jit_compile)
     return model
-
-
-def _check_data_formats(data_formats) -> tuple[str, ...]:
-    if not isinstance(data_formats, (tuple, list)) or not data_formats:
-        raise TypeError(f"data_formats must be a non-empty tuple of {DATA_FORMATS}, got {data_formats!r}")
-    for data_format in data_formats:
-        check_data_format(data_format)
-    if len(set(data_formats)) != len(data_formats):
-        raise ValueError(f"data_formats must not repeat a layout (each is one model, timed in turns), got {tuple(data_formats)}")
-    return tuple(data_formats)
 
 
 def short_error(error: BaseException) -> str:
@@ -78,7 +62,13 @@ def time_layouts(model: str, data: ImageData, *, data_formats=DATA_FORMATS, prec
     difference; ``on_error="record"``: a layout that can't train gets ``error`` instead of raising.
     """
     check_model_name(model)
-    data_formats = _check_data_formats(data_formats)
+    if not isinstance(data_formats, (tuple, list)) or not data_formats:
+        raise TypeError(f"data_formats must be a non-empty tuple of {DATA_FORMATS}, got {data_formats!r}")
+    for data_format in data_formats:
+        check_data_format(data_format)
+    if len(set(data_formats)) != len(data_formats):
+        raise ValueError(f"data_formats must not repeat a layout (each is one model, timed in turns), got {tuple(data_formats)}")
+    data_formats = tuple(data_formats)
     check_choice("precision", precision, PRECISIONS)
     if not isinstance(data, ImageData):
         raise TypeError(f"data must be an ImageData (from load_images), got {type(data).__name__}")

@@ -1,8 +1,4 @@
-"""``python -m fastlstm_lib.topics.feeding --out FILE``: batch size and small calls on the CPU and the GPU.
-
-Writes ``feeding.devices.measure_devices()`` as JSON (for data/results/feeding-DATE.json, which
-notebook 31 reads). ``KERAS_BACKEND=torch`` runs it without TensorFlow.
-"""
+"""``python -m fastlstm_lib.topics.feeding --out FILE``: ``devices.measure_devices()`` as JSON, for notebook 31."""
 
 from __future__ import annotations
 
@@ -13,13 +9,12 @@ import sys
 def main(argv=None) -> int:
     parser = argparse.ArgumentParser(prog="python -m fastlstm_lib.topics.feeding", description=__doc__)
     parser.add_argument("--out", metavar="FILE", required=True, help="where to write the results (JSON)")
-    parser.add_argument("--batch-sizes", nargs="+", type=int, metavar="B", help="default: 8 64 512 1024 4096")
     args = parser.parse_args(argv)
 
-    from fastlstm_lib.topics.feeding.devices import BATCH_SIZES, measure_devices
+    from fastlstm_lib.topics.feeding.devices import measure_devices
     from fastlstm_lib.results import save_results
 
-    results = measure_devices(args.batch_sizes or BATCH_SIZES, progress=True)
+    results = measure_devices(progress=True)
     for result in results:
         rates = "  ".join(f"B={r['batch_size']}: {r['samples_per_s']:,.0f}/s" for r in result["throughput"])
         print(f"{result['device_name']}: {rates}")

@@ -1,9 +1,4 @@
-"""The slow dataset and the work in a batch: what notebook 30 feeds to ``fit()``.
-
-``SlowBatches`` (a ``keras.utils.PyDataset`` whose batches cost time by waiting or by computing in
-Python) is defined on first use, so importing this module does not import Keras; pickle (and so
-*spawn*) still finds it as ``fastlstm_lib.topics.feeding.dataset.SlowBatches``.
-"""
+"""The slow dataset (``SlowBatches``, defined on first use) and the work in a batch: notebook 30's ``fit()`` input."""
 
 from __future__ import annotations
 
@@ -111,8 +106,7 @@ def slow_batches_class():
 
 
 def __getattr__(name):
-    # PEP 562: ``SlowBatches`` exists once asked for, so importing this module does not import
-    # Keras, yet pickle still finds the class as fastlstm_lib.topics.feeding.dataset.SlowBatches.
+    # PEP 562: ``SlowBatches`` exists once asked for (see the comment in _slow_batches_class).
     if name == "SlowBatches":
         return slow_batches_class()
     raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

@@ -1,12 +1,13 @@
-"""Child processes with a time limit, killed with all they started (``run_isolated``: a function
-named in ``ISOLATED``, by name and JSON; ``run_script``: a script's text). Both children find the
-same copy of ``fastlstm_lib`` as the caller.
+"""Child processes with a time limit: ``run_isolated`` (a function in ``ISOLATED``), ``run_script``
+(a script's text), ``call_in_spawned_process`` (a *spawn* pool, as on macOS and Windows).
 """
 
 from __future__ import annotations
 
 import importlib
 import json
+import multiprocessing
+from multiprocessing.reduction import ForkingPickler
 import os
 import signal
 import subprocess
@@ -119,3 +120,34 @@ def run_script(source: str, *, timeout_s: float = 60.0) -> dict:
             kill_group(child)
             stdout, stderr = child.communicate()
             return {"returncode": child.returncode, "stdout": stdout, "stderr": stderr, "timed_out": True}
+
+
+def _quiet_worker() -> None:
+    # A worker that dies prints its traceback to stderr; in a notebook that would land in the
+    # cell's output. The outcome is reported by call_in_spawned_process instead.
+    sys.stderr = open(os.devnull, "w")
+
+
+def call_in_spawned_process(function, *args, timeout_s: float = 10.0) -> dict:
+    """``function(*args)`` in a one-process *spawn* pool (both pickled: importable by name), waiting at
+    most ``timeout_s``: {"outcome": "returned" | "raised" | "timed out", "detail": str}."""
+    if not callable(function):
+        raise TypeError(f"function must be callable, got {type(function).__name__}")
+    timeout_s = check_seconds("timeout_s", timeout_s)
+    try:  # what the pool would send; its error names the cause the same way on every Python
+        ForkingPickler.dumps((function, args))
+    except Exception as error:  # noqa: BLE001 - PicklingError, or AttributeError on Python 3.13 and newer
+        return {"outcome": "raised", "detail": f"cannot be pickled for the spawned process: "
+                                               f"{type(error).__name__}: {error}"}
+    pool = multiprocessing.get_context("spawn").Pool(1, initializer=_quiet_worker)
+    try:
+        pending = pool.apply_async(function, args)
+        try:
+            return {"outcome": "returned", "detail": repr(pending.get(timeout=timeout_s))}
+        except multiprocessing.TimeoutError:
+            return {"outcome": "timed out", "detail": f"no answer within {timeout_s:g} s"}
+        except Exception as error:  # noqa: BLE001 - reporting what the user's code raised
+            return {"outcome": "raised", "detail": f"{type(error).__name__}: {error}"}
+    finally:
+        pool.terminate()  # also ends a worker stuck on a task it could not unpickle
+        pool.join()

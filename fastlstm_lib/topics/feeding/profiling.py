@@ -1,7 +1,4 @@
-"""Profiling: find the slow line of a data generator before parallelizing it: the article's
-replay-style generator (``lookup_batches``) keyed by text (slow) or bytes (the fix), run under
-cProfile (``profile_call``) and made readable (``top_functions``, ``function_share``).
-"""
+"""Profiling a data generator (``lookup_batches``) under cProfile, to find its slow line before parallelizing it."""
 
 from __future__ import annotations
 

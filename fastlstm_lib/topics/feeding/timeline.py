@@ -1,9 +1,4 @@
-"""The timeline: when each batch was made (in any thread or process) and when fit() trained.
-
-``Timeline`` records; its ``to_dict()`` is plain JSON (it travels back from a child process), and
-the functions here read such a dict: phases of each epoch, how long each batch took to make, what
-is inconsistent, and ``plot_timeline`` (a lane per worker).
-"""
+"""The timeline: when each batch was made (any thread or process) and when fit() trained; read from its JSON dict."""
 
 from __future__ import annotations
 
@@ -23,12 +18,8 @@ def now() -> float:
 
 
 class Timeline:
-    """When each batch was produced (any thread, any process) and when fit() trained on it.
-
-    A production ``(index, worker, start, end)`` made in this process goes straight into
-    ``produced``; a worker process writes it into a pipe, which the parent drains (``collect()``)
-    at every step and batch: a full pipe (64 KiB) would block the worker.
-    """
+    """When each batch was produced and when fit() trained on it. A worker process's productions come
+    through a pipe, drained at every step (``collect()``): a full pipe (64 KiB) would block the worker."""
 
     def __init__(self):
         self._inbox = multiprocessing.SimpleQueue()

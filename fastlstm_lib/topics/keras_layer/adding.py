@@ -1,8 +1,5 @@
-"""The adding problem, and training our layer beside Keras' LSTM from the same weights (notebook 42).
-
-The adding problem (Hochreiter & Schmidhuber 1997, experiment 4): steps (value, marker), values
-uniform in [0, 1), one marker in each half; the target is the sum of the two marked values.
-Predicting the mean scores an MSE of 1/6; below that, the network has learned to remember.
+"""The adding problem (Hochreiter & Schmidhuber 1997, experiment 4), and training our layer beside
+Keras' LSTM from the same weights (notebook 42).
 """
 
 from __future__ import annotations

@@ -1,7 +1,5 @@
 """Where ``FastLSTM`` meets ``keras.layers.LSTM``'s conventions: it behaves as Keras' layer does, or
-refuses with a ``ValueError`` naming what (LSTM arguments at other values, dtype policies other
-than float32, ``initial_state``, masks that are not right-padded). Under a right-padded mask the
-outputs are picked as ``keras.layers.LSTM`` gives them (``masked_outputs``).
+refuses with a ``ValueError`` naming what.
 """
 
 from __future__ import annotations

@@ -1,11 +1,5 @@
-"""``FastLSTM``: a Keras layer whose forward and backward passes run on our kernels (notebook 42).
-
-Its weights are Keras' own (``kernel``, ``recurrent_kernel``, ``bias``, gates i, f, c, o), so
-``set_weights(lstm.get_weights())`` copies a ``keras.layers.LSTM`` into it, and ``model.save`` /
-``keras.models.load_model`` round-trip it. TensorFlow reaches the kernels through
-``tf.custom_gradient`` around ``tf.numpy_function``; torch through a ``torch.autograd.Function``
-that hands CUDA tensors to Numba without a copy. The layer cannot be XLA-compiled; what it refuses
-is in ``conventions.py``.
+"""``FastLSTM``: a Keras layer whose forward and backward passes run on our kernels, with Keras' LSTM
+weights (``set_weights(lstm.get_weights())`` copies one in), on TensorFlow and torch (notebook 42).
 """
 
 from __future__ import annotations
