@@ -1,6 +1,6 @@
 """One LSTM layer's forward and backward on our kernels, as a framework's autograd calls them.
 
-A framework (the Keras layer, ``fastlstm_lib/topics/keras_layer.py``) calls ``forward``, keeps what it
+A framework (the Keras layer, ``fastlstm_lib/topics/keras_layer/``) calls ``forward``, keeps what it
 returns (the output and the ``Saved`` gates and c) and later calls ``backward`` with them and the
 gradient of the output. Nothing is kept here between the two calls, so any number of layers and
 calls can be in flight; each call runs alone (a lock) and returns when the device is done.
