@@ -22,13 +22,9 @@ import numpy as np
 
 @contextlib.contextmanager
 def _native_stderr_captured():
-    """Send what C++ code writes to file descriptor 2 (TensorFlow's start-up log) to a temporary
-    file for the duration; if the body raises, the captured text is added to the error.
-
-    TensorFlow logs through absl before ``TF_CPP_MIN_LOG_LEVEL`` takes effect ("All log messages
-    before absl::InitializeLog()...", oneDNN and "failed call to cuInit" lines): only catching
-    the file descriptor keeps those out of a notebook's stored outputs.
-    """
+    """Send what C++ code writes to file descriptor 2 (TensorFlow's absl start-up log, written before
+    ``TF_CPP_MIN_LOG_LEVEL`` applies) to a temporary file, out of the notebooks' stored outputs; if
+    the body raises, the captured text is added to the error."""
     try:
         sys.stderr.flush()
         saved = os.dup(2)
@@ -193,11 +189,8 @@ def device_label(env: dict) -> str:
 
 
 def set_tf32(enabled: bool) -> None:
-    """Allow (or forbid) TF32 for FP32 matrix math in the Keras backend (Ampere and later GPUs).
-
-    Our Numba kernels always compute in true FP32; Keras on cuDNN may use TF32 Tensor Cores,
-    which are faster and less precise. Fair comparisons turn it off.
-    """
+    """Allow (or forbid) TF32 for FP32 matrix math in the Keras backend (Ampere and later GPUs):
+    faster and less precise than our kernels' true FP32, so fair comparisons turn it off."""
     backend = backend_name()
     if backend == "tensorflow":
         import tensorflow as tf
