@@ -123,11 +123,9 @@ def device_info() -> dict:
         return info
     if DEVICE.stand_in is not None:  # say so wherever the device is shown
         info["stand_in"] = f"{DEVICE.stand_in}: kernels compiled and launches checked, nothing runs"
-    device = cuda.get_current_device()
-    name = device.name
-    info["name"] = name.decode() if isinstance(name, bytes) else str(name)
-    info["compute_capability"] = "{}.{}".format(*device.compute_capability)
-    info["multiprocessors"] = int(device.MULTIPROCESSOR_COUNT)
+    info["name"], capability = gpu_identity()
+    info["compute_capability"] = "{}.{}".format(*capability)
+    info["multiprocessors"] = multiprocessors()
     try:
         info["cuda_driver"] = "{}.{}".format(*cuda.cudadrv.driver.driver.get_version())
     except Exception:  # informational only; never fail a measurement over it

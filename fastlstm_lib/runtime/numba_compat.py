@@ -4,13 +4,15 @@ numba-cuda (NVIDIA's package, Linux and Windows) takes over the ``numba.cuda`` n
 GPU, the simulator or a stand-in driver; where it has no wheel (macOS) the ``numba.cuda`` built
 into numba is used, its simulator only. The two keep their settings in different modules, and the
 built-in simulator lacks a few calls (``complete_builtin_simulator`` adds them). Everything here
-that touches ``numba.cuda`` imports it lazily: ``runtime.simulator`` must choose first.
+that touches ``numba.cuda`` imports it lazily: ``runtime.simulator`` must choose first. The course's
+own Numba setting lives here too: ``quiet_low_occupancy_warnings``.
 """
 
 from __future__ import annotations
 
 import functools
 import importlib.util
+import os
 from importlib import metadata
 
 
@@ -129,3 +131,21 @@ def restore_numpy_aliases() -> list[str]:
             setattr(np, name, getattr(np, original))
             restored.append(name)
     return restored
+
+
+LOW_OCCUPANCY = "NUMBA_CUDA_LOW_OCCUPANCY_WARNINGS"
+
+
+def quiet_low_occupancy_warnings() -> None:
+    """Turn numba-cuda's "Grid size N will likely result in GPU under-utilization" warning (every
+    launch of fewer than 128 blocks) off, unless ``NUMBA_CUDA_LOW_OCCUPANCY_WARNINGS`` is set: the
+    course's grids are small on purpose, the simulator never warns (stored outputs would differ
+    between a GPU and a CPU) and each warning costs host time in timed launches. Set in the
+    environment too: Numba re-reads it when a NUMBA_* variable changes, at the next compile."""
+    if os.environ.get(LOW_OCCUPANCY, "").strip() == "":
+        os.environ[LOW_OCCUPANCY] = "0"
+    config = cuda_config()
+    try:
+        config.CUDA_LOW_OCCUPANCY_WARNINGS = int(os.environ[LOW_OCCUPANCY])
+    except ValueError:  # not a number: Numba keeps its own reading of it
+        pass
