@@ -1,11 +1,8 @@
 """Keras and its backend: importing it quietly, and asking where it computes.
 
-The one place that knows about TensorFlow, torch and JAX as Keras backends: the LSTM's Keras
-steps (notebook 10), the CNN support (notebooks 20-21) and the data-feeding support (notebooks
-30-31) all ask here which backend runs, which GPUs it sees, what versions are installed, how to
-wait for its work and how to switch TF32 off. ``import fastlstm_lib`` only calls
-``set_tensorflow_defaults`` (environment variables TensorFlow reads once, when it loads, so they
-must be set before anything imports it); Keras loads on the first call that needs it.
+The one place that knows TensorFlow, torch and JAX as Keras backends: which runs, the GPUs it sees,
+its versions, how to wait for its work and how to switch TF32 off. ``import fastlstm_lib`` only
+calls ``set_tensorflow_defaults`` (read once, when TensorFlow loads); Keras loads when first needed.
 """
 
 from __future__ import annotations
