@@ -23,13 +23,6 @@ def role(kernel: str) -> str:
     return ELEMENTWISE if spec is None else spec.role
 
 
-def _window(bound: Bound, first: int, count: int) -> tuple[float, float]:
-    chosen = [e for e in bound.timeline if first <= e["launch"] < first + count]
-    if not chosen:
-        raise ValueError(f"no launch {first}..{first + count - 1} in a pass of {len(bound.timeline)}")
-    return min(e["start_ms"] for e in chosen), max(e["end_ms"] for e in chosen)
-
-
 def timeline_chart(bound: Bound, first: int | None = None, count: int = 30, *, ax=None):
     """Launches per stream over time in the bound's schedule, over the span of launches ``first`` to
     ``first + count - 1`` (default: 30 a tenth of the way in), with a row of host issues; hatched
@@ -40,7 +33,10 @@ def timeline_chart(bound: Bound, first: int | None = None, count: int = 30, *, a
         raise TypeError(f"timeline_chart() needs a Bound (fl.lower_bound(...)), got {type(bound).__name__}")
     first = len(bound.timeline) // 10 if first is None else check_int("first", first, minimum=0)
     count = check_int("count", count)
-    start, end = _window(bound, first, count)
+    chosen = [e for e in bound.timeline if first <= e["launch"] < first + count]
+    if not chosen:
+        raise ValueError(f"no launch {first}..{first + count - 1} in a pass of {len(bound.timeline)}")
+    start, end = min(e["start_ms"] for e in chosen), max(e["end_ms"] for e in chosen)
     shown = [e for e in bound.timeline if e["end_ms"] > start and e["start_ms"] < end]
     streams = sorted({e["stream"] for e in shown})
     fig, ax = figure_axes(ax, (10, 1.4 + 0.55 * (len(streams) + 1)))
