@@ -8,7 +8,6 @@ calls ``set_tensorflow_defaults`` (read once, when TensorFlow loads); Keras load
 from __future__ import annotations
 
 import contextlib
-import logging
 import os
 import platform
 import sys
@@ -243,18 +242,16 @@ def tf32_enabled() -> bool | None:
     return None
 
 
+def _not_retracing(record) -> bool:
+    return "triggered tf.function retracing" not in record.getMessage()
+
+
 def quiet_retracing_warnings(tf) -> None:
     """Each runner compiles its own model once, on purpose; TensorFlow counts those compilations
     across functions and warns about "retracing", which here is noise. Drop just that message."""
     logger = tf.get_logger()
-    if not any(getattr(f, "fastlstm", False) for f in logger.filters):
-        class DropRetracing(logging.Filter):
-            fastlstm = True
-
-            def filter(self, record):
-                return "triggered tf.function retracing" not in record.getMessage()
-
-        logger.addFilter(DropRetracing())
+    if _not_retracing not in logger.filters:
+        logger.addFilter(_not_retracing)
 
 
 def compiled_inference(model):
