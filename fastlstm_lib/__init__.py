@@ -34,7 +34,7 @@ else:
 
         complete_builtin_simulator()  # numba's own simulator (no numba-cuda, as on macOS) lacks a few calls
 
-    from .runtime.numba_settings import quiet_low_occupancy_warnings
+    from .runtime.numba_compat import quiet_low_occupancy_warnings
 
     quiet_low_occupancy_warnings()  # small grids are the course's choice: no warning at each launch on a GPU
 

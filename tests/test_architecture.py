@@ -223,6 +223,7 @@ def test_keras_steps_share_the_step_interface():
 PERMANENT_NUMBA_FIXES = {
     ("fastlstm_lib.runtime.numba_compat", "complete_builtin_simulator"): "names numba's own simulator lacks",
     ("fastlstm_lib.runtime.numba_compat", "restore_numpy_aliases"): "NumPy aliases numba-cuda needs",
+    ("fastlstm_lib.runtime.numba_compat", "quiet_low_occupancy_warnings"): "no low-occupancy warning at small launches",
     ("fastlstm_lib.runtime.simulator", "lock_shared_array_allocation"): "the simulator's shared arrays, under a lock",
 }
 

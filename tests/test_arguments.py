@@ -114,8 +114,6 @@ def test_charts_check_their_arguments():
         plots.stream_timeline(None, title="t")
     with pytest.raises(TypeError, match=r"lanes\[0\] box 0"):
         plots.stream_timeline([("main", [("a", 1, "x", "red")])], title="t")
-    with pytest.raises(ValueError, match="rows must be an int >= 3, got 0"):
-        plots.warp_loads(rows=0)
     with pytest.raises(TypeError, match="layers must be an int >= 1, got float 1.5"):
         plots.wavefront_grid(1.5, 2)
     with pytest.raises(ValueError, match="chunks must be an int >= 1, got 0"):

@@ -19,7 +19,7 @@ from fastlstm_lib.gpus import chip
 from fastlstm_lib.kernels import catalog, gemm
 from fastlstm_lib.kernels.versions import every, spec_of
 from fastlstm_lib.runtime.numba_compat import function_name
-from fastlstm_lib.course.profile.formulas import FORMULAS, argument_names
+from fastlstm_lib.course.profile.formulas import FORMULAS, kernel_description
 from fastlstm_lib.course.profile.record import record_pass
 from fastlstm_lib.course.timeline.blocks import GEMM_ROWS
 
@@ -130,7 +130,7 @@ def test_access_positions_are_arguments_and_builds_are_kernels():
         for build in built:
             kernel, signature = build.make()
             assert function_name(kernel) == spec.name, build.row
-            arguments = argument_names(kernel)
+            arguments = kernel_description(kernel)[1]
             assert len(signature) == len(arguments), build.row
             reads, writes = spec.access
             assert set(reads) | set(writes) <= set(range(len(arguments))) and writes, build.row

@@ -1,6 +1,6 @@
 """The notebooks' one-call lesson parts (fastlstm_lib.course.lesson): deterministic words, right numbers."""
 
-try:  # the tests here draw no chart (chart=False): a machine without matplotlib runs them all
+try:  # charts drawn here go to no window; a machine without matplotlib still runs the rest
     import matplotlib
 except ImportError:
     pass

@@ -125,7 +125,6 @@ def test_to_dict_is_json(article_profiles):
     assert record["totals"]["launches"] == len(record["launches"]) == ARTICLE_LAUNCHES["wavefront"]
     assert set(record["launches"][1]) >= {"kernel", "grid", "block", "stream", "flop", "bytes_read", "bytes_written",
                                           "footprint", "deps"}
-    assert "launches" not in article_profiles["baseline"].to_dict(launches=False)
 
 
 # ---- dependencies ----------------------------------------------------------------------------------

@@ -202,7 +202,8 @@ def combined_inputs(batch: int = _ARTICLE.batch, seq_len: int = _ARTICLE.seq_len
                 flop=2 * seq_len * batch * input_size * 4 * hidden)
 
 
-_RESULT_KEYS = ("experiment", "unit", "sizes", "variants", "rounds", "seconds", "busy_elsewhere", "machine")
+_RESULT_KEYS = ("experiment", "unit", "sizes", "variants", "rounds", "seconds", "busy_elsewhere", "machine", "threads",
+               "thread_pools")
 
 
 def _check_result(result) -> dict:
@@ -241,9 +242,8 @@ def summary(result: dict) -> str:
     m = result["machine"]
     lines.append(f"machine: {m['cpu']}, {m['logical_cpus']} logical CPUs, NumPy {m['numpy']} ({m['blas']}), "
                   f"Numba {m['numba']}")
-    if "threads" in result:
-        lines.append(f"thread pools ({', '.join(result['thread_pools']) or 'none found'}) held at {result['threads']} "
-                     f"thread{'s' if result['threads'] > 1 else ''} each (threadpoolctl)")
+    lines.append(f"thread pools ({', '.join(result['thread_pools']) or 'none found'}) held at {result['threads']} "
+                 f"thread{'s' if result['threads'] > 1 else ''} each (threadpoolctl)")
     busy = result["busy_elsewhere"]
     if busy is None:
         lines.append("how busy other processes kept the CPUs cannot be read here (no /proc): let nothing else run")

@@ -361,9 +361,9 @@ def on_your_cpu(step: str) -> str | None:
             f"section \"{heading.lstrip('# ')}\" ({function}).")
 
 
-def measure(step: str, *, chart: bool = True) -> list[dict]:
+def measure(step: str) -> list[dict]:
     """On a GPU, every step so far timed at the article's size (a table); on the simulator nothing is
-    timed and it says so. Then (``chart``) ``ladder_chart``."""
+    timed and it says so. Then ``ladder_chart``."""
     results = []
     if DEVICE.small:
         print("The CUDA simulator runs kernels as Python threads: a time taken here would say nothing "
@@ -375,9 +375,8 @@ def measure(step: str, *, chart: bool = True) -> list[dict]:
     else:
         results = bench_steps(steps_so_far(step), LSTMConfig.article())
         print(format_table(results))
-    if chart:
-        import matplotlib.pyplot as plt
+    import matplotlib.pyplot as plt
 
-        ladder_chart(step, results)
-        plt.show()
+    ladder_chart(step, results)
+    plt.show()
     return results

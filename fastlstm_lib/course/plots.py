@@ -128,17 +128,15 @@ def _check_lanes(lanes) -> None:
                                 f"got {box!r:.80}")
 
 
-def warp_loads(*, rows: int = 8, cols: int = 32, ax=None):
+def warp_loads():
     """Which words of a row-major matrix one warp's 32 loads touch: along a row (B stored (K, N))
     or down a column (B stored (N, K) and read transposed)."""
-    rows = check_int("rows", rows, minimum=3)  # the picture marks row 2 and column 5
-    cols = check_int("cols", cols, minimum=6)
     import numpy as np
 
-    fig, axes = figure_axes(ax, (11, 3.2), 1, 2)
-    touched_row = np.zeros((rows, cols))
+    fig, axes = figure_axes(None, (11, 3.2), 1, 2)
+    touched_row = np.zeros((8, 32))
     touched_row[2, :] = 1
-    touched_col = np.zeros((32, cols))
+    touched_col = np.zeros((32, 32))
     touched_col[:, 5] = 1
     for axis, touched, title in [
         (axes[0], touched_row, "pre-transposed: 32 neighbours in one row\n= 1 memory transaction of 128 bytes"),

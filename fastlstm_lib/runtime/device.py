@@ -22,13 +22,9 @@ from . import numba_compat, simulator
 
 @dataclasses.dataclass
 class Device:
-    """The machine the kernels run on, as the layers above need to know it.
-
-    ``kind``: "gpu" (numba-cuda on a CUDA driver) or "simulator" (Numba's CUDA simulator: every
-    CUDA thread a Python thread, on the CPU). ``stand_in``: None, or the name of a driver that
-    compiles kernels for its chip and launches them but runs none (``declare_stand_in``): there no
-    value is computed and no time means anything.
-    """
+    """The machine the kernels run on: ``kind`` "gpu" (numba-cuda on a CUDA driver) or "simulator"
+    (every CUDA thread a Python thread); ``stand_in``: None, or the name of a driver that compiles
+    and launches kernels but runs none (``declare_stand_in``)."""
 
     kind: str
     stand_in: str | None = None
@@ -93,11 +89,9 @@ DEVICE = Device("simulator") if simulator.SIMULATOR else Device("gpu")
 
 
 def declare_stand_in(name: str) -> None:
-    """Mark this process's driver as a stand-in named ``name`` (e.g. "fake H100"): it compiles and
-    launches kernels for its chip but runs none, so no value is compared and no time is kept as a
-    measurement. Said by the stand-in itself (the project's fake GPU, ``tests/fakegpu``, when it
-    loads), once, before any kernel work; ``DEVICE`` is changed in place, so every module that
-    imported it sees the change."""
+    """Mark this process's driver as a stand-in named ``name`` (e.g. "fake H100"): no value is
+    compared and no time kept. Said by the stand-in itself when it loads, before any kernel work;
+    ``DEVICE`` changes in place, so every module that imported it sees it."""
     if not isinstance(name, str) or not name.strip():
         raise TypeError(f"name must be a non-empty str naming the stand-in driver, got {name!r}")
     if DEVICE.kind != "gpu":
@@ -129,11 +123,9 @@ def device_info() -> dict:
         return info
     if DEVICE.stand_in is not None:  # say so wherever the device is shown
         info["stand_in"] = f"{DEVICE.stand_in}: kernels compiled and launches checked, nothing runs"
-    device = cuda.get_current_device()
-    name = device.name
-    info["name"] = name.decode() if isinstance(name, bytes) else str(name)
-    info["compute_capability"] = "{}.{}".format(*device.compute_capability)
-    info["multiprocessors"] = int(device.MULTIPROCESSOR_COUNT)
+    info["name"], capability = gpu_identity()
+    info["compute_capability"] = "{}.{}".format(*capability)
+    info["multiprocessors"] = multiprocessors()
     try:
         info["cuda_driver"] = "{}.{}".format(*cuda.cudadrv.driver.driver.get_version())
     except Exception:  # informational only; never fail a measurement over it

@@ -1,31 +1,12 @@
 """CUDA Graphs: a runner's recorded pass (``replay.py``) captured into one graph, launched whole.
 
-Replaying a pass removed our Python between launches, but numba-cuda's own dispatch stays: about
-90 us per launch on this project's development machine, and the baseline's pass at the article's
-size makes 10,004 launches. A CUDA Graph takes the launching off the host. The pass is captured
-once (CUDA stream capture turns every launch and event of it into a node or an edge of a graph),
-instantiated once, and from then on launched with one call, ``cuGraphLaunch``, however many
-kernels it holds.
-
-Capture (``PassGraph(replay)``):
-- the recorded pass is issued once more onto capture streams, created non-blocking, since the
-  legacy default stream must not be touched while a capture is under way: the pass's
-  default-stream work goes to an origin stream, each other stream of the pass to one of its own;
-  those fork from the origin (an event recorded there, waited on by each) and join back into it
-  at the end (an event recorded on each, waited on by the origin); a wait on an event the pass
-  has not recorded yet (one that orders a pass after the previous one) is left out: graph
-  launches on one stream already run one after another;
-- nothing runs during the capture; ``cuStreamEndCapture`` returns the graph and
-  ``cuGraphInstantiate`` makes it launchable.
-
-Launch (``PassGraph.launch()``): one ``cuGraphLaunch`` on the default stream, so the pass is
-ordered with whatever the harness queues there (its timing events, the copies), like any pass.
-A graph reads and writes the same device arrays every time: a new input is copied into the
-runner's x first (``Runner.set_input``).
-
-The calls are the CUDA driver's, through numba-cuda's driver wrapper, which checks every result.
-The simulator has no graph API, so asking for a graph there is a ValueError that says so. The
-tests' fake GPU enforces the capture rules a driver does.
+Replaying a pass removes our Python between launches, but numba-cuda's own dispatch stays (about
+90 us a launch; the baseline makes 10,004 a pass). ``PassGraph(replay)`` issues the recorded pass
+once more under CUDA stream capture, onto non-blocking streams forked from and joined back into
+an origin stream, and instantiates the graph; ``launch()`` is then one ``cuGraphLaunch`` on the
+default stream, ordered with the harness's events and copies. A graph reads and writes the same
+device arrays every time (``Runner.set_input`` copies a new input in). The simulator has no graph
+API: asking for one there is a ValueError.
 """
 
 from __future__ import annotations

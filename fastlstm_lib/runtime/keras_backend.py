@@ -1,17 +1,13 @@
 """Keras and its backend: importing it quietly, and asking where it computes.
 
-The one place that knows about TensorFlow, torch and JAX as Keras backends: the LSTM's Keras
-steps (notebook 10), the CNN support (notebooks 20-21) and the data-feeding support (notebooks
-30-31) all ask here which backend runs, which GPUs it sees, what versions are installed, how to
-wait for its work and how to switch TF32 off. ``import fastlstm_lib`` only calls
-``set_tensorflow_defaults`` (environment variables TensorFlow reads once, when it loads, so they
-must be set before anything imports it); Keras loads on the first call that needs it.
+The one place that knows TensorFlow, torch and JAX as Keras backends: which runs, the GPUs it sees,
+its versions, how to wait for its work and how to switch TF32 off. ``import fastlstm_lib`` only
+calls ``set_tensorflow_defaults`` (read once, when TensorFlow loads); Keras loads when first needed.
 """
 
 from __future__ import annotations
 
 import contextlib
-import logging
 import os
 import platform
 import sys
@@ -22,13 +18,9 @@ import numpy as np
 
 @contextlib.contextmanager
 def _native_stderr_captured():
-    """Send what C++ code writes to file descriptor 2 (TensorFlow's start-up log) to a temporary
-    file for the duration; if the body raises, the captured text is added to the error.
-
-    TensorFlow logs through absl before ``TF_CPP_MIN_LOG_LEVEL`` takes effect ("All log messages
-    before absl::InitializeLog()...", oneDNN and "failed call to cuInit" lines): only catching
-    the file descriptor keeps those out of a notebook's stored outputs.
-    """
+    """Send what C++ code writes to file descriptor 2 (TensorFlow's absl start-up log, written before
+    ``TF_CPP_MIN_LOG_LEVEL`` applies) to a temporary file, out of the notebooks' stored outputs; if
+    the body raises, the captured text is added to the error."""
     try:
         sys.stderr.flush()
         saved = os.dup(2)
@@ -193,11 +185,8 @@ def device_label(env: dict) -> str:
 
 
 def set_tf32(enabled: bool) -> None:
-    """Allow (or forbid) TF32 for FP32 matrix math in the Keras backend (Ampere and later GPUs).
-
-    Our Numba kernels always compute in true FP32; Keras on cuDNN may use TF32 Tensor Cores,
-    which are faster and less precise. Fair comparisons turn it off.
-    """
+    """Allow (or forbid) TF32 for FP32 matrix math in the Keras backend (Ampere and later GPUs):
+    faster and less precise than our kernels' true FP32, so fair comparisons turn it off."""
     backend = backend_name()
     if backend == "tensorflow":
         import tensorflow as tf
@@ -253,18 +242,16 @@ def tf32_enabled() -> bool | None:
     return None
 
 
+def _not_retracing(record) -> bool:
+    return "triggered tf.function retracing" not in record.getMessage()
+
+
 def quiet_retracing_warnings(tf) -> None:
     """Each runner compiles its own model once, on purpose; TensorFlow counts those compilations
     across functions and warns about "retracing", which here is noise. Drop just that message."""
     logger = tf.get_logger()
-    if not any(getattr(f, "fastlstm", False) for f in logger.filters):
-        class DropRetracing(logging.Filter):
-            fastlstm = True
-
-            def filter(self, record):
-                return "triggered tf.function retracing" not in record.getMessage()
-
-        logger.addFilter(DropRetracing())
+    if _not_retracing not in logger.filters:
+        logger.addFilter(_not_retracing)
 
 
 def compiled_inference(model):

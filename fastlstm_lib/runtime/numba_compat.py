@@ -1,27 +1,18 @@
 """Which Numba CUDA this process uses, and the imports whose place depends on it.
 
-Two ``numba.cuda`` exist for the course's pins:
-
-- numba-cuda (0.30.4 on Linux and Windows): NVIDIA's package, which takes over the
-  ``numba.cuda`` name (its ``.pth`` redirector); it runs on a GPU, on Numba's CUDA simulator, and
-  on a stand-in driver (the tests' fake GPU).
-- the ``numba.cuda`` built into numba itself (0.68.1 on Apple silicon, 0.62.1 on an Intel Mac,
-  where numba-cuda has no wheel): there only its simulator (``NUMBA_ENABLE_CUDASIM=1``) is used.
-
-The two place some modules differently (numba-cuda's CUDA settings are in
-``numba.cuda.core.config``, the built-in ones in ``numba.core.config``) and the built-in
-simulator lacks a few calls (``cuda.default_stream``, ``cuda.get_current_device``), which
-``complete_builtin_simulator`` supplies as numba-cuda's simulator defines them, and a few
-signatures differ (its ``cuda.local.array`` takes no ``alignment``). A kernel object names its
-Python function differently on a GPU and on a simulator: ``function_name`` reads either. Everything here that touches ``numba.cuda``
-imports it lazily: ``fastlstm_lib.runtime.simulator`` must choose ``NUMBA_ENABLE_CUDASIM`` before
-``numba.cuda`` is first imported.
+numba-cuda (NVIDIA's package, Linux and Windows) takes over the ``numba.cuda`` name and runs on a
+GPU, the simulator or a stand-in driver; where it has no wheel (macOS) the ``numba.cuda`` built
+into numba is used, its simulator only. The two keep their settings in different modules, and the
+built-in simulator lacks a few calls (``complete_builtin_simulator`` adds them). Everything here
+that touches ``numba.cuda`` imports it lazily: ``runtime.simulator`` must choose first. The course's
+own Numba setting lives here too: ``quiet_low_occupancy_warnings``.
 """
 
 from __future__ import annotations
 
 import functools
 import importlib.util
+import os
 from importlib import metadata
 
 
@@ -129,14 +120,9 @@ REMOVED_NUMPY_ALIASES = (("row_stack", "vstack"),)
 
 def restore_numpy_aliases() -> list[str]:
     """Put back the NumPy aliases numba-cuda needs that NumPy removed; return the names restored.
-
-    NumPy 2.5 removed ``np.row_stack`` (an alias of ``np.vstack``, deprecated since 2.0), and
-    numba-cuda 0.30.4 (0.22 too) registers an overload for it while it loads its typing for the
-    first compile: on NumPy 2.5 no kernel compiles, with ``AttributeError: module 'numpy' has no
-    attribute 'row_stack'``. Seen on Python 3.12 with NumPy 2.5.2, which the borrowed GPU machine
-    has. The alias is restored exactly as it was (the same function), before anything compiles;
-    with the course's pins (NumPy 2.4.6) there is nothing to restore.
-    """
+    numba-cuda 0.30.4 overloads ``np.row_stack``, which NumPy 2.5 removed: there no kernel compiles
+    (``AttributeError: module 'numpy' has no attribute 'row_stack'``; the GPU machine's NumPy 2.5.2).
+    With the course's pins (NumPy 2.4.6) there is nothing to restore."""
     import numpy as np
 
     restored = []
@@ -145,3 +131,21 @@ def restore_numpy_aliases() -> list[str]:
             setattr(np, name, getattr(np, original))
             restored.append(name)
     return restored
+
+
+LOW_OCCUPANCY = "NUMBA_CUDA_LOW_OCCUPANCY_WARNINGS"
+
+
+def quiet_low_occupancy_warnings() -> None:
+    """Turn numba-cuda's "Grid size N will likely result in GPU under-utilization" warning (every
+    launch of fewer than 128 blocks) off, unless ``NUMBA_CUDA_LOW_OCCUPANCY_WARNINGS`` is set: the
+    course's grids are small on purpose, the simulator never warns (stored outputs would differ
+    between a GPU and a CPU) and each warning costs host time in timed launches. Set in the
+    environment too: Numba re-reads it when a NUMBA_* variable changes, at the next compile."""
+    if os.environ.get(LOW_OCCUPANCY, "").strip() == "":
+        os.environ[LOW_OCCUPANCY] = "0"
+    config = cuda_config()
+    try:
+        config.CUDA_LOW_OCCUPANCY_WARNINGS = int(os.environ[LOW_OCCUPANCY])
+    except ValueError:  # not a number: Numba keeps its own reading of it
+        pass

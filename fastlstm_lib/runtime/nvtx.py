@@ -1,13 +1,7 @@
 """NVTX ranges: every pass of a step marked by name, so Nsight Systems shows where each one is.
 
-``nvtx_range(name)`` is a context manager. On a GPU, with the ``nvtx`` package installed (Linux
-and Windows: ``pyproject.toml``; no macOS wheel, and a Mac has no NVIDIA GPU), it pushes a range
-in the "fastlstm" domain; a profiler that traces NVTX (``nsys profile -t cuda,nvtx``) draws it on
-the host's row and projects it onto the GPU's. Without a profiler attached a range costs about a
-microsecond. On the simulator, on a stand-in driver, or without the package it does nothing.
-
-``Runner.launch`` (steps/base.py) wraps each forward pass in ``"<step> pass"``; the ladder
-notebooks' ``lesson.nsight`` says how to record and what to look for.
+``nvtx_range(name)`` pushes a range in the "fastlstm" domain on a GPU with the ``nvtx`` package
+(no macOS wheel); on the simulator, on a stand-in driver or without the package it does nothing.
 """
 
 from __future__ import annotations

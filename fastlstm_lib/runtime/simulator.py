@@ -1,30 +1,10 @@
 """Numba's CUDA simulator: whether we run on it, saying so once, and a fix for one of its races.
 
-Whether: Numba reads ``NUMBA_ENABLE_CUDASIM`` once, when ``numba.cuda`` is first imported, so
-the choice is made here, at ``import fastlstm_lib``, before anything imports numba, with nothing
-but ctypes: we ask the CUDA driver library directly whether it loads, initialises and sees at
-least one device. ``SIMULATOR`` holds the answer for the whole process.
-
-Overrides (environment variables):
-- ``NUMBA_ENABLE_CUDASIM=1``: the simulator, whatever hardware is present.
-- ``FASTLSTM_SIMULATOR=1``: the same, for people who'd rather not touch Numba's variable.
-
-A stand-in CUDA driver (the project's fake GPU, test code in the clone's ``tests/``) is loaded
-before this module by whoever starts it; the probe below then finds it like a real one.
-
-Saying so: ``announce()`` prints one line (on stdout: a notice, not an error) the first time Numba work is asked for (a step, a
-kernel, ``device_info``), so the notebooks that never touch Numba (the CNN and data-feeding
-ones) carry no simulator banner.
-
-The fix (``lock_shared_array_allocation``): the simulator runs each CUDA thread of a block as a
-Python thread and gives a block's threads the same ``cuda.shared.array`` by remembering, per
-source line, the array the first thread created: ``get`` from a dict, ``np.empty`` if missing,
-then store. Nothing locks that, so two threads can both find nothing and each keep an array of
-their own: "shared" memory that is not shared, and a kernel that is right on most runs and wrong
-on some (seen as the persistent kernel failing 1 run in ~4 under load; numba-cuda 0.30.4). We
-replace the method with the same logic under a lock. Looking up the caller's frame directly,
-instead of formatting the whole stack as the original does, also makes every shared-array
-declaration cheaper there.
+Numba reads ``NUMBA_ENABLE_CUDASIM`` once, when ``numba.cuda`` is first imported, so the choice is
+made here, at ``import fastlstm_lib``, with ctypes alone: does the CUDA driver library load,
+initialise and see a device? ``SIMULATOR`` holds the answer; ``NUMBA_ENABLE_CUDASIM=1`` or
+``FASTLSTM_SIMULATOR=1`` forces the simulator. ``announce()`` prints one line at the first Numba
+work, so notebooks that never touch Numba carry no banner.
 """
 
 from __future__ import annotations
@@ -116,7 +96,10 @@ def announce() -> None:
 
 
 def lock_shared_array_allocation() -> None:
-    """Replace the simulator's ``FakeCUDAShared.array`` with the same logic under a lock."""
+    """Replace the simulator's ``FakeCUDAShared.array`` with the same logic under a lock: it keeps
+    one array per declaring source line, looked up and stored unlocked, so two of a block's
+    threads could each keep their own "shared" array (the persistent kernel failed 1 run in ~4
+    under load; numba-cuda 0.30.4). Reading the caller's frame also beats formatting the stack."""
     from numba.cuda.simulator import kernelapi
 
     shared = kernelapi.FakeCUDAShared

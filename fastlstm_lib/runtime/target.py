@@ -1,13 +1,8 @@
-"""The GPU a pass is laid out for: the one value the kernels' launchers and plans read to choose
-their launch geometry, and whether the kernels they launch are compiled first.
+"""The GPU a pass is laid out for: what the kernels' launchers and plans read to choose their launch
+geometry (SM count, name, compute capability), and whether launches compile their kernels first.
 
-By default it is this device: a GPU's SM count (``multiprocessors``), or the simulator's layout
-(``sms`` None: small blocks, K never cut, since its blocks run one at a time), with its name and
-compute capability (what decides which instructions exist: the "tf32" GEMM policy needs 8.0). A
-profile's dry run (``course/profile/dryrun.py``) records a pass instead of running it, laid out as
-on a named chip: ``with laid_out_for(chip.sms, chip.name, cc):`` (or ``laid_out_for(None)`` for
-this device's own layout) sets the target for the block, and launches inside it compile nothing
-(nothing runs, and the chip may not be this one). No module's attributes are replaced: the geometry is read from here at each launch.
+By default it is this device; a profile's dry run (``course/profile/dryrun.py``) sets a named chip
+for a block with ``laid_out_for``, inside which nothing is compiled (nothing runs).
 """
 
 from __future__ import annotations

@@ -23,14 +23,7 @@ def role(kernel: str) -> str:
     return ELEMENTWISE if spec is None else spec.role
 
 
-def _window(bound: Bound, first: int, count: int) -> tuple[float, float]:
-    chosen = [e for e in bound.timeline if first <= e["launch"] < first + count]
-    if not chosen:
-        raise ValueError(f"no launch {first}..{first + count - 1} in a pass of {len(bound.timeline)}")
-    return min(e["start_ms"] for e in chosen), max(e["end_ms"] for e in chosen)
-
-
-def timeline_chart(bound: Bound, first: int | None = None, count: int = 30, *, ax=None, title: str | None = None):
+def timeline_chart(bound: Bound, first: int | None = None, count: int = 30, *, ax=None):
     """Launches per stream over time in the bound's schedule, over the span of launches ``first`` to
     ``first + count - 1`` (default: 30 a tenth of the way in), with a row of host issues; hatched
     bars are limited by DRAM bytes. A lower bound's schedule, not a picture of a GPU."""
@@ -40,7 +33,10 @@ def timeline_chart(bound: Bound, first: int | None = None, count: int = 30, *, a
         raise TypeError(f"timeline_chart() needs a Bound (fl.lower_bound(...)), got {type(bound).__name__}")
     first = len(bound.timeline) // 10 if first is None else check_int("first", first, minimum=0)
     count = check_int("count", count)
-    start, end = _window(bound, first, count)
+    chosen = [e for e in bound.timeline if first <= e["launch"] < first + count]
+    if not chosen:
+        raise ValueError(f"no launch {first}..{first + count - 1} in a pass of {len(bound.timeline)}")
+    start, end = min(e["start_ms"] for e in chosen), max(e["end_ms"] for e in chosen)
     shown = [e for e in bound.timeline if e["end_ms"] > start and e["start_ms"] < end]
     streams = sorted({e["stream"] for e in shown})
     fig, ax = figure_axes(ax, (10, 1.4 + 0.55 * (len(streams) + 1)))
@@ -61,8 +57,8 @@ def timeline_chart(bound: Bound, first: int | None = None, count: int = 30, *, a
     kinds = dict.fromkeys(role(e["kernel"]) for e in shown)
     ax.legend(handles=[Patch(color=ROLE_COLORS.get(kind, ELEMENTWISE_COLOR), label=kind) for kind in kinds],
               loc="upper left", bbox_to_anchor=(1.0, 1.0), fontsize="small")
-    ax.set_title(title or f"{bound.step} on {bound.gpu}, host {bound.host}: bound {bound.bound_ms:.2f} ms "
-                          f"per pass, set by {bound.binding}")
+    ax.set_title(f"{bound.step} on {bound.gpu}, host {bound.host}: bound {bound.bound_ms:.2f} ms per pass, set by "
+                 f"{bound.binding}")
     fig.tight_layout()
     return fig
 
@@ -89,23 +85,17 @@ def cannot_run(gpu: str) -> str:
     return "does not fit" if chip(gpu).cooperative_launch else "no cooperative launch (no grid barrier)"
 
 
-def ladder_bounds_chart(rows: list[dict], gpus=("M40", "H100"), hosts=("cpp", "python"), *, ax=None, title=None):
+def ladder_bounds_chart(rows: list[dict], gpus=("M40", "H100"), hosts=("cpp", "python")):
     """Per step, the lower bound per host (``ladder_bounds`` rows), one panel per GPU, the article's
-    time in its M40's panel. ``ax``: one Axes per GPU, else a new figure."""
+    time in its M40's panel. Returns the figure."""
     import numpy as np
 
     from ..article import ARTICLE_GPU
 
     gpus = tuple(gpus)
-    if ax is None:
-        panel = 0.6 + 0.14 * len(rows) * (len(hosts) + 1)
-        fig, axes = figure_axes(None, (11, 0.6 + panel * len(gpus)), len(gpus), 1)
-        axes = list(axes) if len(gpus) > 1 else [axes]
-    else:
-        axes = [ax] if not isinstance(ax, (list, tuple, np.ndarray)) else list(np.ravel(ax))
-        if len(axes) != len(gpus):
-            raise ValueError(f"ax: one Axes per GPU (one GPU per panel), {len(gpus)} for {gpus}, got {len(axes)}")
-        fig = axes[0].figure
+    panel = 0.6 + 0.14 * len(rows) * (len(hosts) + 1)
+    fig, axes = figure_axes(None, (11, 0.6 + panel * len(gpus)), len(gpus), 1)
+    axes = list(axes) if len(gpus) > 1 else [axes]
     palette = ["tab:blue", "lightsteelblue", "tab:orange", "navajowhite", "tab:green", "palegreen"]
     positions = np.arange(len(rows))[::-1]
     keys = [f"{gpu} {host} ms" for gpu in gpus for host in hosts] + ["article_ms"]
@@ -135,8 +125,8 @@ def ladder_bounds_chart(rows: list[dict], gpus=("M40", "H100"), hosts=("cpp", "p
     for ax in axes:
         ax.set_xlim(smallest / 2, shared)
         ax.set_xlabel("milliseconds per forward pass (log scale; lower is faster)")
-    fig.suptitle(title or "Lower bounds from launches, FLOPs, bytes and dependencies, one GPU per panel\n"
-                          "hidden 512, batch 64, 100 steps, 4 layers")
+    fig.suptitle("Lower bounds from launches, FLOPs, bytes and dependencies, one GPU per panel\n"
+                 "hidden 512, batch 64, 100 steps, 4 layers")
     fig.tight_layout()
     return fig
 

@@ -26,9 +26,6 @@ class DryStream:
     def synchronize(self) -> None:
         pass
 
-    def __repr__(self) -> str:
-        return f"<dry-run stream {self.number}>"
-
 
 class DryEvent:
     """Stands in for ``cuda.event()`` during a dry run: ``record`` and ``wait`` are recorded."""
@@ -45,9 +42,6 @@ class DryEvent:
 
     def synchronize(self) -> None:
         pass
-
-    def __repr__(self) -> str:
-        return f"<dry-run event {self.number}>"
 
 
 @contextlib.contextmanager

@@ -16,28 +16,20 @@ from ...runtime.numba_compat import function_name
 FORMULAS = {spec.name: spec.traffic for spec in every() if spec.traffic is not None}
 
 
-def kernel_constants(kernel) -> dict:
-    """The values a kernel's factory baked into it (its closure's free variables)."""
-    function = getattr(kernel, "py_func", None) or getattr(kernel, "fn", None)
-    cells = getattr(function, "__closure__", None) or ()
-    return {name: cell.cell_contents for name, cell in zip(function.__code__.co_freevars, cells)}
-
-
-def argument_names(kernel) -> list[str]:
-    function = getattr(kernel, "py_func", None) or getattr(kernel, "fn", None)
-    return list(inspect.signature(function).parameters)
-
-
 _DESCRIPTIONS: dict = {}
 
 
 def kernel_description(kernel) -> tuple:
-    """(name, argument names, constants) of a kernel; cached, and the cache keeps the kernel
-    alive, so that an id is never reused for another."""
+    """(name, argument names, constants: the values its factory baked in, its closure's free
+    variables) of a kernel; cached, and the cache keeps the kernel alive, so that an id is never
+    reused for another."""
     cached = _DESCRIPTIONS.get(id(kernel))
     if cached is None:
-        cached = _DESCRIPTIONS[id(kernel)] = (kernel, function_name(kernel), argument_names(kernel),
-                                               kernel_constants(kernel))
+        function = getattr(kernel, "py_func", None) or getattr(kernel, "fn", None)
+        cells = getattr(function, "__closure__", None) or ()
+        constants = {name: cell.cell_contents for name, cell in zip(function.__code__.co_freevars, cells)}
+        arguments = list(inspect.signature(function).parameters)
+        cached = _DESCRIPTIONS[id(kernel)] = (kernel, function_name(kernel), arguments, constants)
     return cached[1:]
 
 

@@ -14,13 +14,6 @@ from .formulas import kernel_description
 from ...kernels.views import host_array, is_array
 
 
-def root_pointer(array: np.ndarray) -> int:
-    """The first byte of the allocation a NumPy view belongs to (cudaMalloc aligns those to 256 bytes)."""
-    while isinstance(array.base, np.ndarray):
-        array = array.base
-    return array.__array_interface__["data"][0]
-
-
 def current_thread() -> tuple | None:
     """(blockIdx, linear thread index in the block) of the simulated CUDA thread running now."""
     thread = threading.current_thread()
@@ -41,7 +34,10 @@ class InstrumentedArray:
         self.ndim = array.ndim
         self.dtype = array.dtype
         self.pointer = array.__array_interface__["data"][0]
-        self.root = root_pointer(array)
+        root = array  # the allocation the view belongs to (cudaMalloc aligns those to 256 bytes)
+        while isinstance(root.base, np.ndarray):
+            root = root.base
+        self.root = root.__array_interface__["data"][0]
 
     def _address(self, index) -> int:
         index = index if isinstance(index, tuple) else (index,)

@@ -1,9 +1,5 @@
-"""The whole ladder profiled and bounded, and the article's M40 measurements put against the bounds.
-
-``ladder_bounds``: per step, what a pass is made of and its bound per GPU and host;
-``article_check``: the article's M40 times against our bounds (a measurement below a bound would
-make the bound wrong); ``python_cap``: the fastest the ladder can be issued from Python.
-"""
+"""The whole ladder profiled and bounded per GPU and host (``ladder_bounds``), and the article's M40
+measurements put against the bounds (a measurement below a bound would make the bound wrong)."""
 
 from __future__ import annotations
 

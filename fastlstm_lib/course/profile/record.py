@@ -120,14 +120,11 @@ class Profile:
             "indices": path,
         }
 
-    def to_dict(self, launches: bool = True) -> dict:
-        record = {"step": self.step, "config": self.config, "options": self.options, "chip": self.chip,
-                  "default_stream": self.default_stream, "totals": self.totals, "kernels": self.kernels(),
-                  "critical_path": self.critical_path(), "setup_launches": self.setup_launches}
-        if launches:
-            record["launches"] = [launch.to_dict() for launch in self.launches]
-            record["stream_ops"] = list(self.stream_ops)
-        return record
+    def to_dict(self) -> dict:
+        return {"step": self.step, "config": self.config, "options": self.options, "chip": self.chip,
+                "default_stream": self.default_stream, "totals": self.totals, "kernels": self.kernels(),
+                "critical_path": self.critical_path(), "setup_launches": self.setup_launches,
+                "launches": [launch.to_dict() for launch in self.launches], "stream_ops": list(self.stream_ops)}
 
 
 def ladder_step(step) -> LSTMStep:

@@ -113,17 +113,13 @@ def course_python() -> str | None:
     return None
 
 
-def _last_line(text: str) -> str:
-    lines = [line for line in (text or "").strip().splitlines() if line.strip()]
-    return lines[-1][:300] if lines else "no error message"
-
-
 def fresh_python(what: str, timeout: int, *arguments: str, **options) -> dict:
     """The JSON object a fresh Python prints last, run with ``arguments``; {"error": ...} if it fails."""
     try:
         done = subprocess.run([sys.executable, *arguments], capture_output=True, text=True, timeout=timeout, **options)
         if done.returncode != 0:
-            return {"error": _last_line(done.stderr)}
+            lines = [line for line in (done.stderr or "").strip().splitlines() if line.strip()]
+            return {"error": lines[-1][:300] if lines else "no error message"}
         return json.loads(done.stdout.strip().splitlines()[-1])
     except subprocess.TimeoutExpired:
         return {"error": f"{what} did not finish in {timeout} s"}
