@@ -23,6 +23,7 @@ from ..sass import read_table
 from ...gpus import Chip, occupancy, peak_tflops
 from ..profile.bound import dram_bytes  # noqa: F401  (notebook 02 imports it from here)
 from ...kernels.gemm import GPU_LARGE, GPU_SMALL, GPU_WIDE
+from ...kernels.mma import K as MMA_K, M as MMA_M, N as MMA_N
 from ...kernels.versions import every, family_of, peak_of, spec_of
 from . import cublas
 from .constants import constant
@@ -210,17 +211,13 @@ def gemm_work(launch, mix: dict) -> Work:
 
 def mma_work(launch, mix: dict, warps: int) -> Work:
     """A Tensor-Core GEMM (``loop_hmma`` > 0: version 9): its main loop, as many trips per warp as
-    its FLOPs need at 2048 a TF32 ``mma`` m16n8k8 (16 x 8 x 8 multiply-adds). Its FLOPs are priced at
-    the TF32 peak (``block_cost``); the ``mma``' own latency and the shared wavefronts of its
-    fragment loads are not priced (no published figure; no measured column)."""
+    its FLOPs need at 2 x M x N x K (2,048) an ``mma`` m16n8k8 (``kernels.mma``'s shape). Its FLOPs
+    are priced at the TF32 peak (``block_cost``); the ``mma``'s own latency and the shared
+    wavefronts of its fragment loads are not priced (no published figure; no measured column)."""
     blocks = launch.grid[0] * launch.grid[1] * launch.grid[2]
-    trips = launch.flop / (blocks * warps * _int(mix["loop_hmma"]) * MMA_FLOP)
+    trips = launch.flop / (blocks * warps * _int(mix["loop_hmma"]) * 2 * MMA_M * MMA_N * MMA_K)
     return Work(iterations=trips, instructions=_int(mix["loop_instructions"]), ffma=0, chain=0,
                 distance=_int(mix["load_use_distance"]), shared=True)
-
-
-#: FLOPs of one TF32 ``mma.sync.aligned.m16n8k8`` (one HMMA.1688 per warp): 2 x 16 x 8 x 8.
-MMA_FLOP = 2 * 16 * 8 * 8
 
 
 def persistent_work(launch, mix: dict, config: dict, lat: dict, l2_per_clock: float = 0.0) -> Work:
