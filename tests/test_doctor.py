@@ -14,8 +14,7 @@ from fastlstm_lib.setup.doctor import findings, probes
 HEAVY = ("tensorflow", "keras", "torch", "jax", "matplotlib")
 
 H100 = {"name": "NVIDIA H100 80GB HBM3", "compute_capability": "9.0", "multiprocessors": 132, "driver": "12.4"}
-GPU_OK = {"driver_library": True, "numba_cuda": True, "found_by": {}, "nvvm": True, "nvrtc": True, "cudadevrt": True,
-          "device": H100, "plain_kernel": True, "grid_barrier": True}
+GPU_OK = {"driver_library": True, "numba_cuda": True, "nvvm": True, "nvrtc": True, "device": H100, "plain_kernel": True}
 KERAS_OK = {"backend": "tensorflow", "gpus": [H100["name"]], "versions": {"keras": "3.15.1", "tensorflow": "2.21.0"}}
 
 
@@ -83,18 +82,8 @@ def test_gpu_machine_that_works(gpu_machine):
     assert "verdict: the course will run here, on the GPU" in text
 
 
-@pytest.mark.parametrize("driver, extra", [("12.4", "cu12"), ("13.0", "cu13")])
-def test_missing_cudadevrt_is_a_warning_with_the_matching_wheel(gpu_machine, driver, extra):
-    status, text = gpu_machine(cudadevrt=False, grid_barrier={"error": "LinkerError: libcudadevrt.a"},
-                               device={**H100, "driver": driver})
-    assert status == 0
-    assert "warn  no working grid barrier (libcudadevrt.a" in text
-    assert f'-m pip install "numba-cuda[{extra}]==0.30.4"' in text
-
-
 def test_missing_nvrtc_means_the_course_will_not_run_and_is_one_cause(gpu_machine):
-    status, text = gpu_machine(nvrtc=False, plain_kernel={"error": "NvrtcSupportError: NVRTC not found"},
-                               grid_barrier={"error": "NvrtcSupportError: NVRTC not found"})
+    status, text = gpu_machine(nvrtc=False, plain_kernel={"error": "NvrtcSupportError: NVRTC not found"})
     assert status == 1
     assert "fail  NVRTC is missing: Numba cannot compile kernels for the GPU (the test kernel failed: NvrtcSupportError" in text
     assert "verdict: the course will NOT run here yet (1 problem, 0 warnings" in text, text  # not the kernels again
@@ -114,21 +103,13 @@ def test_keras_that_does_not_import(gpu_machine, monkeypatch):
     assert status == 1 and "fail  Keras with the tensorflow backend does not import: ImportError" in text
 
 
-def test_simulator_forced_on_a_gpu_machine(gpu_machine, monkeypatch):
-    monkeypatch.setattr(fl.simulator, "SIMULATOR", True)
-    monkeypatch.setattr(probes, "simulator_kernel", lambda: "ok")
-    monkeypatch.setenv("FASTLSTM_SIMULATOR", "1")
-    status, text = gpu_machine()
-    assert status == 0 and "because FASTLSTM_SIMULATOR is set" in text and "fix: unset FASTLSTM_SIMULATOR" in text
-
-
 def facts(**changes) -> probes.Facts:
     """A healthy machine without a GPU, with ``changes``."""
     pins = probes.pins()
     installed = {name: version for name, (version, _) in pins.items()}
     healthy = probes.Facts(system="Linux", machine="x86_64", colab=False, python=(3, 11, 7),
                            pins=pins, installed=installed, simulator_here=True,
-                           forced_by=None, simulator_kernel="ok", cuda={"driver_library": False, "numba_cuda": False},
+                           cuda={"driver_library": False, "numba_cuda": False},
                            backend_gpus=None, disk_free=50 * findings.GIB, memory_total=16 * findings.GIB,
                            memory_available=8 * findings.GIB)
     return dataclasses.replace(healthy, **changes)
@@ -152,8 +133,6 @@ def test_pins_come_from_pyproject():
     (facts(python=(3, 10, 4)), 1, "fail  Python 3.10.4: Python 3.11 or newer needed"),
     (facts(installed={**facts().installed, "numba": None}), 1, 'fix: python -m pip install "numba==0.68.1"'),
     (facts(installed={**facts().installed, "numpy": "2.3.0"}), 0, "warn  numpy 2.3.0 is installed, 2.4.6 is pinned"),
-    (facts(installed={**facts().installed, "tqdm": None}), 0, "warn  tqdm is not installed: no progress bars"),
-    (facts(simulator_kernel="ImportError: no simulator"), 1, "fail  the simulator cannot run a kernel"),
     (facts(disk_free=findings.GIB // 10), 1, "fail  0.10 GiB free"),
     (facts(memory_available=findings.GIB), 0, "warn  1.0 GiB of memory available"),
     (facts(cuda={"error": "the CUDA probe did not finish in 120 s"}), 0, "warn  could not ask CUDA"),
@@ -164,10 +143,9 @@ def test_findings(machine, status, expected):
     assert got_status == status, text
 
 
-# ---- which CUDA wheel, and a GPU without a grid barrier (issue 19) --------------------------------
+# ---- which CUDA wheel (issue 19) ------------------------------------------------------------------
 
-M40 = {"name": "Tesla M40 24GB", "compute_capability": "5.2", "multiprocessors": 24, "driver": "13.0",
-       "cooperative_launch": False}
+M40 = {"name": "Tesla M40 24GB", "compute_capability": "5.2", "multiprocessors": 24, "driver": "13.0"}
 NVVM_REFUSES = {"error": "NvvmError: Failed to compile: libNVVM: unsupported architecture compute_52"}
 
 
@@ -193,33 +171,14 @@ def test_a_driver_older_than_cuda_12_is_too_old(gpu_machine):
     assert "fix: update the NVIDIA driver" in text
 
 
-@pytest.mark.parametrize("cudadevrt", [True, False])
-@pytest.mark.parametrize("device", [M40, {key: value for key, value in M40.items() if key != "cooperative_launch"}])
-def test_a_gpu_without_cooperative_launch_is_not_blamed_on_libcudadevrt(gpu_machine, cudadevrt, device):
-    status, text = gpu_machine(device=device, cudadevrt=cudadevrt,
-                               grid_barrier={"error": "CudaAPIError: [801] cuLaunchCooperativeKernel: CUDA_ERROR_NOT_SUPPORTED"})
-    assert status == 0, text  # the course runs; the persistent step is skipped on this GPU
-    assert ("warn  Tesla M40 24GB cannot launch a cooperative grid (compute capability 5.2; cooperative launch "
-            "needs 6.0 or newer): no grid barrier, so the persistent step (notebook 09) cannot run on this GPU") in text
-    assert "libcudadevrt" not in text and "no working grid barrier" not in text
-
-
-def test_a_grid_barrier_that_fails_for_another_reason_says_its_error(gpu_machine):
-    status, text = gpu_machine(grid_barrier={"error": "CudaAPIError: [720] CUDA_ERROR_COOPERATIVE_LAUNCH_TOO_LARGE"})
-    assert status == 0
-    assert "warn  no working grid barrier (its test kernel failed: CudaAPIError: [720]" in text
-    assert "libcudadevrt" not in text
-
-
-def test_the_probe_asks_for_cooperative_launch(monkeypatch):
+def test_the_probe_reads_the_device(monkeypatch):
     from types import SimpleNamespace
 
     from numba import cuda
 
     from fastlstm_lib.setup.doctor import cuda_probe
 
-    attributes = {"MULTIPROCESSOR_COUNT": 24, "COOPERATIVE_LAUNCH": 0}
-    device = SimpleNamespace(name=b"Tesla M40 24GB", compute_capability=(5, 2), **attributes)
+    device = SimpleNamespace(name=b"Tesla M40 24GB", compute_capability=(5, 2), MULTIPROCESSOR_COUNT=24)
     monkeypatch.setattr(cuda, "get_current_device", lambda: device)
     monkeypatch.setattr(cuda.cudadrv.driver, "driver", SimpleNamespace(get_version=lambda: (13, 0)), raising=False)
     assert cuda_probe.device() == M40

@@ -15,15 +15,11 @@ from ..requirements import LOWEST_PYTHON, python_problem
 GIB = 1024 ** 3
 #: CUDA 13's NVVM compiles for compute capability 7.5 and newer only (CUDA 12's from 5.0).
 CUDA13_COMPUTE_CAPABILITY = (7, 5)
-#: Cooperative launch, and so a grid barrier (notebook 09's persistent kernel), from this compute capability.
-COOPERATIVE_COMPUTE_CAPABILITY = (6, 0)
 DRIVER_UPDATE = ("update the NVIDIA driver: R525 or newer runs CUDA 12, R580 or newer CUDA 13 (nvidia-smi shows "
                  "the one installed)")
 SETUP_CELL = "run the notebook's first cell (the set-up cell), then this one again"
 SIMULATOR_CAVEATS = ("slow, tiny sizes, timings meaningless; a failed check means the same as on a GPU, races and "
                      "cross-block barriers need a GPU")
-#: The notebooks run without these (each loses what it says): a warning, not a failure.
-OPTIONAL = {"tqdm": "no progress bars", "nvtx": "no NVTX ranges for Nsight Systems"}
 
 
 @dataclasses.dataclass(frozen=True)
@@ -76,15 +72,11 @@ def version_tuple(text) -> tuple[int, ...] | None:
         return None
 
 
-def device_facts(facts) -> dict:
-    device = facts.cuda.get("device")
-    return device if isinstance(device, dict) else {}
-
-
 def cuda_requirement(facts) -> str | None:
     """numba-cuda with the CUDA libraries this driver AND GPU need: CUDA 13's NVVM refuses compute
-    capability below 7.5, which R580 drivers (13.0) still run; None: the driver predates CUDA 12."""
-    device = device_facts(facts)
+    capability below 7.5, which R580 drivers (13.0) still run; None: the driver predates CUDA 12
+    (``gpu_present`` then says to update it, and nothing else)."""
+    device = facts.cuda.get("device") or {}  # {"error": ...} when CUDA could not say
     driver, capability = version_tuple(device.get("driver")), version_tuple(device.get("compute_capability"))
     if driver is not None and driver < (12,):
         return None
@@ -93,8 +85,7 @@ def cuda_requirement(facts) -> str | None:
 
 
 def cuda_wheel(facts) -> str:
-    requirement = cuda_requirement(facts)
-    return DRIVER_UPDATE if requirement is None else pip(facts, requirement)
+    return pip(facts, cuda_requirement(facts))
 
 
 # ---- Python and the packages ----------------------------------------------------------------------
@@ -125,8 +116,6 @@ def names(packages) -> str:
 
 
 def package_findings(facts) -> list[Finding]:
-    if python_too_old(facts):
-        return [Finding("info", "packages not checked: first a Python the pins are for (above)")]
     needed = [p for p, (_, group) in facts.pins.items() if group == "core"]
     missing = [p for p in needed if facts.installed.get(p) is None]
     differ = [(p, facts.installed[p], facts.pins[p][0]) for p in needed
@@ -134,7 +123,6 @@ def package_findings(facts) -> list[Finding]:
     fine = [f"{p} {facts.installed[p]}" for p in needed if p not in missing and facts.installed[p] == facts.pins[p][0]]
     findings = [Finding("ok", "packages as pinned: " + ", ".join(fine))] if fine else []
     absent = ", ".join(missing) + (" is" if len(missing) == 1 else " are") + " not installed"
-    absent += (": " + "; ".join(OPTIONAL[p] for p in missing)) if missing and set(missing) <= set(OPTIONAL) else ""
     kept = [d for d in differ if facts.colab and d[0] not in {r.split("==")[0] for r in COLAB_INSTALLS}]
     if kept:  # Colab's own versions stay; what the set-up cell installs (pip() says so on Colab) does not
         findings.append(Finding("info", "Colab's own versions, kept: " + "; ".join(
@@ -145,7 +133,7 @@ def package_findings(facts) -> list[Finding]:
         versions = "; ".join(f"{p} {have} is installed, {want} is pinned" for p, have, want in differ)
         parts = ([absent] if missing else []) + ([versions + ": the notebooks' stored outputs were made with the "
                                                    "pinned versions (nbval may flag differences)"] if differ else [])
-        status = "fail" if set(missing) - set(OPTIONAL) or (facts.colab and differ) else "warn"
+        status = "fail" if missing or (facts.colab and differ) else "warn"
         driver = facts.cuda.get("driver_library") or facts.cuda.get("numba_cuda") is True  # else: the simulator's plain one
         numba_cuda = (driver and cuda_requirement(facts)) or pinned(facts, "numba-cuda")
         requirements = [numba_cuda if p == "numba-cuda" else pinned(facts, p) for p in missing + [p for p, _, _ in differ]]
@@ -153,17 +141,11 @@ def package_findings(facts) -> list[Finding]:
     return findings
 
 
-def not_checked(facts, missing: list[str]) -> str:
-    if python_too_old(facts):
-        return "needs Python {}.{} or newer, above".format(*LOWEST_PYTHON)
-    return f"needs {names(missing)}, above"
-
-
 def backend_findings(facts) -> list[Finding]:
     answer = facts.backend_gpus
     unchecked = [package for package in ("numpy", "keras", "tensorflow") if facts.installed.get(package) is None]
-    if unchecked or python_too_old(facts):
-        return [Finding("info", f"Keras backend: tensorflow (not checked: {not_checked(facts, unchecked)})")]
+    if unchecked:
+        return [Finding("info", f"Keras backend: tensorflow (not checked: needs {names(unchecked)}, above)")]
     if answer is None:
         return [Finding("info", "Keras backend: tensorflow (not imported here, to stay fast; "
                                 "`python -m fastlstm_lib doctor --full` checks it imports and which GPU it sees)")]
@@ -184,33 +166,22 @@ def backend_findings(facts) -> list[Finding]:
 def gpu_findings(facts) -> list[Finding]:
     cuda = facts.cuda
     missing = [p for p in ("numba", "numba-cuda") if (p == "numba" or p in facts.pins) and facts.installed.get(p) is None]
-    if missing or python_too_old(facts):
-        return [Finding("info", f"the GPU (or Numba's CUDA simulator): not checked ({not_checked(facts, missing)})")]
+    if missing:
+        return [Finding("info", f"the GPU (or Numba's CUDA simulator): not checked (needs {names(missing)}, above)")]
     if "error" in cuda:
         return [Finding("warn", f"could not ask CUDA what it sees: {cuda['error']}", cuda_wheel(facts))]
     if cuda.get("numba_cuda") is True:
         return gpu_present(facts)
     if facts.colab:
-        findings = [Finding("warn", "this Colab runtime has no GPU: the notebooks run on the simulator",
-                            "Runtime > Change runtime type > a GPU, then run the set-up cell again")]
-    elif facts.system == "Darwin":
-        findings = [Finding("info", "macOS has no CUDA: the notebooks run on Numba's own CUDA simulator (numba-cuda, "
-                                    f"the GPU path, is not needed on a Mac; {SIMULATOR_CAVEATS})")]
-    elif cuda.get("driver_library"):
-        findings = [Finding("warn", "a CUDA driver is installed but sees no GPU: the notebooks run on the simulator",
-                            "nvidia-smi   (shows whether the driver sees the GPU, and why not)")]
-    else:
-        findings = [Finding("info", f"no NVIDIA GPU: the notebooks run on Numba's CUDA simulator ({SIMULATOR_CAVEATS})")]
-    if facts.simulator_kernel == "ok":
-        findings.append(Finding("ok", "the simulator runs kernels"))
-    elif facts.simulator_kernel is not None:
-        findings.append(Finding("fail", f"the simulator cannot run a kernel: {facts.simulator_kernel}",
-                                pip(facts, *(pinned(facts, p) for p in ("numba", "numba-cuda") if p in facts.pins))))
-    if cuda.get("nvvm") is True and cuda.get("nvrtc") is True:
-        findings.append(Finding("info", "CUDA's compilers (NVVM, NVRTC) are here: Numba can compile the kernels for a GPU "
-                                        "on this machine (what they compile the kernels to, for every GPU from sm_52 to "
-                                        "sm_90, is already in data/kernel_resources.csv)"))
-    return findings
+        return [Finding("warn", "this Colab runtime has no GPU: the notebooks run on the simulator",
+                        "Runtime > Change runtime type > a GPU, then run the set-up cell again")]
+    if facts.system == "Darwin":
+        return [Finding("info", "macOS has no CUDA: the notebooks run on Numba's own CUDA simulator (numba-cuda, "
+                                f"the GPU path, is not needed on a Mac; {SIMULATOR_CAVEATS})")]
+    if cuda.get("driver_library"):
+        return [Finding("warn", "a CUDA driver is installed but sees no GPU: the notebooks run on the simulator",
+                        "nvidia-smi   (shows whether the driver sees the GPU, and why not)")]
+    return [Finding("info", f"no NVIDIA GPU: the notebooks run on Numba's CUDA simulator ({SIMULATOR_CAVEATS})")]
 
 
 def error_of(answer) -> str:
@@ -224,16 +195,16 @@ def gpu_present(facts) -> list[Finding]:
     findings = [Finding("ok", f"GPU: {device.get('name')} (compute capability {device.get('compute_capability')}, "
                               f"{device.get('multiprocessors')} SMs, CUDA driver {device.get('driver')})")]
     driver, capability = version_tuple(device.get("driver")), version_tuple(device.get("compute_capability"))
-    if driver is not None and driver < (12,):
-        findings.append(Finding("fail", f"CUDA driver {device.get('driver')} is too old: numba-cuda's CUDA libraries "
-                                        "(12 or 13) need a driver for CUDA 12 or newer", DRIVER_UPDATE))
-    elif driver is not None and driver >= (13,) and capability is not None and capability < CUDA13_COMPUTE_CAPABILITY:
+    if driver is not None and driver < (12,):  # one cause: no kernel can run, so none is blamed on anything else
+        return findings + [Finding("fail", f"CUDA driver {device.get('driver')} is too old: numba-cuda's CUDA "
+                                           "libraries (12 or 13) need a driver for CUDA 12 or newer", DRIVER_UPDATE)]
+    if driver is not None and driver >= (13,) and capability is not None and capability < CUDA13_COMPUTE_CAPABILITY:
         findings.append(Finding("info", f"CUDA 13 cannot compile for compute capability {device.get('compute_capability')} "
                                         "(it needs 7.5 or newer): this GPU needs CUDA 12's libraries (numba-cuda[cu12]), "
                                         f"which its {device.get('driver')} driver runs"))
     kernel = cuda.get("plain_kernel")
     compilers = [library.upper() for library in ("nvvm", "nvrtc") if cuda.get(library) is not True]
-    if compilers:  # one cause: the test kernels cannot have worked without them, so they are not counted again
+    if compilers:  # one cause: the test kernel cannot have worked without them, so it is not counted again
         findings.append(Finding("fail", f"{' and '.join(compilers)} {'is' if len(compilers) == 1 else 'are'} missing: "
                                         "Numba cannot compile kernels for the GPU"
                                         + ("" if kernel is True else f" (the test kernel failed: {error_of(kernel)})"),
@@ -242,35 +213,7 @@ def gpu_present(facts) -> list[Finding]:
         findings.append(Finding("ok", "a test kernel compiled and ran on the GPU"))
     else:
         findings.append(Finding("fail", f"a test kernel failed on the GPU: {error_of(kernel)}", cuda_wheel(facts)))
-    barrier = None if compilers else grid_barrier_finding(facts)
-    if barrier is not None:
-        findings.append(barrier)
-    if facts.simulator_here:
-        findings.append(Finding("info", f"this Python runs on the simulator anyway, because {facts.forced_by} is set",
-                                f"unset {facts.forced_by} (and restart the kernel) to use the GPU"))
     return findings
-
-
-def grid_barrier_finding(facts) -> Finding | None:
-    """Why the grid barrier (notebook 09) fails, if it does: first a GPU without cooperative launch."""
-    cuda, device = facts.cuda, device_facts(facts)
-    capability = version_tuple(device.get("compute_capability"))
-    cooperative = device.get("cooperative_launch")
-    if cooperative is None and capability is not None:  # a probe that did not ask: the compute capability's rule
-        cooperative = capability >= COOPERATIVE_COMPUTE_CAPABILITY
-    if cooperative is False:
-        why = (f"compute capability {device.get('compute_capability')}; cooperative launch needs 6.0 or newer"
-               if capability is not None and capability < COOPERATIVE_COMPUTE_CAPABILITY
-               else "its driver reports no cooperative launch")
-        return Finding("warn", f"{device.get('name')} cannot launch a cooperative grid ({why}): no grid barrier, so "
-                               "the persistent step (notebook 09) cannot run on this GPU (benchmarks skip it and say "
-                               "why); every other step runs")
-    if cuda.get("grid_barrier") is True:
-        return None
-    why = ("libcudadevrt.a, the CUDA device runtime, is missing" if cuda.get("cudadevrt") is not True
-           else f"its test kernel failed: {error_of(cuda.get('grid_barrier'))}")
-    return Finding("warn", f"no working grid barrier ({why}): notebook 09's persistent kernel will not run on this "
-                           "GPU", cuda_wheel(facts))
 
 
 # ---- disk and memory, the verdict, the report -----------------------------------------------------
@@ -296,6 +239,9 @@ def resource_findings(facts) -> list[Finding]:
 
 
 def diagnose(facts) -> list[Finding]:
+    """Each finding in turn; for a Python older than the pins, only that (the rest waits for another one)."""
+    if python_too_old(facts):
+        return [python_finding(facts)] + resource_findings(facts)
     return ([python_finding(facts)] + package_findings(facts) + gpu_findings(facts) + backend_findings(facts)
             + resource_findings(facts))
 

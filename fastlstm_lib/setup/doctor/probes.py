@@ -2,8 +2,7 @@
 
 Standard library only, so that a Python without the course's packages is told what it lacks. What
 CUDA sees is asked in a fresh Python (``cuda_probe.py``), the Keras backend's GPUs in another, with
-a time limit; the simulator's test kernel (``simulator_probe``) only where Numba imports. Tests
-replace these functions to play other machines.
+a time limit. Tests replace these functions to play other machines.
 """
 
 from __future__ import annotations
@@ -21,7 +20,7 @@ from pathlib import Path
 from ...runtime.numba_compat import package_version  # loads no numba
 
 ROOT = Path(__file__).resolve().parents[3]
-#: Either switches this process to the simulator (fastlstm_lib sets the first itself when there is no GPU).
+#: Either switches a Python to the simulator (fastlstm_lib sets the first itself when there is no GPU).
 SIMULATOR_VARIABLES = ("NUMBA_ENABLE_CUDASIM", "FASTLSTM_SIMULATOR")
 CUDA_PROBE_TIMEOUT_S = 120
 BACKEND_PROBE_TIMEOUT_S = 180
@@ -36,8 +35,6 @@ class Facts:
     pins: dict  # {package: (version, group)} for THIS platform: group "core", "test" or "lab"
     installed: dict  # {package: version or None}
     simulator_here: bool  # this process runs kernels on the simulator
-    forced_by: str | None  # the simulator variable set in this process, if any
-    simulator_kernel: str | None  # "ok", an error, or None when not asked (GPU, or no Numba)
     cuda: dict  # cuda_probe.py's answers, or {"error": ...}
     backend_gpus: dict | None  # {"gpus": [...], "versions": {...}} or {"error": ...}; None: not asked
     disk_free: int | None
@@ -129,10 +126,8 @@ def fresh_python(what: str, timeout: int, *arguments: str, **options) -> dict:
 
 def cuda_facts() -> dict:
     """What CUDA sees from a fresh Python without the simulator variables (``cuda_probe.py``)."""
-    device = sys.modules.get("fastlstm_lib.runtime.device")  # loaded unless NumPy or Numba is missing
-    stand_in = ["--stand-in"] if device is not None and not device.DEVICE.computes else []
     return fresh_python("the CUDA probe", CUDA_PROBE_TIMEOUT_S, str(Path(__file__).with_name("cuda_probe.py")),
-                        *stand_in, env={k: v for k, v in os.environ.items() if k not in SIMULATOR_VARIABLES})
+                        env={k: v for k, v in os.environ.items() if k not in SIMULATOR_VARIABLES})
 
 
 BACKEND_PROBE = """
@@ -147,16 +142,6 @@ print(json.dumps({"gpus": gpu_names(), "versions": {"keras": import_keras().__ve
 def backend_facts() -> dict:
     """Which GPUs Keras' TensorFlow sees, from a fresh Python (importing TensorFlow takes seconds)."""
     return fresh_python("importing Keras", BACKEND_PROBE_TIMEOUT_S, "-c", BACKEND_PROBE, cwd=str(ROOT))
-
-
-def simulator_kernel() -> str:
-    """A tiny kernel on this process's simulator: "ok", or what went wrong."""
-    try:
-        from .simulator_probe import run_kernel
-
-        return run_kernel()
-    except Exception as error:
-        return f"{type(error).__name__}: {error}"
 
 
 def memory() -> tuple[int | None, int | None]:
@@ -183,26 +168,18 @@ def disk_free() -> int | None:
 def gather(full: bool | None = None) -> Facts:
     """Every answer. ``full``: also ask the Keras backend for its GPUs (None: only if CUDA sees one);
     never when NumPy, Keras or its backend is missing (the packages' finding says so)."""
-    from .. import requirements
-
     pinned = pins()
     installed = {name: package_version(name) for name in sorted(pinned)}
     cuda = cuda_facts()
     ask_backend = full if full is not None else cuda.get("numba_cuda") is True
     ask_backend = ask_backend and all(installed.get(name) for name in ("numpy", "keras", "tensorflow"))
-    simulator_here, kernel = False, None
-    if not requirements.missing():  # else fastlstm_lib did not load, nor can its simulator
-        from ...runtime import simulator
-
-        simulator_here = simulator.SIMULATOR
-        kernel = simulator_kernel() if simulator_here else None
-    forced = next((v for v in reversed(SIMULATOR_VARIABLES) if os.environ.get(v, "0") not in ("", "0")), None)
+    simulator = sys.modules.get("fastlstm_lib.runtime.simulator")  # loaded unless NumPy or Numba is missing
     total, available = memory()
     return Facts(
         system=platform.system(), machine=platform.machine(),
         colab="google.colab" in sys.modules or "COLAB_RELEASE_TAG" in os.environ,
         python=tuple(sys.version_info[:3]), pins=pinned, installed=installed,
-        simulator_here=simulator_here, forced_by=forced, simulator_kernel=kernel,
+        simulator_here=bool(simulator and simulator.SIMULATOR),
         cuda=cuda, backend_gpus=backend_facts() if ask_backend else None,
         disk_free=disk_free(), memory_total=total, memory_available=available,
         executable=shown_path(sys.executable), course_python=course_python())
