@@ -46,16 +46,12 @@ def use_course_python(facts) -> str:
             "(`make setup` installs into it; in Jupyter, its kernel: `make lab` starts it)")
 
 
-def or_this_python(facts, command: str) -> str:
-    """``command`` run by this Python; the course's .venv Python first when this is another one."""
-    return f"{use_course_python(facts)}\nor install into this Python: {command}" if facts.course_python else command
-
-
 def pip(facts, *requirements: str) -> str:
+    """Installing ``requirements`` into this Python; the course's .venv Python first when this is another one."""
     if facts.colab:
         return SETUP_CELL
-    return or_this_python(facts, f"{quoted(facts.executable, facts.system)} -m pip install "
-                          + " ".join(f'"{r}"' for r in requirements))
+    command = f"{quoted(facts.executable, facts.system)} -m pip install " + " ".join(f'"{r}"' for r in requirements)
+    return f"{use_course_python(facts)}\nor install into this Python: {command}" if facts.course_python else command
 
 
 def pinned(facts, package: str, extra: str = "") -> str:
@@ -194,14 +190,10 @@ def gpu_present(facts) -> list[Finding]:
         return [Finding("fail", f"CUDA sees a GPU but cannot use it: {device['error']}", "nvidia-smi")]
     findings = [Finding("ok", f"GPU: {device.get('name')} (compute capability {device.get('compute_capability')}, "
                               f"{device.get('multiprocessors')} SMs, CUDA driver {device.get('driver')})")]
-    driver, capability = version_tuple(device.get("driver")), version_tuple(device.get("compute_capability"))
+    driver = version_tuple(device.get("driver"))
     if driver is not None and driver < (12,):  # one cause: no kernel can run, so none is blamed on anything else
         return findings + [Finding("fail", f"CUDA driver {device.get('driver')} is too old: numba-cuda's CUDA "
                                            "libraries (12 or 13) need a driver for CUDA 12 or newer", DRIVER_UPDATE)]
-    if driver is not None and driver >= (13,) and capability is not None and capability < CUDA13_COMPUTE_CAPABILITY:
-        findings.append(Finding("info", f"CUDA 13 cannot compile for compute capability {device.get('compute_capability')} "
-                                        "(it needs 7.5 or newer): this GPU needs CUDA 12's libraries (numba-cuda[cu12]), "
-                                        f"which its {device.get('driver')} driver runs"))
     kernel = cuda.get("plain_kernel")
     compilers = [library.upper() for library in ("nvvm", "nvrtc") if cuda.get(library) is not True]
     if compilers:  # one cause: the test kernel cannot have worked without them, so it is not counted again

@@ -20,8 +20,6 @@ from pathlib import Path
 from ...runtime.numba_compat import package_version  # loads no numba
 
 ROOT = Path(__file__).resolve().parents[3]
-#: Either switches a Python to the simulator (fastlstm_lib sets the first itself when there is no GPU).
-SIMULATOR_VARIABLES = ("NUMBA_ENABLE_CUDASIM", "FASTLSTM_SIMULATOR")
 CUDA_PROBE_TIMEOUT_S = 120
 BACKEND_PROBE_TIMEOUT_S = 180
 
@@ -125,9 +123,11 @@ def fresh_python(what: str, timeout: int, *arguments: str, **options) -> dict:
 
 
 def cuda_facts() -> dict:
-    """What CUDA sees from a fresh Python without the simulator variables (``cuda_probe.py``)."""
+    """What CUDA sees from a fresh Python without the variables that switch on the simulator (fastlstm_lib
+    sets the first itself when there is no GPU): ``cuda_probe.py``'s answers."""
+    forcing = ("NUMBA_ENABLE_CUDASIM", "FASTLSTM_SIMULATOR")
     return fresh_python("the CUDA probe", CUDA_PROBE_TIMEOUT_S, str(Path(__file__).with_name("cuda_probe.py")),
-                        env={k: v for k, v in os.environ.items() if k not in SIMULATOR_VARIABLES})
+                        env={k: v for k, v in os.environ.items() if k not in forcing})
 
 
 BACKEND_PROBE = """
