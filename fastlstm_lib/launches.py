@@ -83,30 +83,19 @@ def patched(patches):
                 setattr(target, name, original)
 
 
-#: The subscribed handlers, outermost first, each as (its own identity, handler); and while there
-#: are any: numba-cuda's own ``__getitem__``, the chain through them all, and the patch that makes
-#: ``_dispatch`` the kernel class's ``__getitem__``.
+#: The subscribed handlers, outermost first; and while there are any, numba-cuda's own
+#: ``__getitem__`` and the patch that makes ``_dispatch`` the kernel class's ``__getitem__``.
 _handlers: list = []
-_chain: dict = {"original": None, "configure": None, "patch": None}
-
-
-def _link(handler, configure):
-    def configure_through(kernel, configuration):
-        return handler(kernel, configuration, configure)
-
-    return configure_through
-
-
-def _rebuild() -> None:
-    configure = _chain["original"]
-    for _, handler in _handlers:  # outermost first, so that the innermost is asked first
-        configure = _link(handler, configure)
-    _chain["configure"] = configure
+_numba: dict = {}
 
 
 def _dispatch(kernel, configuration):
-    """The kernel class's ``__getitem__`` while any handler is subscribed."""
-    return _chain["configure"](kernel, configuration)
+    """The kernel class's ``__getitem__`` while any handler is subscribed: the chain through them
+    all, built for this launch, the innermost asked first."""
+    configure = _numba["getitem"]
+    for handler in _handlers:  # outermost first, so that the innermost is asked first
+        configure = lambda kernel, configuration, handler=handler, inner=configure: handler(kernel, configuration, inner)
+    return configure(kernel, configuration)
 
 
 @contextlib.contextmanager
@@ -116,22 +105,17 @@ def intercept(handler):
     it through the handlers outside this one, then numba-cuda (see the module doc)."""
     if not _handlers:  # the first one routes the kernel class's __getitem__ here
         cls = kernel_class()
-        patch = patched([(cls, "__getitem__", _dispatch)])
-        _chain["original"] = cls.__getitem__
-        patch.__enter__()
-        _chain["patch"] = patch
-    subscription = (object(), handler)  # the same handler may subscribe twice, nested
-    _handlers.append(subscription)
-    _rebuild()
+        _numba["getitem"] = cls.__getitem__
+        _numba["patch"] = patched([(cls, "__getitem__", _dispatch)])
+        _numba["patch"].__enter__()
+    _handlers.append(handler)  # the same handler may subscribe twice, nested
     try:
         yield
     finally:
-        _handlers.remove(subscription)  # by identity: right even if blocks end out of order
-        _rebuild()
+        _handlers.remove(handler)  # right even if blocks end out of order: equal handlers are interchangeable
         if not _handlers:  # the last one gives numba-cuda its own __getitem__ back
-            patch = _chain["patch"]
-            _chain.update(original=None, configure=None, patch=None)
-            patch.__exit__(None, None, None)
+            del _numba["getitem"]
+            _numba.pop("patch").__exit__(None, None, None)
 
 
 @contextlib.contextmanager

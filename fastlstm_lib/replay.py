@@ -133,7 +133,7 @@ class Recording:
         self.launches.append(LaunchCall(kernel, grid, block, number, int(shared), tuple(args)))
         self.issued.append(("launch", kernel, configuration, tuple(args)))
 
-    def event_op(self, kind: str, event, stream) -> None:
+    def event_op(self, kind: str, event, stream=0) -> None:
         self.ops.append(StreamOp(kind, self.stream_number(stream), self.event_number(event)))
         self.issued.append((kind, event, stream, None))
 
@@ -172,42 +172,26 @@ def recording(perform: bool = True, listener=None):
     if perform:
         # the driver's Event and device array classes, or the simulator's
         events, arrays = type(cuda.event()), type(cuda.device_array(1, dtype="float32"))
-        event_record, event_wait, event_synchronize = events.record, events.wait, events.synchronize
-        synchronize = cuda.synchronize
 
-        def recording_record(event, stream=0):
-            rec.event_op("record", event, stream)
-            heard()
-            return event_record(event, stream)
-
-        def recording_wait(event, stream=0):
-            rec.event_op("wait", event, stream)
-            heard()
-            return event_wait(event, stream)
-
-        def host_waits(original, name):
-            def call(event=None):
-                rec.refused.append(name)
-                rec.host_wait(event)
-                heard()
-                return original() if event is None else original(event)
-
-            return call
-
-        def refusing(target, name):
+        def noting(target, name, kind, refusal):
+            """``target.name``, noted before it runs: as the stream operation ``kind`` ("record",
+            "wait"), or a host wait ("host"), and ``refusal`` (what makes the pass unreplayable)."""
             original = getattr(target, name)
 
             def call(*args, **kwargs):
-                rec.refused.append(name)
+                if refusal is not None:
+                    rec.refused.append(refusal)
+                if kind is not None:
+                    rec.host_wait(*args) if kind == "host" else rec.event_op(kind, *args, **kwargs)
+                    heard()
                 return original(*args, **kwargs)
 
             return call
 
-        patches = [(events, "record", recording_record), (events, "wait", recording_wait),
-                   (events, "synchronize", host_waits(event_synchronize, "event.synchronize")),
-                   (cuda, "synchronize", host_waits(synchronize, "synchronize")),
-                   (cuda, "to_device", refusing(cuda, "to_device"))]
-        patches += [(arrays, name, refusing(arrays, name)) for name in _ARRAY_COPIES]
+        notes = [(events, "record", "record", None), (events, "wait", "wait", None),
+                 (events, "synchronize", "host", "event.synchronize"), (cuda, "synchronize", "host", "synchronize"),
+                 (cuda, "to_device", None, "to_device")] + [(arrays, name, None, name) for name in _ARRAY_COPIES]
+        patches = [(target, name, noting(target, name, kind, refusal)) for target, name, kind, refusal in notes]
     with intercept(recording_launch), patched(patches):
         yield rec
 
