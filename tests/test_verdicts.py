@@ -228,7 +228,7 @@ def test_a_bench_that_would_take_hours_on_the_simulator_refuses_up_front(monkeyp
     assert time.perf_counter() - started < 5
     monkeypatch.setattr(harness, "bench", lambda *a, **k: pytest.fail("a step ran before the refusal"))
     with pytest.raises(ValueError, match="'persistent' at .*batch=1, .*would take about 19 hours"):
-        fl.bench_steps(["wavefront", "persistent"], fl.LSTMConfig(batch=1, seq_len=100, input_size=512, hidden=512, layers=4),
+        fl.bench_steps(["persistent"], fl.LSTMConfig(batch=1, seq_len=100, input_size=512, hidden=512, layers=4),
                        progress=False)
     keras_free = harness.resolve("baseline", TINY, 0, None)[0]
     simulator_budget.refuse_slow_simulation(keras_free, TINY, 4)  # the size that runs is accepted
