@@ -83,16 +83,15 @@ def check_outputs(args) -> None:
     """Every file the command will write can be written (and --plot is an image format): ValueError if not."""
     from fastlstm_lib.checks import check_writable_path
 
-    if getattr(args, "out", None) is not None:
+    if args.out is not None:  # every command has --out
         check_writable_path("--out", args.out)
-    if getattr(args, "plot", None) is not None:
+    if getattr(args, "plot", None) is not None:  # bench's alone
+        from pathlib import Path
+
         from fastlstm_lib.course.plots import check_image_path
 
         check_image_path("--plot", args.plot)
-    if getattr(args, "out", None) is not None and getattr(args, "plot", None) is not None:
-        from pathlib import Path
-
-        if Path(args.out).resolve() == Path(args.plot).resolve():
+        if args.out is not None and Path(args.out).resolve() == Path(args.plot).resolve():
             raise ValueError(f"--out and --plot must be different files, got {args.out!r} for both")
 
 
