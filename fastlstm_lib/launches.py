@@ -1,32 +1,23 @@
 """Kernel launches: counting them, intercepting them, and what one costs from Python.
 
 Every optimization in the ladder removes launches or makes them overlap, so the course counts
-them (``count_launches``). Other tools need every ``kernel[grid, block, stream, shared](*args)``
-of a step too: the dry run of ``fl.profile`` records them instead of launching, a runner's first
-pass is recorded for replay (``replay.py``), instrumented runs wrap the arrays a kernel gets
-(``course/profile/instrument.py``), the exercises' traces check their ordering
-(``course/exercises/trace.py``).
-All of them subscribe to one interception, here:
+them (``count_launches``). The profile's dry run, the recorder of a pass (``replay.py``),
+instrumented runs (``course/profile/instrument.py``) and the exercises' traces need every
+``kernel[grid, block, stream, shared](*args)`` of a step too. All of them subscribe to one
+interception, here:
 
 - ``intercept(handler)``: inside the block, ``kernel[configuration]`` (``__getitem__`` on Numba's
-  kernel class: the real dispatcher on a GPU, the fake one on the simulator) returns
-  ``handler(kernel, configuration, configure)``, the callable the launch's arguments go to.
+  kernel class, the real one or the simulator's) returns ``handler(kernel, configuration, configure)``;
   ``configure(kernel, configuration)`` is the rest of the chain: the handlers subscribed before
-  this one, then numba-cuda's own ``__getitem__``, which really configures the launch. A handler
-  wraps what ``configure`` returns (counting, recording, tracing) or returns a callable of its
-  own (the dry run launches nothing; an instrumented run configures the launch itself, with
-  other arguments). Handlers nest like the ``with`` blocks they come from: the innermost is
-  asked first. So ``count_launches()`` inside a dry run counts what the dry run records, and
-  around one counts nothing (nothing is launched); around an instrumented run, a trace or a
-  ``Replay`` being replayed, it counts every launch, since those configure theirs through it.
+  this one, then numba-cuda's own ``__getitem__``. A handler wraps what ``configure`` returns
+  (counting, recording, tracing) or returns a callable of its own (the dry run launches nothing).
+  Handlers nest like their ``with`` blocks, the innermost asked first: ``count_launches()`` around
+  a dry run counts nothing (nothing is launched), inside one it counts what the dry run records.
 - ``patched([(target, name, value), ...])``: any other attribute of Numba those tools replace
-  for a block (``cuda.event``, ``cuda.to_device``, ``Event.record``, the simulator's block
-  manager, ...), every original put back after it, exception or not.
+  for a block, every original put back after it, exception or not.
 
-Why one module: where numba-cuda keeps its kernel class, and what its streams, events and arrays
-are called, changes between releases; one place to fix then, instead of five. And interceptions
-that each patched the class by hand could only replace one another, and restore the wrong
-method if they ended out of order; one chain makes them compose. Nothing else in the library sets
+One module, so that numba-cuda's names (which change between releases) are fixed in one place
+and interceptions compose instead of replacing one another. Nothing else in the library sets
 attributes of Numba's objects for a block (``tests/test_architecture.py`` checks it). Outside any
 ``intercept`` block the class is numba-cuda's own, untouched: launches cost nothing extra.
 """

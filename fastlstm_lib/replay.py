@@ -10,23 +10,16 @@ Streams get numbers (0 the default stream, the others in order of first sight), 
 between host and device, a synchronisation); ``perform=False`` launches nothing: the profile's
 dry run (``course/profile/dryrun.py``) adds its stand-ins for streams, events and uploads.
 
-**Replay.** The steps' ``run`` methods are written to be read. Before each launch they make views
-(``hs[t]``, one gate's columns of a stacked matrix), check shapes, choose a blocking and look up
-the compiled kernel; all of that is Python the host repeats every pass, on top of numba-cuda's own
-dispatch (typing the arguments, packing them, calling the driver). On a GPU that finishes a
-layer-step's GEMM in tens of microseconds, the host's Python is what sets the pace (issue 23;
-``PYTHONPATH=tests python -m fakegpu host-times`` measures both through numba-cuda's real
-dispatch). A pass recorded for real gives its ``Replay`` (``Recording.replay()``), which issues
-exactly that list again: the same kernels, configurations, arrays and streams, with no view made, nothing
-allocated, checked or chosen. It is a CUDA Graph done on the host: the GPU gets the same work, only
-the Python between launches is gone.
+**Replay.** The steps' ``run`` methods are written to be read: before each launch they make views,
+check shapes, choose a blocking and look the kernel up, Python the host repeats every pass on top
+of numba-cuda's own dispatch, and on a GPU that Python sets the pace (issue 23). A pass recorded
+for real gives its ``Replay`` (``Recording.replay()``), which issues exactly that list again: the
+same kernels, configurations, arrays and streams, nothing made, checked or chosen in between: a
+CUDA Graph done on the host (the GPU gets the same work, only the Python between launches is gone).
 
-A pass can be replayed only if it is nothing but launches and stream ordering, as a step's
-``run`` must be (``steps/base.py``): the same arrays every time, nothing copied between host and
-device, nothing waited for. A pass that copies or synchronises is not replayable (``replay()``
-returns None) and the runner runs the step's code every time, as before. The caller runs its pass
-inside ``with recording() as rec:`` itself, so the way from a step's runner to a launch enters
-this module once and never calls back out of it.
+Only a pass of nothing but launches and stream ordering can be replayed, as a step's ``run`` must
+be (``steps/base.py``); one that copies between host and device or synchronises is not
+(``replay()`` returns None), and its runner runs the step's code every time.
 
 Replay looks the kernel class's ``__getitem__`` up at every launch, so whatever intercepts
 launches then (``fl.count_launches``, through ``launches.intercept``) still sees replayed

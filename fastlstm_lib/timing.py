@@ -4,9 +4,8 @@
   (what the GPU took, launches included), or a wall clock on the simulator (no events there).
 - ``wall_times``: anything that returns when its work is done (or is followed by a
   ``synchronize`` that waits for it): Keras calls, a training step, a data pipeline.
-- ``issue_and_run_times``: for work queued on Numba's streams, three clocks at once: how long the
-  host takes to issue it (``launch()`` returning, nothing waited for), how long the GPU takes
-  (CUDA events), and the wall clock until it is done (``launch()`` then ``synchronize()``).
+- ``issue_and_run_times``: for work queued on Numba's streams, three clocks at once: the host's
+  time to issue it, the GPU's (CUDA events), and the wall clock until it is done.
 - ``epoch_timer``: a Keras callback that records the wall time of every epoch of ``fit``.
 - ``summarize``: median, quartiles and extremes of a list of times.
 - ``cpu_snapshot`` / ``cpu_busy_elsewhere``: how busy other processes keep the CPUs, during a

@@ -199,26 +199,20 @@ def strict_float32():
     comparisons that mean float32 run inside this. torch's two flags are saved apart (their
     defaults differ: cuDNN's on, matmul's off)."""
     backend = backend_name()
-    if backend == "tensorflow":
-        import tensorflow as tf
-
-        saved = tf.config.experimental.tensor_float_32_execution_enabled()
-        restore = tf.config.experimental.enable_tensor_float_32_execution
-    elif backend == "torch":
+    if backend == "torch":
         import torch
 
         saved = (torch.backends.cuda.matmul.allow_tf32, torch.backends.cudnn.allow_tf32)
-
-        def restore(flags):
-            torch.backends.cuda.matmul.allow_tf32, torch.backends.cudnn.allow_tf32 = flags
-    else:  # another backend: left alone, as set_tf32 leaves it
-        yield
-        return
+    else:
+        saved = tf32_enabled()  # None on another backend: left alone, as set_tf32 leaves it
     set_tf32(False)
     try:
         yield
     finally:
-        restore(saved)
+        if backend == "torch":
+            torch.backends.cuda.matmul.allow_tf32, torch.backends.cudnn.allow_tf32 = saved
+        elif saved is not None:
+            set_tf32(saved)
 
 
 def tf32_enabled() -> bool | None:
