@@ -138,6 +138,10 @@ def clocks_command(fl, args) -> tuple:
 
 
 def bench_command(fl, args) -> tuple:
+    if any(name in fl.steps.keras_names() for name in args.steps or []):  # Keras in true FP32, like our kernels
+        from fastlstm_lib.runtime.keras_backend import set_tf32
+
+        set_tf32(False)
     cfg = getattr(fl.LSTMConfig, args.config)()
     results = fl.bench_steps(args.steps, cfg, warmup=args.warmup, repeats=args.repeats)
     print(fl.format_table(results))
