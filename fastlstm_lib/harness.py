@@ -226,10 +226,8 @@ def checked_names(names) -> list[str]:
 def bench_or_skip(name: str, cfg: LSTMConfig | None = None, *, measure=None, **kwargs) -> dict:
     """``bench`` (or ``measure``, e.g. ``host_and_device_times``), or ``{"step", "config",
     "skipped": reason}`` when the step cannot run at ``cfg`` on this GPU and says so plainly
-    (PersistentLimitError: the persistent grid does not fit a T4 at the article's size, or the
-    GPU has no grid barrier at all; PolicyNotOffered: the "tf32" GEMM policy on a GPU older than
-    compute capability 8.0). A wrong result still raises WrongResultError, and a wrong argument its
-    own error."""
+    (PersistentLimitError, PolicyNotOffered). A wrong result still raises WrongResultError, and a
+    wrong argument its own error."""
     from .kernels.persistent import PersistentLimitError  # planning loads on first use
     from .steps.gemm_policy import PolicyNotOffered
 
