@@ -52,7 +52,7 @@ else:
     from .gpus import fp32_peak_tflops, gpu
     from .results import load_results, save_results
     from .course.results import committed_results, format_table
-    from .harness import WrongResultError, bench, bench_batch_sweep, bench_steps, host_and_device_times
+    from .harness import WrongResultError, bench, bench_steps, host_and_device_times
     # Binds fl.profile to the function (the subpackage stays importable:
     # ``from fastlstm_lib.course.profile import charts``).
     from .course.profile import lower_bound, profile
@@ -89,7 +89,7 @@ __version__ = "0.1.0"
 __all__ = [
     "LSTMConfig", "flops", "GATES", "LayerParams", "init_params", "random_input",
     "validate_input", "validate_params", "reference_forward", "relative_error", "matches",
-    "device_info", "is_simulator", "steps", "RTOL", "WrongResultError", "bench", "bench_steps", "bench_batch_sweep",
+    "device_info", "is_simulator", "steps", "RTOL", "WrongResultError", "bench", "bench_steps",
     "host_and_device_times", "format_table", "save_results", "load_results", "params_from_keras", "keras_forward",
     "count_launches", "launch_overhead_us", "article_numbers", "article_source", "committed_results",
     "fp32_peak_tflops", "gpu", "ladder_comparison", "persistent_limits", "profile", "lower_bound", "backward", "reference_backward", "check",

@@ -8,7 +8,6 @@ can be written): a bad one prints ``error: ...`` and exits with status 2, never 
 from __future__ import annotations
 
 import argparse
-import json
 import sys
 
 CONFIGS = ("default", "article", "tiny")
@@ -50,7 +49,6 @@ def build_parser(fl) -> argparse.ArgumentParser:
     any_step, a_ladder_step, a_gpu = known(fl.steps.get), known(ladder_step), known(fl.gpu)
     parser = argparse.ArgumentParser(prog="python -m fastlstm_lib", description=__doc__)
     commands = parser.add_subparsers(dest="command", required=True)
-    commands.add_parser("info", help="print the device and software versions")
     doctor = commands.add_parser("doctor", help="will the course run here? each problem with the command that fixes it "
                                                 "(exit status 0 only if it will)")
     doctor_arguments(doctor)  # for --help; `doctor` itself is dispatched above
@@ -64,15 +62,6 @@ def build_parser(fl) -> argparse.ArgumentParser:
     bench.add_argument("--repeats", type=count("repeats", 1), help="timed runs (default 20 on a GPU, 2 on the simulator)")
     bench.add_argument("--out", metavar="FILE", help="also write the results as JSON")
     bench.add_argument("--plot", metavar="PNG", help="also draw GFLOP/s beside the published numbers (.png, .svg, .pdf, ...)")
-    bench.add_argument("--tf32", choices=("off", "on"), default="off",
-                       help="for the Keras steps (keras_cudnn, ...): allow TF32 matrix math (default off: true FP32, "
-                            "like our kernels)")
-    sweep = commands.add_parser("sweep", help="time steps at several batch sizes (hidden 512, 100 steps, 4 layers)")
-    sweep.add_argument("--steps", nargs="+", metavar="STEP", type=any_step, default=["wavefront", "persistent"])
-    sweep.add_argument("--batches", nargs="+", type=count("batch", 1), default=[1, 4, 16, 64])
-    sweep.add_argument("--config", choices=CONFIGS, default="default", help="the base config whose batch is varied")
-    sweep.add_argument("--out", metavar="FILE", help="also write the results as JSON")
-    sweep.add_argument("--tf32", choices=("off", "on"), default="off", help="for the Keras steps, as in bench")
     clocks = commands.add_parser("clocks", help="per step, the host's time to issue a forward pass beside the GPU's "
                                                  "(is it host-bound?); GPU only")
     clocks.add_argument("--steps", nargs="+", metavar="STEP", type=a_ladder_step, help="default: all ladder steps")
@@ -94,16 +83,15 @@ def check_outputs(args) -> None:
     """Every file the command will write can be written (and --plot is an image format): ValueError if not."""
     from fastlstm_lib.checks import check_writable_path
 
-    if getattr(args, "out", None) is not None:
+    if args.out is not None:  # every command has --out
         check_writable_path("--out", args.out)
-    if getattr(args, "plot", None) is not None:
+    if getattr(args, "plot", None) is not None:  # bench's alone
+        from pathlib import Path
+
         from fastlstm_lib.course.plots import check_image_path
 
         check_image_path("--plot", args.plot)
-    if getattr(args, "out", None) is not None and getattr(args, "plot", None) is not None:
-        from pathlib import Path
-
-        if Path(args.out).resolve() == Path(args.plot).resolve():
+        if args.out is not None and Path(args.out).resolve() == Path(args.plot).resolve():
             raise ValueError(f"--out and --plot must be different files, got {args.out!r} for both")
 
 
@@ -119,8 +107,7 @@ def main(argv=None) -> int:
         args = build_parser(fl).parse_args(argv)
     except SystemExit as exit_:  # argparse has printed "error: ..." (status 2), or --help (status 0)
         return exit_.code if isinstance(exit_.code, int) else 2
-    command = {"info": info_command, "bench": bench_command, "sweep": sweep_command, "clocks": clocks_command,
-               "profile": profile_command}[args.command]
+    command = {"bench": bench_command, "clocks": clocks_command, "profile": profile_command}[args.command]
     try:
         check_outputs(args)
         status, rows = command(fl, args)
@@ -130,19 +117,6 @@ def main(argv=None) -> int:
     except (ValueError, TypeError, fl.WrongResultError) as error:
         print(f"error: {error}", file=sys.stderr)
         return 2
-
-
-def info_command(fl, args) -> tuple:
-    print(json.dumps(fl.device_info(), indent=2))
-    return 0, None
-
-
-def set_tf32_for(fl, args) -> None:
-    """``--tf32`` for the Keras steps among ``--steps`` (imports TensorFlow only when there are some)."""
-    if any(name in fl.steps.keras_names() for name in args.steps or []):
-        from fastlstm_lib.runtime.keras_backend import set_tf32
-
-        set_tf32(args.tf32 == "on")
 
 
 def clocks_command(fl, args) -> tuple:
@@ -163,20 +137,11 @@ def clocks_command(fl, args) -> tuple:
     return 0, results
 
 
-def sweep_command(fl, args) -> tuple:
-    set_tf32_for(fl, args)
-    results = fl.bench_batch_sweep(args.steps, args.batches, getattr(fl.LSTMConfig, args.config)())
-    from fastlstm_lib.tables import Column, Span, table
-
-    rows = [[f"batch {r['config']['batch']:>4}", r["step"]]
-            + ([Span(f"skipped: {r['skipped']}")] if "skipped" in r else
-               [f"{r['time_ms']['median']:10.3f} ms", f"{r['gflops']:9.1f} GFLOP/s"]) for r in results]
-    print(table((Column("batch"), Column("step", "<", 16), Column("median"), Column("GFLOP/s")), rows, header=False))
-    return 0, results
-
-
 def bench_command(fl, args) -> tuple:
-    set_tf32_for(fl, args)
+    if any(name in fl.steps.keras_names() for name in args.steps or []):  # Keras in true FP32, like our kernels
+        from fastlstm_lib.runtime.keras_backend import set_tf32
+
+        set_tf32(False)
     cfg = getattr(fl.LSTMConfig, args.config)()
     results = fl.bench_steps(args.steps, cfg, warmup=args.warmup, repeats=args.repeats)
     print(fl.format_table(results))

@@ -10,12 +10,11 @@ The clocks live in ``timing``, result files in ``results``.
 
 from __future__ import annotations
 
-import dataclasses
 import datetime
 import functools
 from typing import NamedTuple
 
-from .checks import check_bool, check_int, check_int_list, check_number
+from .checks import check_bool, check_int, check_number
 from .config import LSTMConfig
 from .copies import fresh, frozen
 from .runtime.graphs import checked_graph
@@ -76,31 +75,16 @@ def check(runner, ref, step_name: str, when: str, rtol: float) -> float | None:
     """
     runner.poison()
     runner.launch()
+    result = runner.result()  # on a stand-in driver too: everything a pass does on the host, down to the copy back
     if not DEVICE.computes and not runner.times_meaningful:  # Keras' runners do run, on the CPU
-        runner.result()  # everything a pass does on the host, down to the copy back
         return None
-    result = runner.result()
-    nonfinite = where_nonfinite(result)
-    if nonfinite:
-        raise WrongResultError(f"step {step_name!r} is wrong {when} timing: {nonfinite}; its time is not reported")
-    error = runner.error(ref)
-    if not error <= rtol:
-        raise WrongResultError(
-            f"step {step_name!r} is wrong {when} timing: relative error {error:.3g} > {rtol:g}; "
-            "its time is not reported"
-        )
+    wrong = where_nonfinite(result)
+    error = None if wrong else runner.error(ref)
+    if error is not None and not error <= rtol:
+        wrong = f"relative error {error:.3g} > {rtol:g}"
+    if wrong:
+        raise WrongResultError(f"step {step_name!r} is wrong {when} timing: {wrong}; its time is not reported")
     return error
-
-
-class CheckedRun(NamedTuple):
-    """A step set up on the shared problem and checked once: ready to be timed."""
-
-    step: object
-    cfg: LSTMConfig
-    runner: object
-    ref: object
-    rtol: float
-    error_before: float
 
 
 def resolve(step, cfg: LSTMConfig | None, seed: int, rtol: float | None, options: dict | None = None):
@@ -125,14 +109,35 @@ def resolve(step, cfg: LSTMConfig | None, seed: int, rtol: float | None, options
     return step, cfg, seed, step.tolerance(**(options or {})) if rtol is None else rtol
 
 
-def checked_run(step, cfg: LSTMConfig | None, seed: int, rtol: float | None, options: dict, passes: int) -> CheckedRun:
-    """Resolve the step and config, set the step up on its own copy of ``problem(cfg, seed)`` and
-    check it once against its reference (``step.reference``, within ``step.tolerance(**options)``
-    unless ``rtol`` is given). On the simulator a size that would take more than a few minutes for ``passes``
-    passes is refused first."""
+def counts(warmup, repeats) -> tuple[int | None, int | None]:
+    """``warmup`` (an int >= 0) and ``repeats`` (an int >= 1), each None for the step's default."""
+    return (None if warmup is None else check_int("warmup", warmup, minimum=0),
+            None if repeats is None else check_int("repeats", repeats, minimum=1))
+
+
+class TimedRun(NamedTuple):
+    """A step checked, timed and checked again on the shared problem."""
+
+    step: object
+    cfg: LSTMConfig
+    runner: object
+    warmup: int
+    repeats: int
+    times: object
+    relative_error: dict  # before, after, rtol
+
+
+def timed_run(step, cfg: LSTMConfig | None, seed: int, rtol: float | None, options: dict, warmup, repeats,
+              clock: str = "time") -> TimedRun:
+    """Resolve the step and config, set the step up on its own copy of ``problem(cfg, seed)``, check
+    it against its reference (``step.reference``, within ``step.tolerance(**options)`` unless ``rtol``
+    is given), time it with its runner's ``clock`` (the runner's own counts where ``warmup`` or
+    ``repeats`` is None) and check it again. On the simulator a size that would take more than a few
+    minutes is refused first."""
+    warmup, repeats = counts(warmup, repeats)
     step, cfg, seed, rtol = resolve(step, cfg, seed, rtol, options)
     checked_graph(options.get("graph", False))  # before any work: graphs need a GPU
-    refuse_slow_simulation(step, cfg, passes)
+    refuse_slow_simulation(step, cfg, simulated_passes(warmup, repeats))
     extra = step.extra_inputs(cfg, seed)  # made once: the reference's and the runner's (its own copy)
     # The reference only where a pass is compared with it: not on a stand-in driver, where kernels never run
     # (at the article's size the float64 backward takes seconds of CPU there for nothing; see check).
@@ -141,13 +146,16 @@ def checked_run(step, cfg: LSTMConfig | None, seed: int, rtol: float | None, opt
     runner = step.runner(x, params, **extra, **options)
     if ref is None and runner.times_meaningful:  # Keras beside a stand-in driver: it runs, on the CPU, and is compared
         ref = expected(step, cfg, seed, extra)
-    return CheckedRun(step, cfg, runner, ref, rtol, check(runner, ref, step.name, "before", rtol))
-
-
-def counts(warmup, repeats) -> tuple[int | None, int | None]:
-    """``warmup`` (an int >= 0) and ``repeats`` (an int >= 1), each None for the step's default."""
-    return (None if warmup is None else check_int("warmup", warmup, minimum=0),
-            None if repeats is None else check_int("repeats", repeats, minimum=1))
+    before = check(runner, ref, step.name, "before", rtol)
+    timer = getattr(runner, clock, None)
+    if timer is None:
+        raise TypeError(f"step {step.name!r} does not run on Numba's streams: only a wall clock can time it")
+    default_warmup, default_repeats = runner.default_repeats()  # (3, 20) on a GPU
+    warmup = default_warmup if warmup is None else warmup
+    repeats = default_repeats if repeats is None else repeats
+    times = timer(warmup, repeats)
+    after = check(runner, ref, step.name, "after", rtol)
+    return TimedRun(step, cfg, runner, warmup, repeats, times, {"before": before, "after": after, "rtol": rtol})
 
 
 def bench(step, cfg: LSTMConfig | None = None, *, warmup: int | None = None, repeats: int | None = None,
@@ -159,15 +167,8 @@ def bench(step, cfg: LSTMConfig | None = None, *, warmup: int | None = None, rep
     the "tf32" GEMM policy's 2e-3) unless given. Raises
     WrongResultError rather than report the time of a wrong step.
     """
-    warmup, repeats = counts(warmup, repeats)
-    run = checked_run(step, cfg, seed, rtol, options, passes=simulated_passes(warmup, repeats))
-    default_warmup, default_count = run.runner.default_repeats()
-    warmup = default_warmup if warmup is None else warmup
-    repeats = default_count if repeats is None else repeats
-    times = run.runner.time(warmup, repeats)
-    error_after = check(run.runner, run.ref, run.step.name, "after", run.rtol)
-
-    time_ms = summarize(times)
+    run = timed_run(step, cfg, seed, rtol, options, warmup, repeats)
+    time_ms = summarize(run.times)
     flop = run.step.flop(run.cfg, **options)
     return {
         "step": run.step.name,
@@ -176,13 +177,13 @@ def bench(step, cfg: LSTMConfig | None = None, *, warmup: int | None = None, rep
         "device": run.step.device(),
         "timing": run.runner.timing,
         "times_meaningful": run.runner.times_meaningful,
-        "warmup": warmup,
-        "repeats": repeats,
+        "warmup": run.warmup,
+        "repeats": run.repeats,
         "time_ms": time_ms,
         "flop": flop,
         "gflops": flop / (time_ms["median"] * 1e-3) / 1e9,
-        "relative_error": {"before": run.error_before, "after": error_after, "rtol": run.rtol},
-        "values_checked": run.error_before is not None,
+        "relative_error": run.relative_error,
+        "values_checked": run.relative_error["before"] is not None,
         "options": options,
         "date": datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds"),
     }
@@ -196,21 +197,12 @@ def host_and_device_times(step, cfg: LSTMConfig | None = None, *, warmup: int | 
     A step whose issue time reaches its device time is host-bound: a faster GPU would not make it
     faster, fewer launches (or a cheaper way to issue them, such as CUDA Graphs) would.
     """
-    warmup, repeats = counts(warmup, repeats)
-    run = checked_run(step, cfg, seed, None, options, passes=simulated_passes(warmup, repeats))
-    if getattr(run.runner, "time_issue_and_run", None) is None:
-        raise TypeError(f"step {run.step.name!r} does not run on Numba's streams: only a wall clock can time it")
-    default_warmup, default_repeats = run.runner.default_repeats()  # (3, 20) on a GPU
-    warmup = default_warmup if warmup is None else warmup
-    repeats = default_repeats if repeats is None else repeats
-    times = run.runner.time_issue_and_run(warmup, repeats)
-    error_after = check(run.runner, run.ref, run.step.name, "after", run.rtol)
+    run = timed_run(step, cfg, seed, None, options, warmup, repeats, clock="time_issue_and_run")
     return {
         "step": run.step.name, "config": run.cfg.as_dict(), "device": run.step.device(),
-        "times_meaningful": run.runner.times_meaningful, "warmup": warmup, "repeats": repeats,
-        **{f"{clock}_ms": (summarize(values) if values is not None else None) for clock, values in times.items()},
-        "relative_error": {"before": run.error_before, "after": error_after, "rtol": run.rtol},
-        "options": options,
+        "times_meaningful": run.runner.times_meaningful, "warmup": run.warmup, "repeats": run.repeats,
+        **{f"{clock}_ms": (summarize(values) if values is not None else None) for clock, values in run.times.items()},
+        "relative_error": run.relative_error, "options": options,
     }
 
 
@@ -234,10 +226,8 @@ def checked_names(names) -> list[str]:
 def bench_or_skip(name: str, cfg: LSTMConfig | None = None, *, measure=None, **kwargs) -> dict:
     """``bench`` (or ``measure``, e.g. ``host_and_device_times``), or ``{"step", "config",
     "skipped": reason}`` when the step cannot run at ``cfg`` on this GPU and says so plainly
-    (PersistentLimitError: the persistent grid does not fit a T4 at the article's size, or the
-    GPU has no grid barrier at all; PolicyNotOffered: the "tf32" GEMM policy on a GPU older than
-    compute capability 8.0). A wrong result still raises WrongResultError, and a wrong argument its
-    own error."""
+    (PersistentLimitError, PolicyNotOffered). A wrong result still raises WrongResultError, and a
+    wrong argument its own error."""
     from .kernels.persistent import PersistentLimitError  # planning loads on first use
     from .steps.gemm_policy import PolicyNotOffered
 
@@ -248,44 +238,19 @@ def bench_or_skip(name: str, cfg: LSTMConfig | None = None, *, measure=None, **k
         return {"step": name, "config": cfg.as_dict(), "skipped": str(error)}
 
 
-def _bench_jobs(jobs, progress, kwargs: dict, desc: str, unit: str, *, name_on_bar: bool) -> list[dict]:
-    """``bench_or_skip`` for each (name, cfg) of ``jobs``, in order, with a progress bar (the step's
-    name beside it when ``name_on_bar``). Every run is checked before the first: its arguments, and
-    on the simulator that none would take hours (``kwargs``: warmup, repeats, seed, rtol, options)."""
-    progress = check_bool("progress", progress)
-    warmup, repeats = counts(kwargs.get("warmup"), kwargs.get("repeats"))
-    for name, cfg in jobs:
-        step, cfg, _, _ = resolve(name, cfg, kwargs.get("seed", 0), kwargs.get("rtol"))
-        refuse_slow_simulation(step, cfg, simulated_passes(warmup, repeats))
-    iterator = progress_bar(jobs, desc, unit, enabled=progress)
-    results = []
-    for name, cfg in iterator:
-        if name_on_bar:
-            iterator.set_postfix_str(name)
-        results.append(bench_or_skip(name, cfg, **kwargs))
-    return results
-
-
 def bench_steps(names=None, cfg: LSTMConfig | None = None, *, progress: bool = True, **kwargs) -> list[dict]:
     """``bench`` for several steps (all by default), in ladder order, with a progress bar. A step
     that cannot run at ``cfg`` here is recorded as skipped, with its reason (``bench_or_skip``).
-    Every argument is checked before the first step runs."""
-    return _bench_jobs([(name, cfg) for name in checked_names(names)], progress, kwargs, "benchmark", "step",
-                       name_on_bar=True)
-
-
-def bench_batch_sweep(names=None, batches=(1, 4, 16, 64), base: LSTMConfig | None = None, *,
-                      progress: bool = True, **kwargs) -> list[dict]:
-    """``bench`` for each step at each batch size (the article's config otherwise, or ``base``).
-
-    A step that does not fit a batch size (the persistent kernel's limits) is recorded as
-    ``{"step", "config", "skipped": reason}`` instead of stopping the sweep (``bench_or_skip``); a
-    wrong result still raises WrongResultError. Every argument is checked before the first run.
-    """
-    base = LSTMConfig.article() if base is None else base
-    if not isinstance(base, LSTMConfig):
-        raise TypeError(f"base must be an LSTMConfig, got {type(base).__name__}")
+    Every argument is checked before the first step runs (on the simulator: that none would take hours)."""
     names = checked_names(names)
-    batches = check_int_list("batches", batches)
-    jobs = [(name, dataclasses.replace(base, batch=batch)) for batch in batches for name in names]
-    return _bench_jobs(jobs, progress, kwargs, "batch sweep", "run", name_on_bar=False)
+    progress = check_bool("progress", progress)
+    warmup, repeats = counts(kwargs.get("warmup"), kwargs.get("repeats"))
+    for name in names:
+        step, step_cfg, _, _ = resolve(name, cfg, kwargs.get("seed", 0), kwargs.get("rtol"))
+        refuse_slow_simulation(step, step_cfg, simulated_passes(warmup, repeats))
+    iterator = progress_bar(names, "benchmark", "step", enabled=progress)
+    results = []
+    for name in iterator:
+        iterator.set_postfix_str(name)
+        results.append(bench_or_skip(name, cfg, **kwargs))
+    return results

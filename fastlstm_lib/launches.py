@@ -1,32 +1,23 @@
 """Kernel launches: counting them, intercepting them, and what one costs from Python.
 
 Every optimization in the ladder removes launches or makes them overlap, so the course counts
-them (``count_launches``). Other tools need every ``kernel[grid, block, stream, shared](*args)``
-of a step too: the dry run of ``fl.profile`` records them instead of launching, a runner's first
-pass is recorded for replay (``replay.py``), instrumented runs wrap the arrays a kernel gets
-(``course/profile/instrument.py``), the exercises' traces check their ordering
-(``course/exercises/trace.py``).
-All of them subscribe to one interception, here:
+them (``count_launches``). The profile's dry run, the recorder of a pass (``replay.py``),
+instrumented runs (``course/profile/instrument.py``) and the exercises' traces need every
+``kernel[grid, block, stream, shared](*args)`` of a step too. All of them subscribe to one
+interception, here:
 
 - ``intercept(handler)``: inside the block, ``kernel[configuration]`` (``__getitem__`` on Numba's
-  kernel class: the real dispatcher on a GPU, the fake one on the simulator) returns
-  ``handler(kernel, configuration, configure)``, the callable the launch's arguments go to.
+  kernel class, the real one or the simulator's) returns ``handler(kernel, configuration, configure)``;
   ``configure(kernel, configuration)`` is the rest of the chain: the handlers subscribed before
-  this one, then numba-cuda's own ``__getitem__``, which really configures the launch. A handler
-  wraps what ``configure`` returns (counting, recording, tracing) or returns a callable of its
-  own (the dry run launches nothing; an instrumented run configures the launch itself, with
-  other arguments). Handlers nest like the ``with`` blocks they come from: the innermost is
-  asked first. So ``count_launches()`` inside a dry run counts what the dry run records, and
-  around one counts nothing (nothing is launched); around an instrumented run, a trace or a
-  ``Replay`` being replayed, it counts every launch, since those configure theirs through it.
+  this one, then numba-cuda's own ``__getitem__``. A handler wraps what ``configure`` returns
+  (counting, recording, tracing) or returns a callable of its own (the dry run launches nothing).
+  Handlers nest like their ``with`` blocks, the innermost asked first: ``count_launches()`` around
+  a dry run counts nothing (nothing is launched), inside one it counts what the dry run records.
 - ``patched([(target, name, value), ...])``: any other attribute of Numba those tools replace
-  for a block (``cuda.event``, ``cuda.to_device``, ``Event.record``, the simulator's block
-  manager, ...), every original put back after it, exception or not.
+  for a block, every original put back after it, exception or not.
 
-Why one module: where numba-cuda keeps its kernel class, and what its streams, events and arrays
-are called, changes between releases; one place to fix then, instead of five. And interceptions
-that each patched the class by hand could only replace one another, and restore the wrong
-method if they ended out of order; one chain makes them compose. Nothing else in the library sets
+One module, so that numba-cuda's names (which change between releases) are fixed in one place
+and interceptions compose instead of replacing one another. Nothing else in the library sets
 attributes of Numba's objects for a block (``tests/test_architecture.py`` checks it). Outside any
 ``intercept`` block the class is numba-cuda's own, untouched: launches cost nothing extra.
 """
@@ -83,30 +74,19 @@ def patched(patches):
                 setattr(target, name, original)
 
 
-#: The subscribed handlers, outermost first, each as (its own identity, handler); and while there
-#: are any: numba-cuda's own ``__getitem__``, the chain through them all, and the patch that makes
-#: ``_dispatch`` the kernel class's ``__getitem__``.
+#: The subscribed handlers, outermost first; and while there are any, numba-cuda's own
+#: ``__getitem__`` and the patch that makes ``_dispatch`` the kernel class's ``__getitem__``.
 _handlers: list = []
-_chain: dict = {"original": None, "configure": None, "patch": None}
-
-
-def _link(handler, configure):
-    def configure_through(kernel, configuration):
-        return handler(kernel, configuration, configure)
-
-    return configure_through
-
-
-def _rebuild() -> None:
-    configure = _chain["original"]
-    for _, handler in _handlers:  # outermost first, so that the innermost is asked first
-        configure = _link(handler, configure)
-    _chain["configure"] = configure
+_numba: dict = {}
 
 
 def _dispatch(kernel, configuration):
-    """The kernel class's ``__getitem__`` while any handler is subscribed."""
-    return _chain["configure"](kernel, configuration)
+    """The kernel class's ``__getitem__`` while any handler is subscribed: the chain through them
+    all, built for this launch, the innermost asked first."""
+    configure = _numba["getitem"]
+    for handler in _handlers:  # outermost first, so that the innermost is asked first
+        configure = lambda kernel, configuration, handler=handler, inner=configure: handler(kernel, configuration, inner)
+    return configure(kernel, configuration)
 
 
 @contextlib.contextmanager
@@ -116,22 +96,17 @@ def intercept(handler):
     it through the handlers outside this one, then numba-cuda (see the module doc)."""
     if not _handlers:  # the first one routes the kernel class's __getitem__ here
         cls = kernel_class()
-        patch = patched([(cls, "__getitem__", _dispatch)])
-        _chain["original"] = cls.__getitem__
-        patch.__enter__()
-        _chain["patch"] = patch
-    subscription = (object(), handler)  # the same handler may subscribe twice, nested
-    _handlers.append(subscription)
-    _rebuild()
+        _numba["getitem"] = cls.__getitem__
+        _numba["patch"] = patched([(cls, "__getitem__", _dispatch)])
+        _numba["patch"].__enter__()
+    _handlers.append(handler)  # the same handler may subscribe twice, nested
     try:
         yield
     finally:
-        _handlers.remove(subscription)  # by identity: right even if blocks end out of order
-        _rebuild()
+        _handlers.remove(handler)  # right even if blocks end out of order: equal handlers are interchangeable
         if not _handlers:  # the last one gives numba-cuda its own __getitem__ back
-            patch = _chain["patch"]
-            _chain.update(original=None, configure=None, patch=None)
-            patch.__exit__(None, None, None)
+            del _numba["getitem"]
+            _numba.pop("patch").__exit__(None, None, None)
 
 
 @contextlib.contextmanager

@@ -18,10 +18,7 @@ class _NoProgressBar(list):
 
 
 def progress_bar(items, desc: str, unit: str, *, enabled: bool = True):
-    """An iterable over ``items`` that draws a bar when ``enabled`` and tqdm is installed.
-
-    A notebook widget bar only when ipywidgets is there; otherwise tqdm's text bar, on stdout.
-    """
+    """An iterable over ``items`` that draws a bar when ``enabled`` and tqdm is installed."""
     items = list(items)
     if not enabled:
         return _NoProgressBar(items)

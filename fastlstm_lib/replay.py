@@ -10,23 +10,16 @@ Streams get numbers (0 the default stream, the others in order of first sight), 
 between host and device, a synchronisation); ``perform=False`` launches nothing: the profile's
 dry run (``course/profile/dryrun.py``) adds its stand-ins for streams, events and uploads.
 
-**Replay.** The steps' ``run`` methods are written to be read. Before each launch they make views
-(``hs[t]``, one gate's columns of a stacked matrix), check shapes, choose a blocking and look up
-the compiled kernel; all of that is Python the host repeats every pass, on top of numba-cuda's own
-dispatch (typing the arguments, packing them, calling the driver). On a GPU that finishes a
-layer-step's GEMM in tens of microseconds, the host's Python is what sets the pace (issue 23;
-``PYTHONPATH=tests python -m fakegpu host-times`` measures both through numba-cuda's real
-dispatch). A pass recorded for real gives its ``Replay`` (``Recording.replay()``), which issues
-exactly that list again: the same kernels, configurations, arrays and streams, with no view made, nothing
-allocated, checked or chosen. It is a CUDA Graph done on the host: the GPU gets the same work, only
-the Python between launches is gone.
+**Replay.** The steps' ``run`` methods are written to be read: before each launch they make views,
+check shapes, choose a blocking and look the kernel up, Python the host repeats every pass on top
+of numba-cuda's own dispatch, and on a GPU that Python sets the pace (issue 23). A pass recorded
+for real gives its ``Replay`` (``Recording.replay()``), which issues exactly that list again: the
+same kernels, configurations, arrays and streams, nothing made, checked or chosen in between: a
+CUDA Graph done on the host (the GPU gets the same work, only the Python between launches is gone).
 
-A pass can be replayed only if it is nothing but launches and stream ordering, as a step's
-``run`` must be (``steps/base.py``): the same arrays every time, nothing copied between host and
-device, nothing waited for. A pass that copies or synchronises is not replayable (``replay()``
-returns None) and the runner runs the step's code every time, as before. The caller runs its pass
-inside ``with recording() as rec:`` itself, so the way from a step's runner to a launch enters
-this module once and never calls back out of it.
+Only a pass of nothing but launches and stream ordering can be replayed, as a step's ``run`` must
+be (``steps/base.py``); one that copies between host and device or synchronises is not
+(``replay()`` returns None), and its runner runs the step's code every time.
 
 Replay looks the kernel class's ``__getitem__`` up at every launch, so whatever intercepts
 launches then (``fl.count_launches``, through ``launches.intercept``) still sees replayed
@@ -133,7 +126,7 @@ class Recording:
         self.launches.append(LaunchCall(kernel, grid, block, number, int(shared), tuple(args)))
         self.issued.append(("launch", kernel, configuration, tuple(args)))
 
-    def event_op(self, kind: str, event, stream) -> None:
+    def event_op(self, kind: str, event, stream=0) -> None:
         self.ops.append(StreamOp(kind, self.stream_number(stream), self.event_number(event)))
         self.issued.append((kind, event, stream, None))
 
@@ -172,42 +165,26 @@ def recording(perform: bool = True, listener=None):
     if perform:
         # the driver's Event and device array classes, or the simulator's
         events, arrays = type(cuda.event()), type(cuda.device_array(1, dtype="float32"))
-        event_record, event_wait, event_synchronize = events.record, events.wait, events.synchronize
-        synchronize = cuda.synchronize
 
-        def recording_record(event, stream=0):
-            rec.event_op("record", event, stream)
-            heard()
-            return event_record(event, stream)
-
-        def recording_wait(event, stream=0):
-            rec.event_op("wait", event, stream)
-            heard()
-            return event_wait(event, stream)
-
-        def host_waits(original, name):
-            def call(event=None):
-                rec.refused.append(name)
-                rec.host_wait(event)
-                heard()
-                return original() if event is None else original(event)
-
-            return call
-
-        def refusing(target, name):
+        def noting(target, name, kind, refusal):
+            """``target.name``, noted before it runs: as the stream operation ``kind`` ("record",
+            "wait"), or a host wait ("host"), and ``refusal`` (what makes the pass unreplayable)."""
             original = getattr(target, name)
 
             def call(*args, **kwargs):
-                rec.refused.append(name)
+                if refusal is not None:
+                    rec.refused.append(refusal)
+                if kind is not None:
+                    rec.host_wait(*args) if kind == "host" else rec.event_op(kind, *args, **kwargs)
+                    heard()
                 return original(*args, **kwargs)
 
             return call
 
-        patches = [(events, "record", recording_record), (events, "wait", recording_wait),
-                   (events, "synchronize", host_waits(event_synchronize, "event.synchronize")),
-                   (cuda, "synchronize", host_waits(synchronize, "synchronize")),
-                   (cuda, "to_device", refusing(cuda, "to_device"))]
-        patches += [(arrays, name, refusing(arrays, name)) for name in _ARRAY_COPIES]
+        notes = [(events, "record", "record", None), (events, "wait", "wait", None),
+                 (events, "synchronize", "host", "event.synchronize"), (cuda, "synchronize", "host", "synchronize"),
+                 (cuda, "to_device", None, "to_device")] + [(arrays, name, None, name) for name in _ARRAY_COPIES]
+        patches = [(target, name, noting(target, name, kind, refusal)) for target, name, kind, refusal in notes]
     with intercept(recording_launch), patched(patches):
         yield rec
 

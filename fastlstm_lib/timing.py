@@ -4,9 +4,8 @@
   (what the GPU took, launches included), or a wall clock on the simulator (no events there).
 - ``wall_times``: anything that returns when its work is done (or is followed by a
   ``synchronize`` that waits for it): Keras calls, a training step, a data pipeline.
-- ``issue_and_run_times``: for work queued on Numba's streams, three clocks at once: how long the
-  host takes to issue it (``launch()`` returning, nothing waited for), how long the GPU takes
-  (CUDA events), and the wall clock until it is done (``launch()`` then ``synchronize()``).
+- ``issue_and_run_times``: for work queued on Numba's streams, three clocks at once: the host's
+  time to issue it, the GPU's (CUDA events), and the wall clock until it is done.
 - ``epoch_timer``: a Keras callback that records the wall time of every epoch of ``fit``.
 - ``summarize``: median, quartiles and extremes of a list of times.
 - ``cpu_snapshot`` / ``cpu_busy_elsewhere``: how busy other processes keep the CPUs, during a
@@ -26,11 +25,8 @@ from .runtime.device import DEVICE
 
 def wall_times(call, *, warmup: int, repeats: int, synchronize=None) -> list[float]:
     """Milliseconds per ``call()``, read from a wall clock after ``synchronize()`` (if given)."""
-    _check_counts(warmup, repeats)
     synchronize = synchronize or (lambda: None)
-    for _ in range(warmup):
-        call()
-    synchronize()
+    _warm_up(call, warmup, repeats, synchronize)
     times = []
     for _ in range(repeats):
         start = time.perf_counter()
@@ -51,10 +47,7 @@ def time_launches(launch, *, warmup: int, repeats: int) -> list[float]:
 
     if not DEVICE.compiled:  # the simulator has no event timer
         return wall_times(launch, warmup=warmup, repeats=repeats, synchronize=cuda.synchronize)
-    _check_counts(warmup, repeats)
-    for _ in range(warmup):
-        launch()
-    cuda.synchronize()
+    _warm_up(launch, warmup, repeats, cuda.synchronize)
     start, end = cuda.event(timing=True), cuda.event(timing=True)
     times = []
     for _ in range(repeats):
@@ -77,10 +70,7 @@ def issue_and_run_times(launch, *, warmup: int, repeats: int) -> dict:
     """
     from numba import cuda
 
-    _check_counts(warmup, repeats)
-    for _ in range(warmup):
-        launch()
-    cuda.synchronize()
+    _warm_up(launch, warmup, repeats, cuda.synchronize)
     events = (cuda.event(timing=True), cuda.event(timing=True)) if DEVICE.compiled else None
     issue, device, wall = [], [], []
     for _ in range(repeats):
@@ -170,6 +160,10 @@ def cpu_busy_elsewhere(seconds: float = 0.5, *, since: tuple | None = None) -> f
     return max(0.0, min(1.0, (busy - own) / total)) if total > 0 else 0.0
 
 
-def _check_counts(warmup: int, repeats: int) -> None:
+def _warm_up(call, warmup: int, repeats: int, synchronize) -> None:
+    """The counts checked, then ``warmup`` untimed calls and a ``synchronize()``."""
     if warmup < 0 or repeats < 1:
         raise ValueError(f"need warmup >= 0 and repeats >= 1, got warmup={warmup}, repeats={repeats}")
+    for _ in range(warmup):
+        call()
+    synchronize()

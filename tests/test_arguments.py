@@ -256,7 +256,7 @@ def no_work(monkeypatch):
     def work(*args, **kwargs):
         raise AssertionError("work started before the arguments were checked")
 
-    for owner, name in [(fl, "bench_steps"), (fl, "bench_batch_sweep"), (harness, "bench_or_skip"),
+    for owner, name in [(fl, "bench_steps"), (harness, "bench_or_skip"),
                         (ladder, "ladder_bounds"), (fl, "is_simulator")]:
         monkeypatch.setattr(owner, name, work)
 
@@ -268,7 +268,7 @@ def cli_error(capsys, argv) -> str:
     return captured.err
 
 
-@pytest.mark.parametrize("command", [["bench"], ["sweep"], ["clocks"], ["profile"]])
+@pytest.mark.parametrize("command", [["bench"], ["clocks"], ["profile"]])
 def test_cli_refuses_an_output_file_it_cannot_write(no_work, capsys, tmp_path, command):
     (tmp_path / "file").write_text("x")
     for out, words in [(tmp_path / "missing" / "r.json", "directory .* does not exist"),
@@ -306,8 +306,6 @@ def test_cli_refuses_a_plot_it_cannot_draw(no_work, capsys, tmp_path, plot, word
     (["bench", "--repeats", "1.5"], "repeats must be an int >= 1, got '1.5'"),
     (["bench", "--warmup", "-1"], "warmup must be an int >= 0, got -1"),
     (["bench", "--steps", "baseline", "nope"], "unknown step 'nope'"),
-    (["sweep", "--batches", "4", "0"], "batch must be an int >= 1, got 0"),
-    (["sweep", "--steps", "nope"], "unknown step 'nope'"),
     (["clocks", "--steps", "keras_cudnn"], "'keras_cudnn' is not a ladder step"),
     (["profile", "--steps", "keras_cudnn"], "'keras_cudnn' is not a ladder step"),
     (["profile", "--gpus", "H100", "GTX480"], "unknown GPU 'GTX480'"),

@@ -239,11 +239,6 @@ def test_bench_steps_skips_a_step_that_cannot_run_here_and_says_why(persistent_r
     json.dumps(results)
 
 
-def test_the_batch_sweep_skips_the_same_way(persistent_refused):
-    results = fl.bench_batch_sweep(["persistent"], batches=(1,), base=MINI, progress=False, warmup=0, repeats=1)
-    assert results == [{"step": "persistent", "config": MINI.as_dict(), "skipped": T4_REFUSES}]
-
-
 def test_a_wrong_argument_is_an_error_not_a_skip():
     with pytest.raises(ValueError, match="chunk must be a positive int"):
-        fl.bench_batch_sweep(["combined_inputs"], batches=(1,), base=MINI, progress=False, repeats=1, chunk=0)
+        fl.bench_steps(["combined_inputs"], MINI, progress=False, repeats=1, chunk=0)

@@ -228,7 +228,8 @@ def test_a_bench_that_would_take_hours_on_the_simulator_refuses_up_front(monkeyp
     assert time.perf_counter() - started < 5
     monkeypatch.setattr(harness, "bench", lambda *a, **k: pytest.fail("a step ran before the refusal"))
     with pytest.raises(ValueError, match="'persistent' at .*batch=1, .*would take about 19 hours"):
-        fl.bench_batch_sweep(["persistent"], batches=[1, 64], progress=False)
+        fl.bench_steps(["persistent"], fl.LSTMConfig(batch=1, seq_len=100, input_size=512, hidden=512, layers=4),
+                       progress=False)
     keras_free = harness.resolve("baseline", TINY, 0, None)[0]
     simulator_budget.refuse_slow_simulation(keras_free, TINY, 4)  # the size that runs is accepted
 
@@ -263,9 +264,6 @@ def test_bench_checks_its_arguments_first(monkeypatch, kwargs, error, words):
     (lambda: fl.bench_steps([None]), TypeError, r"names\[0\] must be a step name, got NoneType"),
     (lambda: fl.bench_steps(["baseline"], repeats=0), ValueError, "repeats must be an int >= 1, got 0"),
     (lambda: fl.bench_steps(["baseline"], progress="yes"), TypeError, "progress must be True or False"),
-    (lambda: fl.bench_batch_sweep(["baseline"], batches=[]), ValueError, "batches must hold at least one int"),
-    (lambda: fl.bench_batch_sweep(["baseline"], batches=[0]), ValueError, r"batches\[0\] must be an int >= 1"),
-    (lambda: fl.bench_batch_sweep(["baseline"], base="article"), TypeError, "base must be an LSTMConfig, got str"),
 ])
 def test_several_steps_are_checked_before_the_first_runs(monkeypatch, call, error, words):
     monkeypatch.setattr(harness, "bench", lambda *a, **k: pytest.fail("a step ran before the arguments were checked"))

@@ -18,22 +18,15 @@ from numba import cuda
 
 from .device import DEVICE
 
-NEEDS_A_GPU = ("graph=True needs a GPU: CUDA Graphs are captured and launched by the CUDA driver, and Numba's "
-               "CUDA simulator (running here) has no graph API; leave graph out here")
-
-
-def check_available() -> None:
-    """A ValueError on the simulator, where there are no graphs."""
-    if DEVICE.small:
-        raise ValueError(NEEDS_A_GPU)
-
 
 def checked_graph(graph) -> bool:
-    """The ``graph`` option: True or False (a TypeError otherwise); True only where graphs exist."""
+    """The ``graph`` option: True or False (a TypeError otherwise); True only where graphs exist
+    (a ValueError on the simulator)."""
     if not isinstance(graph, bool):
         raise TypeError(f"graph must be True or False, got {graph!r}")
-    if graph:
-        check_available()
+    if graph and DEVICE.small:
+        raise ValueError("graph=True needs a GPU: CUDA Graphs are captured and launched by the CUDA driver, and "
+                         "Numba's CUDA simulator (running here) has no graph API; leave graph out here")
     return graph
 
 
@@ -65,7 +58,7 @@ class PassGraph:
     """One recorded pass, captured and instantiated. ``launch()`` runs the whole pass."""
 
     def __init__(self, replay):
-        check_available()
+        checked_graph(True)
         driver, binding = _driver()
         streams: dict = {}
 

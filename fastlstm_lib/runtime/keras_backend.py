@@ -1,6 +1,6 @@
 """Keras and its backend: importing it quietly, and asking where it computes.
 
-The one place that knows TensorFlow, torch and JAX as Keras backends: which runs, the GPUs it sees,
+The one place that knows TensorFlow and torch as Keras backends: which runs, the GPUs it sees,
 its versions, how to wait for its work and how to switch TF32 off. ``import fastlstm_lib`` only
 calls ``set_tensorflow_defaults`` (read once, when TensorFlow loads); Keras loads when first needed.
 """
@@ -81,16 +81,14 @@ def set_tensorflow_defaults() -> None:
 
 
 def backend_name() -> str:
-    """"tensorflow", "torch" or "jax"."""
+    """"tensorflow" or "torch" (the backends the course runs Keras on)."""
     return import_keras().backend.backend()
 
 
 def tensorflow_reason() -> str | None:
     """None when TensorFlow's own APIs (tf.data, tf.config) can be used here; otherwise why not."""
     backend = backend_name()
-    if backend != "tensorflow":
-        return f"the Keras backend is {backend!r}, not 'tensorflow'"
-    return None
+    return None if backend == "tensorflow" else f"the Keras backend is {backend!r}, not 'tensorflow'"
 
 
 def gpu_names() -> list[str]:
@@ -105,19 +103,13 @@ def gpu_names() -> list[str]:
         import torch
 
         return [torch.cuda.get_device_name(i) for i in range(torch.cuda.device_count())]
-    if backend == "jax":
-        import jax
-
-        return [d.device_kind for d in jax.devices() if d.platform == "gpu"]
     return []
 
 
 def gpu_device() -> tuple[str | None, str]:
     """("gpu:0", its name) when the Keras backend sees a GPU, else (None, why not)."""
     names = gpu_names()
-    if names:
-        return "gpu:0", names[0]
-    return None, f"the Keras backend ({backend_name()}) sees no GPU"
+    return ("gpu:0", names[0]) if names else (None, f"the Keras backend ({backend_name()}) sees no GPU")
 
 
 def backend_device() -> dict:
@@ -207,26 +199,20 @@ def strict_float32():
     comparisons that mean float32 run inside this. torch's two flags are saved apart (their
     defaults differ: cuDNN's on, matmul's off)."""
     backend = backend_name()
-    if backend == "tensorflow":
-        import tensorflow as tf
-
-        saved = tf.config.experimental.tensor_float_32_execution_enabled()
-        restore = tf.config.experimental.enable_tensor_float_32_execution
-    elif backend == "torch":
+    if backend == "torch":
         import torch
 
         saved = (torch.backends.cuda.matmul.allow_tf32, torch.backends.cudnn.allow_tf32)
-
-        def restore(flags):
-            torch.backends.cuda.matmul.allow_tf32, torch.backends.cudnn.allow_tf32 = flags
-    else:  # JAX: left alone, as set_tf32 leaves it (its matmul precision is a jax.config setting)
-        yield
-        return
+    else:
+        saved = tf32_enabled()  # None on another backend: left alone, as set_tf32 leaves it
     set_tf32(False)
     try:
         yield
     finally:
-        restore(saved)
+        if backend == "torch":
+            torch.backends.cuda.matmul.allow_tf32, torch.backends.cudnn.allow_tf32 = saved
+        elif saved is not None:
+            set_tf32(saved)
 
 
 def tf32_enabled() -> bool | None:

@@ -23,9 +23,6 @@ _MESSAGE = (
     "problem sizes shrink and timings mean nothing."
 )
 
-#: Python's GIL switch interval on the simulator (see ``switch_to_simulator_if_needed``).
-SIMULATOR_SWITCH_INTERVAL_S = 2e-4
-
 
 def _driver_sees_a_gpu() -> bool:
     """True when the CUDA driver loads, initialises and reports at least one device."""
@@ -36,12 +33,8 @@ def _driver_sees_a_gpu() -> bool:
         except OSError:
             continue
         try:
-            if lib.cuInit(0) != 0:
-                return False
             count = ctypes.c_int(0)
-            if lib.cuDeviceGetCount(ctypes.byref(count)) != 0:
-                return False
-            return count.value > 0
+            return lib.cuInit(0) == 0 and lib.cuDeviceGetCount(ctypes.byref(count)) == 0 and count.value > 0
         except AttributeError:  # not a real driver library
             return False
     return False
@@ -79,7 +72,7 @@ def switch_to_simulator_if_needed() -> bool:
     # The simulator runs each CUDA thread as a Python thread, and its block manager busy-polls
     # them at every cuda.syncthreads(). With Python's default 5 ms GIL switch interval a tiled
     # GEMM spends most of its time waiting for the GIL; 0.2 ms makes it ~6x faster.
-    sys.setswitchinterval(min(sys.getswitchinterval(), SIMULATOR_SWITCH_INTERVAL_S))
+    sys.setswitchinterval(min(sys.getswitchinterval(), 2e-4))
     _reason = why
     return True
 

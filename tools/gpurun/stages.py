@@ -618,7 +618,7 @@ def backward(ctx) -> dict:
     if not fl().DEVICE.computes:
         # Timed only where times mean something (as notebook 41 does): beside the fake GPU one timed
         # pass each (sizes), which launches every kernel at the article's size, and the float64 reference
-        # is not computed (harness.checked_run). The first two steps issue thousands of launches a
+        # is not computed (harness.timed_run). The first two steps issue thousands of launches a
         # pass through numba-cuda's slicing of strided views, seconds of the host's each: their 12
         # passes each way took most of the 278 s the backward stage ran in the rehearsal of issue 70.
         ctx.rows.append({"item": "timed passes", "outcome": "ok", "value": "one each: the fake GPU (times mean nothing)"})
