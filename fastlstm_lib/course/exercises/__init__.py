@@ -111,8 +111,8 @@ def solution(name: str) -> str:
 
 
 def catalog(name: str) -> list[dict]:
-    """The exercise's typical mistakes: name, what it is, and the symptom it is recognised by."""
-    return [{"name": m.name, "mistake": m.title, "symptom": m.symptom} for m in get(name).catalog]
+    """The exercise's typical mistakes: name, what it is, and its usual cause."""
+    return [{"name": m.name, "mistake": m.title, "usual cause": m.advice} for m in get(name).catalog]
 
 
 __all__ = ["Exercise", "Verdict", "names", "get", "grade", "check", "solution", "catalog", "draw", "progress"]

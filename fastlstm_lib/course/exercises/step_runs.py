@@ -1,7 +1,7 @@
 """Exercises where the learner writes a method of a step subclass: how they are run and judged.
 
 The candidate runs the whole forward pass at odd sizes, traced (``trace``). Stage "first": one
-run (its error, trace findings, output against the reference and its ``mutants``, launches);
+run (its error, trace findings, output against the reference, launches);
 stage "again": a fresh runner launched twice back to back, as the benchmark's warm-up does.
 """
 
@@ -20,7 +20,7 @@ from ...launches import count_launches
 from ...harness import problem
 from ...reference import reference_forward
 from ...steps.base import LSTMStep
-from . import locate, mutants
+from . import locate
 from .base import Exercise, first_line
 from .trace import Trace, state_items
 
@@ -103,14 +103,6 @@ class StepEvidence:
     def not_attempted(self, stage: str) -> bool:
         return isinstance(self.run(stage).error, NotImplementedError)
 
-    @functools.cached_property
-    def variant(self) -> str | None:
-        """The ``mutants`` variant the first run's output equals, if any."""
-        y = self.first.y
-        if y is None or not np.all(np.isfinite(y)):
-            return None
-        return mutants.match(y, self.exercise.matcher())
-
     def wrong(self, stage: str = "first") -> str | None:
         run = self.run(stage)
         return None if run.y is None else locate.where_wrong(run.y, self.ref)
@@ -157,11 +149,6 @@ class StepExercise(Exercise):
         """(x, params, the reference output, layer 0's), read-only: each run gets copies."""
         x, params, ref = problem(self.cfg, seed=0)  # the harness's: params from seed 0, x from seed 1
         return frozen((x, params, ref, reference_forward(x, params[:1])))
-
-    @functools.lru_cache(maxsize=None)  # one entry per exercise: they are module-level singletons
-    def matcher(self):
-        x, params, _, _ = self.problem()
-        return mutants.forward_matcher(x, params)
 
     @functools.lru_cache(maxsize=None)  # one entry per exercise: they are module-level singletons
     def solution_launches(self) -> Counter:

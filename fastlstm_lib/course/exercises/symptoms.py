@@ -60,20 +60,28 @@ def equals(probe: str, output: str, wrong_formula, what: str):
     return detect
 
 
-def unwritten_from(probe: str, output: str, first: int):
-    """Exactly the elements from flat index ``first`` on are left unwritten (NaN)."""
+def written_only(probe: str, output: str, which):
+    """Part of ``output`` is written, the rest stays NaN: the part ``which(written)`` accepts (``written``,
+    a bool array of the output's shape)."""
 
     def detect(evidence):
         result = evidence.probe(probe)
         if result.error is not None:
             return None
-        nan = np.isnan(result.outputs[output]).ravel()
-        if nan.any() and nan[first:].all() and not nan[:first].any():
-            return (f"{output}: the first {first} elements are written, the {nan.size - first} after them are "
-                    f"never written (probe: {probe})")
-        return None
+        written = ~np.isnan(result.outputs[output])
+        if written.all() or not which(written):
+            return None
+        n = int(written.sum())
+        first = f"the first {n} elements, " if written.ravel()[:n].all() else ""
+        return (f"{output} is written only at {first}{locate.spread(written, evidence.exercise.outputs[output])}; the "
+                f"other {written.size - n} elements never are (probe: {probe})")
 
     return detect
+
+
+def first(n: int):
+    """``written_only``'s test: exactly the first ``n`` elements are written, in row-major order."""
+    return lambda written: written.ravel()[:n].all() and not written.ravel()[n:].any()
 
 
 def cell_variant(probe: str, name: str, compute):
@@ -143,17 +151,6 @@ def read_before_write(buffer: str | None = None):
         finding = run.trace.first("read_before_write") if run.trace else None
         if finding and (buffer is None or finding.buffer.startswith(buffer)):
             return finding.text
-        return None
-
-    return detect
-
-
-def variant(name: str):
-    """The first run's output equals the reference LSTM with mistake ``name`` (``mutants``)."""
-
-    def detect(evidence):
-        if evidence.variant == name:
-            return f"{evidence.wrong()}; the output equals an LSTM where {mutants.describe(name)}"
         return None
 
     return detect
