@@ -24,7 +24,7 @@ EXERCISE = StepExercise(
          'gemm(h_prev, weights.recurrent, state.h_gates, transpose_b=True, stream=state.stream)'),
     ),
     step="combined_gemms", methods=("gate_products", "input_gemm", "recurrent_gemm"),
-    cfg=LSTMConfig(batch=3, seq_len=2, input_size=5, hidden=7, layers=1), compare_launches=True,
+    cfg=LSTMConfig(batch=3, seq_len=2, input_size=5, hidden=7, layers=1),
     catalog=(
         Mistake(
             "no_transpose", "the GEMM reads the stacked weights without transposing them",

@@ -3,6 +3,8 @@ the solution is ``CombinedInputs.run_layer``, judged with chunk=2 over 3 steps."
 
 from __future__ import annotations
 
+import numpy as np
+
 from ...config import LSTMConfig
 from ...steps.step07_combined_inputs import chunk_bounds
 from . import locate, symptoms
@@ -18,9 +20,9 @@ def restarts_at_chunk(evidence):
     run = evidence.first
     if run.error is not None or run.y is None:
         return None
-    first = locate.first_wrong(run.y, evidence.ref, axis=1)
-    starts = [t0 for t0, _ in chunk_bounds(CFG.seq_len, CHUNK)[1:]]
-    if first in starts:
+    wrong_steps = np.flatnonzero(locate.wrong_mask(run.y, evidence.ref).any(axis=(0, 2)))
+    first = int(wrong_steps[0]) if wrong_steps.size else None
+    if first in [t0 for t0, _ in chunk_bounds(CFG.seq_len, CHUNK)[1:]]:
         return f"right up to step {first - 1}, wrong from step {first}, the first step of a chunk: {evidence.wrong()}"
     return None
 
@@ -41,7 +43,7 @@ EXERCISE = StepExercise(
          'done.record(state.side). Then for each chunk: done.wait(state.stream); for t in '
          'range(t0, t1): recurrent GEMM, cell update, h_prev = hs[t].'),
     ),
-    step="combined_inputs", methods=("run_layer",), cfg=CFG, options={"chunk": CHUNK}, compare_launches=True,
+    step="combined_inputs", methods=("run_layer",), cfg=CFG, options={"chunk": CHUNK},
     catalog=(
         Mistake("per_step_input_gemms", "still one input GEMM per step",
                 "the point of this step: all the steps of a chunk in ONE GEMM, rows(xs[t0:t1]) @ W into "
