@@ -34,23 +34,19 @@ def sum_inputs(rows: int, cols: int, seed: int, accumulate: bool = False):
     return make
 
 
-def row_weights(a: np.ndarray, out: np.ndarray | None) -> np.ndarray | None:
-    """The whole number of times ``out`` added each row of ``a`` (out = w @ a), or None."""
-    a = a.astype(np.float64)
-    if out is None or not np.isfinite(out).all() or a.shape[0] > a.shape[1]:
+def odd_weights(evidence) -> np.ndarray | None:
+    """The whole number of times the odd probe's out (its first thread order) added each row of a
+    (out = w @ a), or None."""
+    result = evidence.probe(ODD)
+    if result.error is not None or not np.isfinite(result.outputs["out"]).all():
         return None
-    weights = np.linalg.lstsq(a.T, out.astype(np.float64), rcond=None)[0]
+    a, out = result.inputs["a"].astype(np.float64), result.outputs["out"].astype(np.float64)
+    weights = np.linalg.lstsq(a.T, out, rcond=None)[0]
     whole = np.round(weights)
     scale = float(np.abs(a).sum(axis=0).max())
     if np.abs(weights - whole).max() > 1e-3 or np.abs(a.T @ whole - out).max() > 1e-4 * scale:
         return None
     return whole.astype(int)
-
-
-def odd_weights(evidence) -> np.ndarray | None:
-    """``row_weights`` of the odd probe's output (its first thread order)."""
-    result = evidence.probe(ODD)
-    return None if result.error is not None else row_weights(result.inputs["a"], result.outputs["out"])
 
 
 def by_thread(weights: np.ndarray) -> np.ndarray | None:
