@@ -104,7 +104,7 @@ EXERCISE = KernelExercise(
                 symptoms.cell_variant(ODD, "c_not_carried", layer_outputs)),
         Mistake("gate_order", "the gates are taken in the wrong order",
                 "gates i, f, c, o: column g*HIDDEN + j of x_gates, U and bias; c = f*c + i*tanh(z_c), h = o*tanh(c)",
-                symptoms.any_gate_order(ODD, layer_outputs)),
+                symptoms.cell_variant(ODD, "gate_order", layer_outputs)),
         Mistake("bias_twice", "the bias is added twice",
                 "x_gates holds x_t @ W without the bias: add the bias once per gate",
                 symptoms.cell_variant(ODD, "bias_twice", layer_outputs)),
