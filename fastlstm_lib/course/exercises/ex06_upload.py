@@ -13,14 +13,8 @@ FIELDS = ("kernel", "recurrent", "bias", "transposed")
 
 
 def layout(evidence) -> dict:
-    """What is off about the namespace ``upload_weights`` returns for layer 0, {problem: sentence}, found once
-    per candidate; {} where it raises or lacks a field (the traced run says so)."""
-    if "layout" not in evidence.__dict__:
-        evidence.__dict__["layout"] = layout_problems(evidence)
-    return evidence.__dict__["layout"]
-
-
-def layout_problems(evidence) -> dict:
+    """What is off about the namespace ``upload_weights`` returns for layer 0, {problem: sentence}; {} where
+    it raises or lacks a field (the traced run says so)."""
     try:
         weights = evidence.step.upload_weights(fresh(evidence.params[0]))
     except Exception:
@@ -51,8 +45,12 @@ def layout_problems(evidence) -> dict:
 
 
 def layout_problem(kind: str):
+    """One kind of problem ``layout`` finds; the upload is done once per candidate."""
+
     def detect(evidence):
-        return layout(evidence).get(kind)
+        if "layout" not in evidence.__dict__:
+            evidence.__dict__["layout"] = layout(evidence)
+        return evidence.__dict__["layout"].get(kind)
 
     return detect
 
