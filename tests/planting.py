@@ -89,9 +89,6 @@ GATE_PRODUCTS = {
     "no_transpose": plant("gate_products", ("transpose_b=weights.transposed", "transpose_b=False"),
                           method="input_gemm"),
     "per_gate_gemms": with_method("gate_products", "gate_products", Baseline.gate_products),
-    "recurrent_product_missing": plant("gate_products", ("self.recurrent_gemm(state, weights, h_prev)", "pass"),
-                                       method="gate_products"),
-    "h_prev_ignored": plant("gate_products", ("gemm(h_prev,", "gemm(state.h_zero,"), method="recurrent_gemm"),
 }
 
 # ---- 04 side_stream -----------------------------------------------------------------------------
@@ -108,7 +105,6 @@ SIDE_STREAM = {
     "slot_reused": side_stream(("state.x_seq[t], state.side)", "state.x_seq[0], state.side)"),
                                ("self.cell_update(state, weights, state.x_seq[t],",
                                 "self.cell_update(state, weights, state.x_seq[0],")),
-    "c_not_reset": side_stream(("pw.fill(state.c, 0.0, stream=state.stream)", "pass")),
 }
 
 # ---- 05 fused_cell ------------------------------------------------------------------------------
@@ -131,7 +127,6 @@ FUSED_CELL = {
     "h_without_tanh": fused_cell(("sigmoidf(z_o) * math.tanh(c_new)", "sigmoidf(z_o) * c_new")),
     "h_from_old_c": fused_cell(("        c[r, j] = c_new\n        h[r, j] = sigmoidf(z_o) * math.tanh(c_new)",
                                 "        h[r, j] = sigmoidf(z_o) * math.tanh(c[r, j])\n        c[r, j] = c_new")),
-    "bias_index": fused_cell(("+ bias[hidden + j]", "+ bias[j]")),
 }
 
 # ---- 06 upload ----------------------------------------------------------------------------------
@@ -140,8 +135,6 @@ upload = functools.partial(plant, "upload", method="upload_weights")
 UPLOAD_KERNEL = "kernel=cuda.to_device(layer.kernel)"
 
 UPLOAD = {
-    "upload_raises": upload(("layer.kernel)", "layer.weights)")),
-    "field_missing": upload(("bias=cuda.to_device(layer.bias),", "")),
     "host_arrays": upload((UPLOAD_KERNEL, "kernel=layer.kernel")),
     "still_transposed": with_method("upload", "upload_weights", Baseline.upload_weights),
     "transposed_flag_kept": upload(("transposed=False", "transposed=True")),
@@ -184,7 +177,6 @@ def layer_major(order: str) -> str:
 DIAGONALS_PLANTS = {
     "chunk_out_of_range": diagonals(("range(max(0, diagonal - chunks + 1), min(layers, diagonal + 1))",
                                      "range(min(layers, diagonal + 1))")),
-    "missing_last_diagonals": diagonals(("range(layers + chunks - 1)", "range(layers + chunks - 2)")),
     "top_layer_first": diagonals((DIAGONALS, layer_major("reversed(range(layers))"))),
     "layer_by_layer": diagonals((DIAGONALS, layer_major("range(layers)"))),
     "previous_run_not_awaited": diagonals(("other.chunk_done[-1].wait(lane.stream)", "pass")),
@@ -215,17 +207,12 @@ ROWS_PER_THREAD = {
     "unguarded_last_group": rows_per_thread(("if b < batch:", "if True:"), ("if b < batch:", "if True:")),
     "one_row_per_thread": rows_per_thread(("for r in range(ROWS):  # ...each", "for r in range(1):  # ...each"),
                                           ("for r in range(ROWS):\n        b", "for r in range(1):\n        b")),
-    "rows_overlap": rows_per_thread(("b = group * ROWS + r", "b = group + r"), ("b = group * ROWS + r", "b = group + r")),
-    "thread_index_swapped": rows_per_thread(("group = tid // UNITS", "group = tid % UNITS"),
-                                            ("jj = tid % UNITS", "jj = tid // UNITS")),
     "sums_not_zeroed": rows_per_thread((ZEROING, "")),
     "added_to_z": rows_per_thread(("z[b, g * UNITS + jj] = acc[g, r]", "z[b, g * UNITS + jj] += acc[g, r]")),
-    "k_stops_early": rows_per_thread(("range(h.shape[1])", "range(h.shape[0])")),
     "last_k_only": rows_per_thread(*((f"acc[{g}, r] += x", f"acc[{g}, r] = x") for g in range(4))),
     "gate_columns_interleaved": rows_per_thread(("u[k, jj]", "u[k, 4 * jj]"), ("u[k, UNITS + jj]", "u[k, 4 * jj + 1]"),
                                                 ("u[k, 2 * UNITS + jj]", "u[k, 4 * jj + 2]"),
                                                 ("u[k, 3 * UNITS + jj]", "u[k, 4 * jj + 3]")),
-    "one_h_row_per_thread": rows_per_thread(("x = h[b, k]", "x = h[group, k]")),
 }
 
 # ---- 12 tile_loads ------------------------------------------------------------------------------
@@ -255,8 +242,6 @@ A_FRAGMENT = {
     "rows_and_columns_swapped": a_fragment(("return row, col", "return col, row")),
     "group_and_tig_swapped": a_fragment(("group = lane // 4", "group = lane % 4"), ("tig = lane % 4", "tig = lane // 4")),
     "registers_in_other_order": a_fragment((ROW, "row = group + 8 * (i // 2)"), (COL, "col = tig + 4 * (i % 2)")),
-    "row_offset_missing": a_fragment((ROW, "row = group")),
-    "column_offset_missing": a_fragment((COL, "col = tig")),
 }
 
 # ---- 41 column_sum ------------------------------------------------------------------------------
@@ -281,7 +266,6 @@ COLUMN_SUM = {
                                         "")),
     "tree_drops_partial_sums": column_sum(("while half > 0:", "while half > 1:")),
     "stride_skips_rows": column_sum((STRIDE, "range(ty, rows, COLUMNS)")),
-    "stride_double_counts_rows": column_sum((STRIDE, "range(ty, rows)")),
     "accumulate_ignored": column_sum((WRITE, "        out[col] = partial[0, tx]")),
 }
 

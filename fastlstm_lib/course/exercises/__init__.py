@@ -35,8 +35,6 @@ def names() -> list[str]:
 
 def get(name: str) -> Exercise:
     """The exercise called ``name``; a ValueError lists the names otherwise."""
-    if not isinstance(name, str):
-        raise TypeError(f"exercise name must be a str, got {type(name).__name__}")
     if name not in _registry():
         raise ValueError(f"unknown exercise {name!r}; exercises: {', '.join(names())}")
     return _registry()[name]
@@ -111,8 +109,8 @@ def solution(name: str) -> str:
 
 
 def catalog(name: str) -> list[dict]:
-    """The exercise's typical mistakes: name, what it is, and the symptom it is recognised by."""
-    return [{"name": m.name, "mistake": m.title, "symptom": m.symptom} for m in get(name).catalog]
+    """The exercise's typical mistakes: name, what it is, and its usual cause."""
+    return [{"name": m.name, "mistake": m.title, "usual cause": m.advice} for m in get(name).catalog]
 
 
 __all__ = ["Exercise", "Verdict", "names", "get", "grade", "check", "solution", "catalog", "draw", "progress"]

@@ -41,13 +41,12 @@ class Verdict:
 
 @dataclasses.dataclass(frozen=True)
 class Mistake:
-    """One typical mistake: ``title``, ``advice``, ``symptom`` (for ``catalog``), and
-    ``detect(evidence)``: where the symptom shows (a sentence) or None."""
+    """One typical mistake: ``title``, ``advice`` (its usual cause), and ``detect(evidence)``: where
+    its symptom shows (a sentence) or None."""
 
     name: str
     title: str
     advice: str
-    symptom: str
     detect: Callable[[Any], str | None]
     stage: str = "first"
 

@@ -36,22 +36,6 @@ def expected(inputs: dict) -> dict:
     return {"out": np.arange(inputs["out"].size, dtype=np.float64)}
 
 
-def written_only(probe: str, output: str, indices, what: str):
-    """Exactly the elements ``indices`` of ``output`` are written, every other one stays NaN."""
-
-    def detect(evidence):
-        result = evidence.probe(probe)
-        if result.error is not None:
-            return None
-        written = np.flatnonzero(~np.isnan(result.outputs[output]))
-        if list(written) == list(indices):
-            return (f"{output}: only elements {', '.join(str(i) for i in indices)} are written ({what}), the "
-                    f"{result.outputs[output].size - len(indices)} others never are (probe: {probe})")
-        return None
-
-    return detect
-
-
 # ---- the picture --------------------------------------------------------------------------------
 
 
@@ -174,29 +158,25 @@ EXERCISE = KernelExercise(
             "unguarded_tail", "the threads past the last element are not guarded",
             f"{BLOCKS} x {THREADS} = {BLOCKS * THREADS} threads for {SIZE} elements: only a thread with an element "
             "writes, `if i < out.size:`",
-            "IndexError on the simulator, or a write into the NaN padding after out on a GPU",
             symptoms.past_edge(GRID, "out")),
         Mistake(
             "same_elements_every_block", "every block writes the same elements",
             "cuda.threadIdx.x numbers the threads of one block only (0 to 7 in each); cuda.grid(1) "
             "(= blockIdx.x * blockDim.x + threadIdx.x) numbers them across the grid",
-            f"elements 0..{THREADS - 1} are written, all those after them stay NaN",
-            symptoms.unwritten_from(GRID, "out", THREADS)),
+            symptoms.written_only(GRID, "out", symptoms.first(THREADS))),
         Mistake(
             "block_size_missing", "the block's number is not multiplied by the block's size",
             "block b starts at thread b * blockDim.x of the grid, not at b: cuda.grid(1) does the sum for you",
-            f"elements 0..{BLOCKS - 1 + THREADS - 1} are written (some twice), all those after them stay NaN",
-            symptoms.unwritten_from(GRID, "out", BLOCKS - 1 + THREADS)),
+            symptoms.written_only(GRID, "out", symptoms.first(BLOCKS - 1 + THREADS))),
         Mistake(
             "thread_index_missing", "the thread's place in its block is left out",
             "blockIdx.x * blockDim.x is where a block starts; each of its threads adds its own threadIdx.x "
             "(cuda.grid(1) does both)",
-            "only the first element of each block's share is written, one per block",
-            written_only(GRID, "out", range(0, SIZE, THREADS), "one per block: each block's first")),
+            symptoms.written_only(GRID, "out", lambda written: list(np.flatnonzero(written)) ==
+                                  list(range(0, SIZE, THREADS)))),
         Mistake(
             "local_number_written", "each thread writes its number within its block, not in the grid",
             "write the same number you index out with: the grid-wide one",
-            f"out holds 0..{THREADS - 1} again and again, block after block",
             symptoms.equals(GRID, "out", lambda inputs: np.arange(SIZE, dtype=np.float64) % THREADS,
                             "each thread's threadIdx.x")),
     ),

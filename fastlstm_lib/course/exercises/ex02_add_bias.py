@@ -47,23 +47,19 @@ EXERCISE = KernelExercise(
         Mistake(
             "unguarded_tail", "threads past the last element are not guarded",
             "the grid has more threads than elements (whole blocks): wrap the body in `if i < out.size:`",
-            "IndexError on the simulator, or a write into the NaN padding after out on a GPU",
             symptoms.past_edge(ODD, "out")),
         Mistake(
             "same_elements_every_block", "every block computes the same elements",
             "cuda.threadIdx.x numbers the threads of one block only; cuda.grid(1) (= blockIdx.x * blockDim.x + "
             "threadIdx.x) numbers them across the grid",
-            "the elements of the first block are right, all those after it stay NaN",
-            symptoms.unwritten_from(ODD, "out", POINTWISE_THREADS)),
+            symptoms.written_only(ODD, "out", symptoms.first(POINTWISE_THREADS))),
         Mistake(
             "bias_missing", "the bias is not added",
             "out[r, c] = a[r, c] + bias[c]",
-            "out equals a exactly",
             symptoms.equals(ODD, "out", lambda inputs: inputs["a"].astype(np.float64), "a, without the bias")),
         Mistake(
             "bias_along_rows", "the bias is indexed by the row instead of the column",
             "one bias value per column (per gate unit): bias[c], not bias[r]",
-            "out equals a + bias[r] (the bias broadcast along the wrong axis)",
             symptoms.equals(ODD, "out", lambda inputs: inputs["a"].astype(np.float64) + inputs["bias"][:ROWS, None],
                             "a + bias[row]")),
     ),

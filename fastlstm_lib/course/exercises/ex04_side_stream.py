@@ -33,38 +33,26 @@ EXERCISE = StepExercise(
             "event_on_wrong_stream", "the event is recorded on the wrong stream",
             "an event marks the point reached by the stream it is recorded on: record input_done[t] on state.side, "
             "right after the input GEMM, so that waiting for it means waiting for that GEMM",
-            "the trace: the cell update reads state.x_seq[t] unordered with the side stream's GEMM; the event it "
-            "waits for was recorded on another stream",
             symptoms.race(cause="event_on_wrong_stream")),
         Mistake(
             "missing_wait", "the main stream never waits for the input product",
             "state.input_done[t].wait(state.stream) before the cell update: recording an event orders nothing by "
             "itself",
-            "the trace: the cell update reads state.x_seq[t] unordered with the GEMM that writes it; the event "
-            "after that GEMM is never waited for",
             symptoms.race(cause="missing_wait", buffer="state.x_seq")),
         Mistake(
             "wait_on_wrong_stream", "the event is waited for on the wrong stream",
             "event.wait(stream) makes *stream* wait: the main stream (state.stream) needs the input product, so "
             "it is the one that waits",
-            "the trace: the event after the input GEMM is waited for, but only by the side stream",
             symptoms.race(cause="wait_on_wrong_stream")),
         Mistake(
             "layer_input_unordered", "the side stream reads the layer's input before the layer below wrote it",
             "for the layers above the first, xs is the output of the layer below, written on the main stream: "
             "record state.layer_ready on state.stream and wait for it on state.side before the first input GEMM",
-            "the trace: the side stream's GEMM reads state.hidden_seq unordered with the main stream that wrote it",
             symptoms.race(buffer="state.hidden_seq")),
         Mistake(
             "slot_reused", "every step's input product goes to the same buffer",
             "the side stream runs ahead: step t+1's GEMM may overwrite the slot while step t's cell update still "
             "reads it. Give each step its own slot, state.x_seq[t]",
-            "the trace: the side stream overwrites state.x_seq while the main stream may still be reading it",
             symptoms.race(overwrite=True)),
-        Mistake(
-            "c_not_reset", "c is not reset at the start of the layer",
-            "each layer starts with c = 0: pw.fill(state.c, 0.0, stream=state.stream) before the loop",
-            "the trace: the cell update reads state.c before any kernel of this run wrote it",
-            symptoms.read_before_write("state.c")),
     ),
 )

@@ -3,35 +3,24 @@ solution is ``Pretransposed``. Layout mistakes give right numbers, so the upload
 
 from __future__ import annotations
 
-import numpy as np
-
 from ...config import LSTMConfig
 from ...copies import fresh
 from .trace import device_layout
-from .base import Mistake, first_line
+from .base import Mistake
 from .step_runs import StepExercise
 
 FIELDS = ("kernel", "recurrent", "bias", "transposed")
 
 
-def uploaded(evidence):
-    """(the namespace ``upload_weights`` returns for layer 0, or None; the error it raised, or None)."""
-    if "upload" not in evidence.__dict__:
-        try:
-            evidence.__dict__["upload"] = (evidence.step.upload_weights(fresh(evidence.params[0])), None)
-        except Exception as error:
-            evidence.__dict__["upload"] = (None, error)
-    return evidence.__dict__["upload"]
-
-
 def layout(evidence) -> dict:
-    """What is off about the uploaded namespace: {problem: sentence}."""
-    weights, error = uploaded(evidence)
-    if error is not None:
-        return {"error": f"upload_weights raised {first_line(error)}"}
-    missing = [f for f in FIELDS if not hasattr(weights, f)]
-    if missing:
-        return {"missing": f"the namespace it returns has no {', '.join(missing)} (it needs {', '.join(FIELDS)})"}
+    """What is off about the namespace ``upload_weights`` returns for layer 0, {problem: sentence}; {} where
+    it raises or lacks a field (the traced run says so)."""
+    try:
+        weights = evidence.step.upload_weights(fresh(evidence.params[0]))
+    except Exception:
+        return {}
+    if not all(hasattr(weights, f) for f in FIELDS):
+        return {}
     host = [f for f in ("kernel", "recurrent", "bias") if device_layout(getattr(weights, f)) is None]
     if host:
         kinds = ", ".join(f"{f} is {type(getattr(weights, f)).__name__}" for f in host)
@@ -52,14 +41,16 @@ def layout(evidence) -> dict:
         found["previous"] = found.pop("shape") + ", and transposed=True: the previous step's upload"
     elif weights.transposed:
         found["flag"] = "kernel and recurrent are pre-transposed, but transposed=True asks the GEMM to transpose again"
-    elif "shape" not in found and "order" not in found and np.dtype(weights.kernel.dtype) != np.float32:
-        found["dtype"] = f"kernel has dtype {weights.kernel.dtype}; the kernels compute in float32"
     return found
 
 
 def layout_problem(kind: str):
+    """One kind of problem ``layout`` finds; the upload is done once per candidate."""
+
     def detect(evidence):
-        return layout(evidence).get(kind)
+        if "layout" not in evidence.__dict__:
+            evidence.__dict__["layout"] = layout(evidence)
+        return evidence.__dict__["layout"].get(kind)
 
     return detect
 
@@ -82,29 +73,22 @@ EXERCISE = StepExercise(
     step="pretransposed", methods=("upload_weights",),
     cfg=LSTMConfig(batch=3, seq_len=3, input_size=5, hidden=7, layers=2),
     catalog=(
-        Mistake("upload_raises", "upload_weights raises", "it gets one layer (kernel, recurrent_kernel, bias) "
-                "of NumPy arrays and returns device arrays", "calling it on layer 0 raises",
-                layout_problem("error")),
-        Mistake("field_missing", "the namespace lacks a field", "the GEMMs and the cell read weights.kernel, "
-                "weights.recurrent, weights.bias and weights.transposed", "a field is missing from what it returns",
-                layout_problem("missing")),
         Mistake("host_arrays", "the weights stay in host memory",
                 "upload means copying to the GPU: cuda.to_device(array) returns a device array; a NumPy array (or a "
-                "list) stays on the host", "a field of what it returns is not a device array",
+                "list) stays on the host",
                 layout_problem("host")),
         Mistake("still_transposed", "the weights are uploaded the way the previous step did",
                 "that is the baseline's upload: W^T (4H x in) read with the 'T' flag; upload layer.kernel itself",
-                "kernel is (4H x in) with transposed=True: right numbers, old layout",
                 layout_problem("previous")),
         Mistake("transposed_flag_kept", "transposed=True is kept",
                 "the arrays are W and U in the GEMM's layout: transposed=False, or the GEMM reads them transposed again",
-                "kernel is (in x 4H) but the flag asks for a transpose", layout_problem("flag")),
+                layout_problem("flag")),
         Mistake("uploads_w", "W^T is uploaded instead of W",
                 "layer.kernel is already W (Keras' layout, in x 4H); layer.kernel.T is W^T, the baseline's layout",
-                "kernel has shape (4H x in) while transposed=False", layout_problem("shape")),
+                layout_problem("shape")),
         Mistake("column_major", "W is uploaded column by column",
                 "the shape is only half of the layout: np.asfortranarray (or a .T of a transposed array) keeps the "
                 "shape and stores it column-major, which in memory is W^T again; upload C-contiguous arrays",
-                "kernel has the right shape but Fortran (column-major) strides", layout_problem("order")),
+                layout_problem("order")),
     ),
 )

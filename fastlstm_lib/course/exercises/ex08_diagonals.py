@@ -4,21 +4,9 @@ judged with 2 layers and chunk=1 over 3 steps, and twice back to back."""
 from __future__ import annotations
 
 from ...config import LSTMConfig
-from . import locate, symptoms
+from . import symptoms
 from .base import Mistake
 from .step_runs import StepExercise
-
-
-def last_steps_unwritten(evidence):
-    run = evidence.first
-    finding = run.trace.first("unwritten_output") if run.trace and run.error is None else None
-    if finding is None:
-        return None
-    mask = locate.unwritten_steps(finding.elements, run.y.transpose(1, 0, 2).shape)
-    steps = mask.any(axis=(0, 2))
-    if steps[-1]:
-        return f"no kernel wrote the output at {locate.spread(mask)}"
-    return None
 
 
 def queued_layer_by_layer(evidence):
@@ -56,26 +44,18 @@ EXERCISE = StepExercise(
         Mistake("chunk_out_of_range", "a diagonal asks for chunks that do not exist",
                 "on diagonal d, layer l does chunk d - l, which exists only if 0 <= d - l < chunks: the layers of a "
                 "diagonal run from max(0, d - chunks + 1) to min(layers - 1, d)",
-                "IndexError: run_chunk is asked for a chunk past the last (a negative one silently runs the last)",
                 symptoms.raised("IndexError")),
-        Mistake("missing_last_diagonals", "the last diagonals are never run",
-                "layers + chunks - 1 diagonals: the top layer's last chunk is on diagonal layers + chunks - 2",
-                "the trace: the top layer's last steps of the output are never written",
-                last_steps_unwritten),
         Mistake("top_layer_first", "a layer runs before the layer below has produced its input",
                 "layer l's chunk k reads layer l-1's chunk k: queue (l-1, k) first. run_chunk waits for layer l-1's "
                 "event, but a wait before the event is recorded waits for nothing",
-                "the trace: the layer above reads state.hidden_seq before any kernel of this run wrote it",
                 symptoms.read_before_write("state.hidden_seq")),
         Mistake("layer_by_layer", "the work is queued layer by layer, not diagonal by diagonal",
                 "the events keep it right, but layer 1's first chunk is queued only after every launch of layer 0: "
                 "on a GPU it cannot start earlier. Walk the diagonals so each layer starts as soon as its input is ready",
-                "right and ordered, but the first launch of layer 1 comes after the last of layer 0",
                 queued_layer_by_layer),
         Mistake("previous_run_not_awaited", "a run does not wait for the previous run",
                 "runs queued back to back share every lane's buffers: before starting, each lane waits for every "
                 "lane's last chunk_done event of the previous run (the stub's first loop)",
-                "the trace, two runs back to back: the second run overwrites buffers the first may still be using",
                 symptoms.race(stage="again"), stage="again"),
     ),
 )

@@ -75,31 +75,26 @@ EXERCISE = KernelExercise(
             "unguarded_load", "the tile loads are not guarded at the edges of the matrices",
             "a thread whose row, column or k falls outside A or B must load 0.0 instead of reading: "
             "`a[row, a_col] if (row < m and a_col < k_total) else float32(0.0)`",
-            "IndexError on the simulator, NaN read from the padding past the edge on a GPU; exact tile sizes are right",
             symptoms.past_edge(ODD, "c")),
         Mistake(
             "missing_sync_after_loads", "no barrier between loading the tiles and reading them",
             "cuda.syncthreads() right after the two loads: every thread reads a whole row of one tile and a whole "
             "column of the other, most of them loaded by other threads",
-            "with K within one slab, the result changes with the order the threads run in",
             symptoms.order_dependent(ONE_SLAB)),
         Mistake(
             "missing_sync_before_next_loads", "no barrier between reading the tiles and loading the next slab",
             "cuda.syncthreads() at the end of each slab: otherwise a fast thread loads the next slab over values "
             "that slower threads are still multiplying",
-            "right with one slab along K; with several, the result changes with the order the threads run in",
             symptoms.order_dependent(ODD)),
         Mistake(
             "wrong_load_index", "the loads put elements in the wrong places of the tiles",
             "thread (ty, tx) stores A's element at a_tile[ty, tx] and B's at b_tile[ty, tx]; the multiply-adds read "
             "a_tile[ty, kk] (a row of A) and b_tile[kk, tx] (a column of B)",
-            "wrong even at exact tile sizes (no edge involved), the same in both thread orders",
             wrong_without_edges),
         Mistake(
             "edge_not_zeroed", "the tile entries past an edge are skipped, not zeroed",
             "an `if` that skips the load leaves the previous slab's value in the tile, and it is multiplied in: "
             "store 0.0 there instead (`... else float32(0.0)`)",
-            "right at exact tile sizes, wrong when K ends inside a tile (the stale entries add in)",
             right_on_tiles_only),
     ),
 )

@@ -31,10 +31,6 @@ class FunctionEvidence:
     def not_attempted(self, stage: str) -> bool:
         return not self.attempted
 
-    def valid(self) -> bool:
-        """Every answer is a pair of ints inside the matrix (``generic`` says which is not)."""
-        return self.attempted and all(self.exercise.bad_answer(answer) is None for answer in self.answers.values())
-
     def equals(self, answer_of: Callable) -> bool:
         """Every answer is ``answer_of(*arguments)``: the mistake's own table (outside the matrix, maybe)."""
         return self.attempted and all(isinstance(answer, (tuple, list)) and tuple(answer) == answer_of(*arguments)

@@ -31,8 +31,6 @@ def spans(indices, extent: int, noun: str) -> str:
 
 def spread(mask: np.ndarray, axes=STEP_AXES) -> str:
     """'step 2, every batch row, units 7..12': the extent of ``mask`` along each axis."""
-    if len(axes) != mask.ndim:
-        raise ValueError(f"{mask.ndim} axes to name, got names {axes}")
     parts = []
     for axis, noun in enumerate(axes):
         others = tuple(a for a in range(mask.ndim) if a != axis)
@@ -59,18 +57,3 @@ def where_wrong(y: np.ndarray, ref: np.ndarray, axes=STEP_AXES, rtol: float = RT
     worst = np.unravel_index(np.argmax(error), y.shape)
     return (f"wrong at {spread(bad, axes)}; the worst at {point(worst, axes)}: got {float(y[worst]):.4g}, "
             f"expected {float(ref[worst]):.4g}")
-
-
-def first_wrong(y: np.ndarray, ref: np.ndarray, axis: int, rtol: float = RTOL) -> int | None:
-    """The first index along ``axis`` where anything is wrong (e.g. the first wrong step)."""
-    bad = wrong_mask(y, ref, rtol)
-    others = tuple(a for a in range(bad.ndim) if a != axis)
-    hit = np.flatnonzero(bad.any(axis=others))
-    return int(hit[0]) if hit.size else None
-
-
-def unwritten_steps(flat: np.ndarray, shape) -> np.ndarray:
-    """Flat indices into a time-major (T, B, H) output -> a (B, T, H) mask of the unwritten ones."""
-    mask = np.zeros(int(np.prod(shape)), dtype=bool)
-    mask[flat] = True
-    return mask.reshape(shape).transpose(1, 0, 2)

@@ -1,8 +1,7 @@
 """The float64 reference LSTM with one typical mistake planted: which mistake a wrong output is.
 
 ``VARIANTS`` names the mistakes learners make in the cell and the recurrence; ``match`` returns
-the one a candidate's output equals, if any. ``forward(x, params, Variant())`` is
-``reference.reference_forward`` (tests/test_exercises.py checks that they agree).
+the one a candidate's output equals, if any.
 """
 
 from __future__ import annotations
@@ -27,7 +26,6 @@ class Variant:
     bias: float = 1.0  # times the bias is added
     carry_c: bool = True  # c_{t-1} enters the cell update
     recurrent: bool = True  # h_{t-1} @ U enters the gates
-    h_lag: int = 1  # the recurrent term reads h_{t - h_lag}
     candidate: str = "tanh"  # the c gate's activation
     h_of: str = "tanh(c_t)"  # h = o * this: "tanh(c_t)", "c_t" or "tanh(c_{t-1})"
 
@@ -50,19 +48,10 @@ def layer(input_part: np.ndarray, U: np.ndarray, b: np.ndarray, variant: Variant
     c = np.zeros((batch, U.shape[0]))
     for t in range(steps):
         z = input_part[:, t] + variant.bias * b
-        if variant.recurrent and t >= variant.h_lag:
-            z = z + hs[t - variant.h_lag] @ U
+        if variant.recurrent and t > 0:
+            z = z + hs[t - 1] @ U
         c, hs[t] = cell(z, c, variant)
     return hs.transpose(1, 0, 2)
-
-
-def forward(x: np.ndarray, params, variant: Variant = Variant()) -> np.ndarray:
-    """The stacked LSTM in float64 with ``variant``'s mistake: the last layer's h, (batch, T, H)."""
-    layer_input = x.astype(np.float64)
-    for kernel, recurrent_kernel, bias in params:
-        W, U, b = (np.asarray(a, dtype=np.float64) for a in (kernel, recurrent_kernel, bias))
-        layer_input = layer(layer_input @ W, U, b, variant)
-    return layer_input
 
 
 def _gate_name(blocks) -> str:
@@ -75,7 +64,6 @@ VARIANTS = {
     "bias_twice": (Variant(bias=2.0), "the bias is added twice"),
     "c_not_carried": (Variant(carry_c=False), "c_{t-1} is not carried into the cell update (c = i*g)"),
     "recurrent_missing": (Variant(recurrent=False), "the recurrent term h_{t-1} @ U is missing (h is not carried)"),
-    "h_two_steps_back": (Variant(h_lag=2), "the recurrent term reads h_{t-2} instead of h_{t-1}"),
     "candidate_sigmoid": (Variant(candidate="sigmoid"), "the c gate goes through a sigmoid instead of tanh"),
     "h_without_tanh": (Variant(h_of="c_t"), "h = o * c, without the tanh"),
     "h_from_old_c": (Variant(h_of="tanh(c_{t-1})"), "h uses the old c_{t-1} instead of the new c_t"),
@@ -104,15 +92,3 @@ def match(y: np.ndarray, compute) -> str | None:
 
 def describe(name: str) -> str:
     return VARIANTS[name][1]
-
-
-def forward_matcher(x, params):
-    """``compute`` for ``match`` on a whole forward pass; each variant is computed once."""
-    outputs = {}
-
-    def compute(variant: Variant) -> np.ndarray:
-        if variant not in outputs:
-            outputs[variant] = forward(x, params, variant)
-        return outputs[variant]
-
-    return compute

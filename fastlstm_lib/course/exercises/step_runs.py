@@ -1,7 +1,7 @@
 """Exercises where the learner writes a method of a step subclass: how they are run and judged.
 
 The candidate runs the whole forward pass at odd sizes, traced (``trace``). Stage "first": one
-run (its error, trace findings, output against the reference and its ``mutants``, launches);
+run (its error, trace findings, output against the reference, launches);
 stage "again": a fresh runner launched twice back to back, as the benchmark's warm-up does.
 """
 
@@ -20,7 +20,7 @@ from ...launches import count_launches
 from ...harness import problem
 from ...reference import reference_forward
 from ...steps.base import LSTMStep
-from . import locate, mutants
+from . import locate
 from .base import Exercise, first_line
 from .trace import Trace, state_items
 
@@ -103,14 +103,6 @@ class StepEvidence:
     def not_attempted(self, stage: str) -> bool:
         return isinstance(self.run(stage).error, NotImplementedError)
 
-    @functools.cached_property
-    def variant(self) -> str | None:
-        """The ``mutants`` variant the first run's output equals, if any."""
-        y = self.first.y
-        if y is None or not np.all(np.isfinite(y)):
-            return None
-        return mutants.match(y, self.exercise.matcher())
-
     def wrong(self, stage: str = "first") -> str | None:
         run = self.run(stage)
         return None if run.y is None else locate.where_wrong(run.y, self.ref)
@@ -119,13 +111,12 @@ class StepEvidence:
 @dataclasses.dataclass(eq=False, kw_only=True)
 class StepExercise(Exercise):
     """The learner writes ``methods`` of a subclass of the library's step ``step`` (the solution),
-    judged at ``cfg``; ``compare_launches``: more launches than the solution's is wrong."""
+    judged at ``cfg``."""
 
     step: str
     methods: tuple
     cfg: LSTMConfig
     options: dict = dataclasses.field(default_factory=dict)
-    compare_launches: bool = False
 
     def solution(self):
         from ... import steps
@@ -159,11 +150,6 @@ class StepExercise(Exercise):
         return frozen((x, params, ref, reference_forward(x, params[:1])))
 
     @functools.lru_cache(maxsize=None)  # one entry per exercise: they are module-level singletons
-    def matcher(self):
-        x, params, _, _ = self.problem()
-        return mutants.forward_matcher(x, params)
-
-    @functools.lru_cache(maxsize=None)  # one entry per exercise: they are module-level singletons
     def solution_launches(self) -> Counter:
         x, params, _, _ = self.problem()
         with count_launches() as counted:
@@ -185,8 +171,10 @@ class StepExercise(Exercise):
                 return again + finding.text + (f" ({RACE_CAUSES[finding.cause]})" if finding.cause else "")
         finding = run.trace.first("unwritten_output")
         if finding:
-            mask = locate.unwritten_steps(finding.elements, run.y.transpose(1, 0, 2).shape)
-            return f"{again}no kernel wrote the output at {locate.spread(mask)}"
+            mask = np.zeros(run.y.size, dtype=bool)  # flat indices into the time-major (T, B, H) output
+            mask[finding.elements] = True
+            steps = mask.reshape(run.y.transpose(1, 0, 2).shape).transpose(1, 0, 2)
+            return f"{again}no kernel wrote the output at {locate.spread(steps)}"
         wrong = evidence.wrong(stage)
         if wrong:
             if run.lower is None:
@@ -194,8 +182,6 @@ class StepExercise(Exercise):
             lower = locate.where_wrong(run.lower, evidence.ref_lower)
             return again + wrong + ("; layer 0 is right, so it goes wrong in the layer above" if lower is None
                                     else f"; layer 0 too: {lower}")
-        if stage == "first" and self.compare_launches:
-            return more_launches(run.launches, self.solution_launches())
         return None
 
     def passed_text(self, evidence: StepEvidence) -> str:
@@ -206,13 +192,3 @@ class StepExercise(Exercise):
                 f"{cfg.hidden}, {cfg.layers} layer{'s' if cfg.layers > 1 else ''}{options}) with scratch and output poisoned "
                 f"with NaN, every launch ordered across streams, right again when run twice back to back, and "
                 f"{launches} launches per forward pass, like the solution.")
-
-
-def more_launches(candidate: Counter, solution: Counter) -> str | None:
-    """A sentence when the candidate launches more than the solution, else None."""
-    if sum(candidate.values()) <= sum(solution.values()):
-        return None
-    mine = ", ".join(f"{k} {n}" for k, n in sorted(candidate.items()))
-    theirs = ", ".join(f"{k} {n}" for k, n in sorted(solution.items()))
-    return (f"the output is right, but it takes {sum(candidate.values())} launches ({mine}) where the solution "
-            f"takes {sum(solution.values())} ({theirs})")

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from . import locate, mutants, schedule, step_runs
+from . import locate, mutants, schedule
 from .base import first_line
 
 # ---- kernels ------------------------------------------------------------------------------------
@@ -60,43 +60,44 @@ def equals(probe: str, output: str, wrong_formula, what: str):
     return detect
 
 
-def unwritten_from(probe: str, output: str, first: int):
-    """Exactly the elements from flat index ``first`` on are left unwritten (NaN)."""
+def written_only(probe: str, output: str, which):
+    """Part of ``output`` is written, the rest stays NaN: the part ``which(written)`` accepts (``written``,
+    a bool array of the output's shape)."""
 
     def detect(evidence):
         result = evidence.probe(probe)
         if result.error is not None:
             return None
-        nan = np.isnan(result.outputs[output]).ravel()
-        if nan.any() and nan[first:].all() and not nan[:first].any():
-            return (f"{output}: the first {first} elements are written, the {nan.size - first} after them are "
-                    f"never written (probe: {probe})")
-        return None
+        written = ~np.isnan(result.outputs[output])
+        if written.all() or not which(written):
+            return None
+        n = int(written.sum())
+        first = f"the first {n} elements, " if written.ravel()[:n].all() else ""
+        return (f"{output} is written only at {first}{locate.spread(written, evidence.exercise.outputs[output])}; the "
+                f"other {written.size - n} elements never are (probe: {probe})")
 
     return detect
 
 
+def first(n: int):
+    """``written_only``'s test: exactly the first ``n`` elements are written, in row-major order."""
+    return lambda written: written.ravel()[:n].all() and not written.ravel()[n:].any()
+
+
 def cell_variant(probe: str, name: str, compute):
-    """The kernel's outputs equal the cell with mistake ``name`` planted (``mutants``)."""
+    """The kernel's outputs equal the cell with mistake ``name`` planted (``mutants``); "gate_order": the
+    gate blocks read in any other order (any of 23)."""
 
     def detect(evidence):
         result = evidence.probe(probe)
         if result.error is not None or not all(np.isfinite(v).all() for v in result.outputs.values()):
             return None
         stacked = np.concatenate([result.outputs[n].ravel() for n in evidence.exercise.outputs])
-        if mutants.match(stacked, lambda variant: np.ravel(compute(result.inputs, variant))) == name:
-            return f"{result.wrong(evidence.exercise)}; the outputs equal those of a cell where {mutants.describe(name)}"
+        found = mutants.match(stacked, lambda variant: np.ravel(compute(result.inputs, variant)))
+        if found and found.split()[0] == name:
+            return (f"{result.wrong(evidence.exercise)}; the outputs equal those of a cell where "
+                    f"{mutants.describe(found)}")
         return None
-
-    return detect
-
-
-def any_gate_order(probe: str, compute):
-    """The kernel's outputs equal a cell that reads the gate blocks in another order (any of 23)."""
-    orders = [cell_variant(probe, name, compute) for name in mutants.VARIANTS if name.startswith("gate_order")]
-
-    def detect(evidence):
-        return next((where for where in (order(evidence) for order in orders) if where), None)
 
     return detect
 
@@ -148,24 +149,16 @@ def read_before_write(buffer: str | None = None):
     return detect
 
 
-def variant(name: str):
-    """The first run's output equals the reference LSTM with mistake ``name`` (``mutants``)."""
-
-    def detect(evidence):
-        if evidence.variant == name:
-            return f"{evidence.wrong()}; the output equals an LSTM where {mutants.describe(name)}"
-        return None
-
-    return detect
-
-
 def more_launches():
     """The first run's output is right, but it takes more launches than the solution's."""
 
     def detect(evidence):
-        run = evidence.first
-        if run.error is None and run.y is not None and evidence.wrong() is None:
-            return step_runs.more_launches(run.launches, evidence.exercise.solution_launches())
-        return None
+        run, solution = evidence.first, evidence.exercise.solution_launches()
+        if run.error or run.y is None or evidence.wrong() or sum(run.launches.values()) <= sum(solution.values()):
+            return None
+        mine = ", ".join(f"{k} {n}" for k, n in sorted(run.launches.items()))
+        theirs = ", ".join(f"{k} {n}" for k, n in sorted(solution.items()))
+        return (f"the output is right, but it takes {sum(run.launches.values())} launches ({mine}) where the "
+                f"solution takes {sum(solution.values())} ({theirs})")
 
     return detect

@@ -257,23 +257,20 @@ class Trace:
         launch = Launch(self.order.launch(name), kernel, name)
         self.launches.append(launch)
         self.log.append(("launch", launch))
-        arrays = [(i, a) for i, a in enumerate(args) if device_layout(a) is not None]
-        if kernel not in ACCESS:  # a learner's kernel: assume it writes everything, check nothing
-            for _, array in arrays:
+        regions = {}
+        for i, array in enumerate(args):
+            if device_layout(array) is not None:
                 buffer = self.buffer_of(array, scratch=False)
                 elements = element_offsets(device_layout(array), buffer)
                 if elements is not None:
-                    buffer.written[elements] = True
+                    regions[i] = (buffer, elements)
+        if kernel not in ACCESS:  # a learner's kernel: assume it writes everything, check nothing
+            for buffer, elements in regions.values():
+                buffer.written[elements] = True
             return
         reads, writes = ACCESS[kernel]
         if kernel.endswith("gemm") and len(args) > 3 and args[3]:
             reads = reads + (2,)  # C += A @ B reads C
-        regions = {}
-        for i, array in arrays:
-            buffer = self.buffer_of(array, scratch=False)
-            elements = element_offsets(device_layout(array), buffer)
-            if elements is not None:
-                regions[i] = (buffer, elements)
         for i in reads:
             if i in regions:
                 self._check_read(launch, *regions[i])
