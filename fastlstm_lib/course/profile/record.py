@@ -101,18 +101,12 @@ class Profile:
         planned for one chip (``chip``), and needs a GPU with a grid barrier."""
         return any(family_of(launch.kernel) == "persistent" for launch in self.launches)
 
-    def critical_path(self, weights=None) -> dict:
-        """The longest chain of dependent launches, by count or by ``weights`` (a function of a Launch,
-        or one number per launch)."""
-        if callable(weights):
-            weights = [weights(launch) for launch in self.launches]
-        elif weights is not None and len(weights) != len(self.launches):
-            raise ValueError(f"need one weight per launch ({len(self.launches)}), got {len(weights)}")
-        weight, path = longest_path([launch.deps for launch in self.launches], weights)
+    def critical_path(self) -> dict:
+        """The longest chain of dependent launches, by count."""
+        _, path = longest_path([launch.deps for launch in self.launches])
         on_path = [self.launches[i] for i in path]
         return {
             "launches": len(path),
-            "weight": weight,
             "flop": sum(launch.flop for launch in on_path),
             "bytes_read": sum(launch.bytes_read for launch in on_path),
             "bytes_written": sum(launch.bytes_written for launch in on_path),
