@@ -108,9 +108,6 @@ class Profile:
         return {
             "launches": len(path),
             "flop": sum(launch.flop for launch in on_path),
-            "bytes_read": sum(launch.bytes_read for launch in on_path),
-            "bytes_written": sum(launch.bytes_written for launch in on_path),
-            "footprint": sum(launch.footprint for launch in on_path),
             "indices": path,
         }
 
