@@ -80,7 +80,8 @@ def cnn10(data_format: str = "channels_last", *, image_size: int = CIFAR_IMAGE_S
     so a run of a few dozen steps (notebook 21's CPU stand-in trains 48: 0.99^48 = 0.62) needs
     a smaller one (0.9) to be evaluated at all.
     """
-    keras = import_keras()  # data_format is checked by input_shape, before any layer is made
+    keras = import_keras()
+    check_data_format(data_format)
     image_size = check_int("image_size", image_size)
     width = check_int("width", width)
     bn_momentum = check_fraction("bn_momentum", bn_momentum)
@@ -115,6 +116,7 @@ def wide_resnet(data_format: str = "channels_last", *, depth: int = 28, width_fa
     ``bn_momentum`` as in ``cnn10``.
     """
     keras = import_keras()
+    check_data_format(data_format)
     depth = check_int("depth", depth, minimum=10)
     if (depth - 4) % 6:
         raise ValueError(f"depth must be 6n + 4 (10, 16, 22, 28, 40, ...), got {depth}")
@@ -163,6 +165,7 @@ def keras_example_cnn(data_format: str = "channels_last", *, image_size: int = C
     """The classic Keras CIFAR-10 example: [conv-conv-pool-dropout] x blocks, Flatten, Dense,
     dropout, Dense (softmax). Here for its Flatten: ``copy_weights`` permutes the Dense rows after it."""
     keras = import_keras()
+    check_data_format(data_format)
     image_size = check_int("image_size", image_size)
     width = check_int("width", width)
     blocks = check_int("blocks", blocks)
