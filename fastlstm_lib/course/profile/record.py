@@ -58,11 +58,6 @@ class Launch:
     input_views: tuple = ()
     output_views: tuple = ()
 
-    def to_dict(self) -> dict:
-        record = dataclasses.asdict(self)
-        record["deps"] = [[j, kind] for j, kind in sorted(self.deps.items())]
-        return record
-
 
 @dataclasses.dataclass(frozen=True)
 class Profile:
@@ -115,7 +110,8 @@ class Profile:
         return {"step": self.step, "config": self.config, "options": self.options, "chip": self.chip,
                 "default_stream": self.default_stream, "totals": self.totals, "kernels": self.kernels(),
                 "critical_path": self.critical_path(), "setup_launches": self.setup_launches,
-                "launches": [launch.to_dict() for launch in self.launches], "stream_ops": list(self.stream_ops)}
+                "launches": [dict(dataclasses.asdict(launch), deps=sorted(map(list, launch.deps.items())))
+                             for launch in self.launches], "stream_ops": list(self.stream_ops)}
 
 
 def ladder_step(step) -> LSTMStep:
