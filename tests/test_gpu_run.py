@@ -348,9 +348,6 @@ def test_committed_results_keep_plain_and_graph_passes_apart(tmp_path, monkeypat
         dict(row, step="wavefront", options={"gemms": "fast"})]}))
     monkeypatch.setattr(results, "RESULTS", tmp_path)
     assert [r["options"] for r in fl.committed_results()] == [{}]
-    assert [r["options"] for r in fl.committed_results(graph=True)] == [{"graph": True}]
-    with pytest.raises(TypeError, match="graph must be True or False, got str"):
-        fl.committed_results(graph="yes")
 
 
 def test_what_this_gpu_cannot_run_is_skipped_not_failed(tmp_path):

@@ -59,18 +59,16 @@ def check(step: str, cfg: LSTMConfig = ODD, *, seed: int = 0, chip: str = CHIP) 
     return errors
 
 
-def launch_rows(names, cfg: LSTMConfig | None = None, *, chip: str = CHIP) -> list[dict]:
-    """Per step: launches per pass at ``cfg`` (the article's by default), by kind."""
-    cfg = LSTMConfig.article() if cfg is None else cfg
+def launch_rows(names, *, chip: str = CHIP) -> list[dict]:
+    """Per step: launches per pass at the article's size, by kind."""
     rows = []
     for name in names:
-        kernels = profile(name, cfg, chip=chip).kernels()
+        kernels = profile(name, LSTMConfig.article(), chip=chip).kernels()
         gemms = sum(n for kernel, n in kernels.items() if family_of(kernel) == "gemm")
         layers = sum(n for kernel, n in kernels.items() if family_of(kernel) == "persistent")
         total = sum(kernels.values())
         rows.append({"step": name, "launches": total, "gemm": gemms, "persistent": layers,
-                     "other": total - gemms - layers, "kernels": kernels,
-                     "per_layer_step": total / (cfg.layers * cfg.seq_len)})
+                     "other": total - gemms - layers, "kernels": kernels})
     return rows
 
 

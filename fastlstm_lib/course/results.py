@@ -59,15 +59,13 @@ def check_results(name: str, results, *, keys=TABLE_KEYS) -> list[dict]:
 LADDER_OPTIONS = {"graph", "replay", "timed"}
 
 
-def committed_results(*, graph: bool = False) -> list[dict]:
+def committed_results() -> list[dict]:
     """Every ladder step result committed under data/results/, each with its ``file``: passes
-    launched as usual, or with ``graph=True`` as CUDA Graphs. Results with options of their own and
-    other measurements in the folder are left out."""
-    if not isinstance(graph, bool):
-        raise TypeError(f"graph must be True or False, got {type(graph).__name__} {graph!r}")
+    launched as usual (not as CUDA Graphs). Results with options of their own and other
+    measurements in the folder are left out."""
     return [dict(result, file=path.name) for path in sorted(RESULTS.glob("*.json"))
             for result in load_results(path) if "step" in result and "time_ms" in result
-            and bool((result.get("options") or {}).get("graph")) == graph
+            and not (result.get("options") or {}).get("graph")
             and not set(result.get("options") or {}) - LADDER_OPTIONS]
 
 

@@ -60,13 +60,6 @@ class Bound:
             streams.setdefault(entry["stream"], []).append(entry)
         return dict(sorted(streams.items()))
 
-    def to_dict(self, timeline: bool = False) -> dict:
-        record = {"step": self.step, "gpu": self.gpu, "host": self.host, "bound_ms": self.bound_ms,
-                  "binding": self.binding, "terms": self.terms, "critical": self.critical}
-        if timeline:
-            record["timeline"] = list(self.timeline)
-        return record
-
 
 def checked_host(host) -> str:
     if isinstance(host, str):

@@ -58,11 +58,6 @@ class Launch:
     input_views: tuple = ()
     output_views: tuple = ()
 
-    def to_dict(self) -> dict:
-        record = dataclasses.asdict(self)
-        record["deps"] = [[j, kind] for j, kind in sorted(self.deps.items())]
-        return record
-
 
 @dataclasses.dataclass(frozen=True)
 class Profile:
@@ -101,22 +96,13 @@ class Profile:
         planned for one chip (``chip``), and needs a GPU with a grid barrier."""
         return any(family_of(launch.kernel) == "persistent" for launch in self.launches)
 
-    def critical_path(self, weights=None) -> dict:
-        """The longest chain of dependent launches, by count or by ``weights`` (a function of a Launch,
-        or one number per launch)."""
-        if callable(weights):
-            weights = [weights(launch) for launch in self.launches]
-        elif weights is not None and len(weights) != len(self.launches):
-            raise ValueError(f"need one weight per launch ({len(self.launches)}), got {len(weights)}")
-        weight, path = longest_path([launch.deps for launch in self.launches], weights)
+    def critical_path(self) -> dict:
+        """The longest chain of dependent launches, by count."""
+        _, path = longest_path([launch.deps for launch in self.launches])
         on_path = [self.launches[i] for i in path]
         return {
             "launches": len(path),
-            "weight": weight,
             "flop": sum(launch.flop for launch in on_path),
-            "bytes_read": sum(launch.bytes_read for launch in on_path),
-            "bytes_written": sum(launch.bytes_written for launch in on_path),
-            "footprint": sum(launch.footprint for launch in on_path),
             "indices": path,
         }
 
@@ -124,7 +110,8 @@ class Profile:
         return {"step": self.step, "config": self.config, "options": self.options, "chip": self.chip,
                 "default_stream": self.default_stream, "totals": self.totals, "kernels": self.kernels(),
                 "critical_path": self.critical_path(), "setup_launches": self.setup_launches,
-                "launches": [launch.to_dict() for launch in self.launches], "stream_ops": list(self.stream_ops)}
+                "launches": [dict(dataclasses.asdict(launch), deps=sorted(map(list, launch.deps.items())))
+                             for launch in self.launches], "stream_ops": list(self.stream_ops)}
 
 
 def ladder_step(step) -> LSTMStep:

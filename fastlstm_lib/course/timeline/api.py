@@ -9,6 +9,7 @@ import dataclasses
 
 import numpy as np
 
+from ...checks import check_choice, check_str
 from ...gpus import Chip
 from ..profile.bound import checked_host, checked_pass, launch_cost_us
 from ..profile.schedule import critical_parts, simulate
@@ -69,15 +70,6 @@ class Estimate:
             np.add.at(grid, shares["sm"].astype(np.int64), weights)
         return edges, grid
 
-    def to_dict(self, timeline: bool = True, per_sm: bool = False) -> dict:
-        record = {"step": self.step, "gpu": self.gpu, "host": self.host, "gemm": self.gemm,
-                  "total_ms": self.total_ms, "breakdown": dict(self.breakdown), "sm_time": dict(self.sm_time)}
-        if timeline:
-            record["timeline"] = [dict(entry) for entry in self.timeline]
-        if per_sm:
-            record["per_sm"] = {key: values.tolist() for key, values in self.per_sm().items()}
-        return record
-
     def __repr__(self) -> str:
         parts = ", ".join(f"{key[:-3]} {value:.3g}" for key, value in self.breakdown.items() if key.endswith("_ms"))
         return (f"Estimate({self.step} on {self.gpu}, host {self.host}, gemm {self.gemm}: {self.total_ms:.3f} ms "
@@ -99,14 +91,9 @@ def estimate(profile, gpu, host="cpp", gemm="ours") -> Estimate:
     launch), its GEMMs as compiled here (``gemm="ours"``, ``blocks.py``) or timed by DeepBench's
     cuBLAS times (``"cublas"``: the M40, T4 and V100 only, ``cublas.py``). Never below
     ``fl.lower_bound`` with the same host; refused as it refuses (``bound.checked_pass``)."""
-    if not isinstance(gpu, str):
-        raise TypeError(f"gpu must be a GPU's name in data/gpus.csv (a str), got {type(gpu).__name__} {gpu!r}")
     row = checked_pass(profile, gpu)
     host_label = checked_host(host)
-    if not isinstance(gemm, str):
-        raise TypeError(f"gemm must be one of {GEMMS}, got {type(gemm).__name__} {gemm!r}")
-    if gemm not in GEMMS:
-        raise ValueError(f"gemm must be one of {GEMMS}, got {gemm!r}")
+    check_choice("gemm", check_str("gemm", gemm), GEMMS)
     chip = Chip.from_row(row)
     l2, batch, costs = row["l2_mib"] * 2**20, int(profile.config.get("batch", 1)), {}
     from_dram = dram_input_bytes(profile.launches, l2)

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import numbers
 
+from ...checks import check_choice, check_str
 from ...kernels.versions import spec_of
 from .api import Estimate
 
@@ -37,8 +38,7 @@ def plot_timeline(estimate: Estimate, window=None, ax=None, by: str = "stream"):
             raise TypeError(f"window must be (t0_ms, t1_ms), two numbers, or None; got {window!r}")
         if not 0 <= window[0] < window[1]:
             raise ValueError(f"window must satisfy 0 <= t0_ms < t1_ms, got {tuple(window)}")
-    if not isinstance(by, str) or by not in BY:
-        raise (TypeError if not isinstance(by, str) else ValueError)(f"by must be one of {BY}, got {by!r}")
+    check_choice("by", check_str("by", by), BY)
     import matplotlib.pyplot as plt
 
     t0, t1 = window if window is not None else (0.0, estimate.total_ms)

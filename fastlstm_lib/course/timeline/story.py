@@ -7,7 +7,7 @@ from __future__ import annotations
 import functools
 
 from ..article import ARTICLE_GPU
-from ...checks import check_str
+from ...checks import check_choice, check_fraction, check_str
 from ...config import LSTMConfig
 from ...gpus import gpu as gpu_row
 from ..profile.bound import checked_host, lower_bound
@@ -21,13 +21,6 @@ HOSTS = LADDER_HOSTS + (0,)
 PARTS = {"host_ms": "waiting for the host", "concurrency_ms": "waiting for the resident-grid limit",
          "latency_ms": "launch latencies", "sm_wait_ms": "waiting for busy SMs",
          "arithmetic_ms": "arithmetic", "memory_ms": "DRAM traffic", "stall_ms": "latency not hidden"}
-
-
-def _check_gpu(gpu) -> None:
-    try:
-        gpu_row(check_str("gpu", gpu, example="T4"))
-    except ValueError as error:
-        raise ValueError(f"gpu: {error}") from error
 
 
 def _pair(step, against) -> tuple[str, str]:
@@ -87,14 +80,11 @@ def plot_step_change(step: str, gpu: str = "T4", host="cpp", against: str | None
     from .chart import BY, plot_timeline
 
     before, after = _pair(step, against)
-    _check_gpu(gpu)
+    gpu_row(check_str("gpu", gpu, example="T4"))
     checked_host(host)
     cfg = LSTMConfig.article()
-    if by not in BY:
-        raise (TypeError if not isinstance(by, str) else ValueError)(f"by must be one of {BY}, got {by!r}")
-    if isinstance(at, bool) or not isinstance(at, (int, float)) or not 0 <= at < 1:
-        raise (TypeError if not isinstance(at, (int, float)) or isinstance(at, bool) else ValueError)(
-            f"at must be a number in [0, 1): where the window starts, as a share of the pass; got {at!r}")
+    check_choice("by", check_str("by", by), BY)
+    check_fraction("at", at, why=": where the window starts, as a share of the pass")
     fig, axes = plt.subplots(2, 1, figsize=(10, 5.5 if by == "stream" else 8))
     for ax, name in zip(axes, (before, after)):
         e = estimated_pass(name, gpu, host, cfg)[1]

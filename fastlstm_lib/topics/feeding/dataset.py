@@ -10,6 +10,7 @@ import numpy as np
 
 from ...checks import check_bool, check_choice, check_int, check_number
 from ...runtime.keras_backend import import_keras
+from ...timing import wall_times
 from .timeline import Timeline, now
 
 #: "wait": a batch's time passes in time.sleep (GIL free, like I/O); "compute": in Python (GIL held).
@@ -31,12 +32,7 @@ def calibrate_loops_per_ms() -> float:
     """How many ``python_work`` loops this machine runs per millisecond (median of 5 runs)."""
     sample_loops = 200_000
     python_work(sample_loops // 10)  # warm-up
-    seconds = []
-    for _ in range(5):
-        start = time.perf_counter()
-        python_work(sample_loops)
-        seconds.append(time.perf_counter() - start)
-    return sample_loops / (statistics.median(seconds) * 1e3)
+    return sample_loops / statistics.median(wall_times(lambda: python_work(sample_loops), warmup=0, repeats=5))
 
 
 def make_batch(index: int, batch_size: int = 64, n_features: int = 32, seed: int = 0):
