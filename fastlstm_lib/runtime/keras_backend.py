@@ -88,7 +88,9 @@ def backend_name() -> str:
 def tensorflow_reason() -> str | None:
     """None when TensorFlow's own APIs (tf.data, tf.config) can be used here; otherwise why not."""
     backend = backend_name()
-    return None if backend == "tensorflow" else f"the Keras backend is {backend!r}, not 'tensorflow'"
+    if backend != "tensorflow":
+        return f"the Keras backend is {backend!r}, not 'tensorflow'"
+    return None
 
 
 def gpu_names() -> list[str]:
@@ -109,7 +111,9 @@ def gpu_names() -> list[str]:
 def gpu_device() -> tuple[str | None, str]:
     """("gpu:0", its name) when the Keras backend sees a GPU, else (None, why not)."""
     names = gpu_names()
-    return ("gpu:0", names[0]) if names else (None, f"the Keras backend ({backend_name()}) sees no GPU")
+    if names:
+        return "gpu:0", names[0]
+    return None, f"the Keras backend ({backend_name()}) sees no GPU"
 
 
 def backend_device() -> dict:

@@ -10,6 +10,7 @@ own Numba setting lives here too: ``quiet_low_occupancy_warnings``.
 
 from __future__ import annotations
 
+import functools
 import importlib.util
 import os
 from importlib import metadata
@@ -43,7 +44,9 @@ def describe(simulator: bool) -> str:
 def simulator_name() -> str:
     """How the one-line simulator notice names it: "Numba's CUDA simulator" (numba-cuda's), or
     "numba 0.68.1's built-in CUDA simulator"."""
-    return "Numba's CUDA simulator" if HAS_NUMBA_CUDA else f"numba {package_version('numba')}'s built-in CUDA simulator"
+    if HAS_NUMBA_CUDA:
+        return "Numba's CUDA simulator"
+    return f"numba {package_version('numba')}'s built-in CUDA simulator"
 
 
 def require_numba_cuda(what: str) -> None:
@@ -61,18 +64,27 @@ def cuda_config():
     return config
 
 
+@functools.lru_cache(maxsize=1)
+def simulator_types():
+    """(types module, numpy_support module) that the simulator's ``cuda.*.array`` calls use for dtypes."""
+    if HAS_NUMBA_CUDA:
+        from numba.cuda import types
+        from numba.cuda.np import numpy_support
+    else:
+        from numba.core import types
+        from numba.np import numpy_support
+    return types, numpy_support
+
+
 def as_numpy_dtype(dtype):
     """A dtype given to ``cuda.shared.array`` (a Numba type of either kind, or NumPy's) as a NumPy dtype."""
     import numpy as np
     from numba.core import types as core_types
     from numba.np import numpy_support as core_support
 
-    if HAS_NUMBA_CUDA:
-        from numba.cuda import types
-        from numba.cuda.np import numpy_support
-
-        if isinstance(dtype, types.Type):
-            return numpy_support.as_dtype(dtype)
+    types, numpy_support = simulator_types()
+    if isinstance(dtype, types.Type):
+        return numpy_support.as_dtype(dtype)
     if isinstance(dtype, core_types.Type):
         return core_support.as_dtype(dtype)
     return np.dtype(dtype)
