@@ -11,7 +11,7 @@ ours: each step's GEMMs go through the policy the pass was set up with (the step
 - ``"fast"``: today's kernels where the layouts allow: 128-bit loads (version 5: the tile divides
   the shape, no 'T' flag, so from step 06 on), and the recurrent GEMM's K cut in parts until its
   grid fills the GPU (version 8, shaped for it with warp tiles; version 7 where only it fits,
-  version 6 where neither does; ``gemm.choose_splits``), added up by the fused cell. Split-K takes
+  version 6 where neither does; ``gemm.tiles.choose_splits``), added up by the fused cell. Split-K takes
   the idle SMs the wavefront was meant to fill (notebook 08). Step 09's persistent kernel keeps U in
   registers (persistent version 2) where its plan fits the GPU. The GPU run's fastest configuration.
 - ``"tf32"``: the "fast" policy's choices with the products on tensor cores where GEMM version 9

@@ -17,7 +17,7 @@ notebook 06). Only the "fast" policy uses what the layout allows: 128-bit loads 
 (``kernels/gemm/v5_vector.py``) and, for the recurrent GEMM, whose C is only batch rows tall, K
 cut into parts, one grid layer each (version 8, shaped for this GEMM; version 7 where only it fits,
 version 6 where neither does), added up by the fused cell as it reads them
-(``pointwise.lstm_cell_split``), still 3 kernels per layer-step; ``gemm.choose_splits`` picks the
+(``pointwise.lstm_cell_split``), still 3 kernels per layer-step; ``gemm.tiles.choose_splits`` picks the
 parts from the GPU's SM count (8 at batch 64 on an H100; 1 on the simulator, and wherever the tile
 does not divide the shape).
 
@@ -29,7 +29,7 @@ What changes: ``upload_weights``; and for the "fast" and "tf32" policies ``setup
 product's parts), ``recurrent_gemm`` and ``cell_update`` (split K where there are parts).
 
 Option ``splits``: parts of K for the recurrent GEMM (default: 1 under the "2016" policy,
-``gemm.choose_splits``'s under "fast", ``gemm.tf32_parts``' under "tf32" where version 9 fits).
+``gemm.tiles.choose_splits``'s under "fast", ``gemm.tf32_parts``' under "tf32" where version 9 fits).
 
 State added: ``splits``; where it is above 1, ``h_gates`` is (splits, B, 4H), one product per part.
 """

@@ -21,7 +21,7 @@ from ..family import versions
 from .launch import checked_splits, exact, gemm, gemm_split, tf32_launch, tf32_parts, tiled_gemm, weight_gradient_cases  # noqa: F401
 from .slab import unrolled_slab  # noqa: F401
 from .tiles import (GPU_LARGE, GPU_SMALL, GPU_WIDE, SHARED_PADDING, SIMULATOR_BLOCKING, TILE, choose_blocking,  # noqa: F401
-                    choose_splits, divides, gpu_blocking, recurrent_splits)
+                    divides, gpu_blocking, recurrent_splits)
 from .v1_tiled import tiled_gemm_kernel  # noqa: F401
 from .v2_blocked import blocked_gemm_kernel  # noqa: F401
 from .v3_exact import exact_gemm_kernel  # noqa: F401

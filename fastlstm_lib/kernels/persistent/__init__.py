@@ -16,7 +16,6 @@ from __future__ import annotations
 from ..family import specs, versions
 from .grid import TARGET_THREADS, PersistentLimitError, Plan, require_grid_barrier  # noqa: F401
 from .layout import MAX_REGISTERS, MAX_ROWS  # noqa: F401
-from . import v1_layer, v2_registers, v3_light_barrier  # noqa: F401
 from .v1_layer import persistent_layer_kernel, persistent_limits, plan  # noqa: F401
 
 #: The family's version modules, in order.
