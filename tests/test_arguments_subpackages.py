@@ -39,7 +39,6 @@ CASES = [
     (lambda: cnn.verdict({}), ValueError, r"row lacks"),
     (lambda: cnn.short_error("boom"), TypeError, r"error must be an exception"),
     (lambda: cnn.epoch_chart(None), TypeError, r"results must be a list"),
-    (lambda: cnn.speedup_chart([], published="yes"), TypeError, r"published must be True or False"),
     (lambda: cnn.variant_plan("cnn10"), TypeError, r"models must be a list of strs"),
     (lambda: cnn.variant_plan([]), ValueError, r"models must hold at least one"),
     (lambda: cnn.variant_plan(["cnn10"], ["float64"]), ValueError, r"precisions\[0\] must be one of"),
@@ -97,11 +96,6 @@ CASES = [
 def test_bad_argument_is_refused(call, error, message):
     with pytest.raises(error, match=message):
         call()
-
-
-def test_compile_for_training_refuses_what_is_no_model(keras_available):  # it asks Keras what a Model is
-    with pytest.raises(TypeError, match=r"model must be a keras.Model"):
-        cnn.compile_for_training(42)
 
 
 def test_backward_saved_must_be_the_forward_triple():

@@ -10,7 +10,7 @@ from pathlib import Path
 
 import numpy as np
 
-from ...checks import check_bool, check_dict, check_number, check_records
+from ...checks import check_dict, check_number, check_records
 from ...runtime.keras_backend import device_label
 from ...tables import Column, Span, table
 from .models import ARTICLE_NAMES, DATA_FORMATS, check_data_format
@@ -197,14 +197,12 @@ def format_then_and_now(rows: list[dict]) -> str:
     return "\n".join(lines)
 
 
-def _bars(rows: list[dict], published: bool) -> dict:
+def _bars(rows: list[dict]) -> dict:
     """{panel: [(label, value, colour, note), ...]}: one panel per GPU or machine, the post's
     first (grey), then each measured device with its rows."""
-    panels = {}
-    if published:
-        panels[f"the channels_first post (2019), its words: {ARTICLE_SETUP}"] = [
-            (f"{row['model']} · {row['gpus']} GPU · {row['precision']} · no XLA", row["cf_faster_pct"], "tab:gray",
-             f"{row['qualifier']} {row['cf_faster_pct']:.0f}%") for row in article_channels_first()]
+    panels = {f"the channels_first post (2019), its words: {ARTICLE_SETUP}": [
+        (f"{row['model']} · {row['gpus']} GPU · {row['precision']} · no XLA", row["cf_faster_pct"], "tab:gray",
+         f"{row['qualifier']} {row['cf_faster_pct']:.0f}%") for row in article_channels_first()]}
     for row in rows:
         variant = f" · {row['variant']}" if row.get("variant") else ""
         gpus = f" · {row['replicas']} GPUs" if row["replicas"] > 1 else ""
@@ -220,18 +218,17 @@ def _bars(rows: list[dict], published: bool) -> dict:
     return panels
 
 
-def speedup_chart(rows: list[dict], *, published: bool = True):
+def speedup_chart(rows: list[dict]):
     """Bars of "% faster" (right: channels_first faster), one panel per GPU or machine at one
     scale (``gpus.one_gpu``): the post's numbers in grey, then each device's ``compare_layouts``
     rows, each bar's note in a column right of its panel. Returns the figure."""
     check_records("rows", rows, _TABLE_KEYS, "compare_layouts")
-    check_bool("published", published)
     import matplotlib.pyplot as plt
     from matplotlib.transforms import blended_transform_factory
 
     from ...gpus import gpus_named, one_gpu
 
-    panels = _bars(rows, published) or {"nothing to compare": []}
+    panels = _bars(rows)
     fig, axes = plt.subplots(len(panels), 1, sharex=True, squeeze=False,
                              figsize=(11, 0.9 + sum(0.6 + 0.5 * max(1, len(b)) for b in panels.values())),
                              gridspec_kw={"height_ratios": [max(1, len(b)) + 0.5 for b in panels.values()]})

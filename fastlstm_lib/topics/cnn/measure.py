@@ -6,7 +6,7 @@ import argparse
 import sys
 from pathlib import Path
 
-from ...checks import check_bool, check_choice, check_int, check_path, check_str, check_str_list, check_writable_path
+from ...checks import check_bool, check_int, check_path, check_str, check_str_list, check_writable_path
 from ...runtime.keras_backend import backend_name, environment, set_tf32
 from ...progress import progress_bar
 from ...results import RESULTS, load_results, save_results
@@ -59,18 +59,13 @@ def run_plan(plan, data_for, *, options_for: dict, batch_size: int, rounds: int,
     for index, entry in enumerate(plan):
         if not isinstance(entry, (list, tuple)) or len(entry) != 3:
             raise TypeError(f"plan[{index}] must be a (model, precision, jit_compile) tuple, got {entry!r}")
-        model, precision, jit = entry
-        check_model_name(model)
-        check_choice(f"plan[{index}] precision", precision, PRECISIONS)
-        check_bool(f"plan[{index}] jit_compile", jit)
+        model = entry[0]
         for name, table in (("data_for", data_for), ("options_for", options_for)):
             if model not in table:
                 raise ValueError(f"{name} has no entry for model {model!r} (plan[{index}])")
     batch_size, rounds = check_int("batch_size", batch_size), check_int("rounds", rounds)
     check_bool("progress", progress)
-    if env is not None and not isinstance(env, dict):
-        raise TypeError(f"env must be a dict from keras_backend.environment() or None, got {type(env).__name__}")
-    env = env or environment()
+    env = env or environment()  # time_layouts checks it
     results = []
     for model, precision, jit in progress_bar(plan, "variants", "variant", enabled=progress):
         results += time_layouts(model, data_for[model], precision=precision, jit_compile=jit, batch_size=batch_size,

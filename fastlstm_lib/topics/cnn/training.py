@@ -6,11 +6,11 @@ import contextlib
 
 import numpy as np
 
-from ...checks import check_bool, check_choice, check_int, check_keras_model
+from ...checks import check_bool, check_choice, check_int
 from ...runtime.keras_backend import environment, import_keras
 from ...timing import epoch_timer, summarize
 from .images import ImageData
-from .models import DATA_FORMATS, _HINT, build, check_data_format, check_model_name, model_label, to_layout
+from .models import DATA_FORMATS, build, check_data_format, check_model_name, model_label, to_layout
 
 PRECISIONS = ("float32", "mixed_float16")
 #: How each time in a result was taken (stored with it).
@@ -21,7 +21,6 @@ TIMING = ("wall clock per epoch of model.fit (timing.epoch_timer); the first epo
 @contextlib.contextmanager
 def precision_policy(precision: str):
     """Keras' global dtype policy for the models built inside, restored afterwards."""
-    check_choice("precision", precision, PRECISIONS)
     keras = import_keras()
     previous = keras.config.dtype_policy()
     keras.config.set_dtype_policy(precision)
@@ -29,15 +28,6 @@ def precision_policy(precision: str):
         yield
     finally:
         keras.config.set_dtype_policy(previous)
-
-
-def compile_for_training(model, *, jit_compile: bool = False):
-    """Adam (learning rate 1e-3), sparse categorical cross-entropy, accuracy: the same for every layout and variant."""
-    keras = check_keras_model("model", model, hint=_HINT)
-    check_bool("jit_compile", jit_compile)
-    model.compile(optimizer=keras.optimizers.Adam(learning_rate=1e-3), loss="sparse_categorical_crossentropy",
-                  metrics=["accuracy"], jit_compile=jit_compile)
-    return model
 
 
 def short_error(error: BaseException) -> str:
@@ -92,7 +82,9 @@ def time_layouts(model: str, data: ImageData, *, data_formats=DATA_FORMATS, prec
         scope = strategy.scope() if strategy is not None else contextlib.nullcontext()
         with precision_policy(precision), scope:
             net = build(model, data_format, image_size=data.image_size, **model_options)
-            compile_for_training(net, jit_compile=jit_compile)
+            # The same optimizer, loss and metric for every layout and variant.
+            net.compile(optimizer=keras.optimizers.Adam(learning_rate=1e-3), loss="sparse_categorical_crossentropy",
+                        metrics=["accuracy"], jit_compile=jit_compile)
         result = {
             "kind": "cnn-layouts", "model": model, "label": model_label(model, data.image_size, **model_options),
             "options": dict(model_options), "variant": variant, "data_format": data_format, "precision": precision,
