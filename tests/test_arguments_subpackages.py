@@ -50,7 +50,6 @@ CASES = [
      r"data_for has no entry for model 'cnn10'"),
     (lambda: cnn.run_plan([("cnn10", "float32", False)], {"cnn10": 1}, options_for={"cnn10": {}}, batch_size=True,
                           rounds=1), TypeError, r"batch_size must be an int >= 1, got bool True"),
-    (lambda: cnn.save_layout_results([{"kind": "cnn-layouts", "env": {}}], None), TypeError, r"path must be a path"),
     (lambda: cnn.committed_layout_results(42), TypeError, r"directory must be a path"),
     (lambda: cnn.time_layouts("cnn10", "data"), TypeError, r"data must be an ImageData"),
     # feeding

@@ -13,4 +13,4 @@ from .compare import (article_channels_first, article_channels_first_source, cha
                       epoch_chart, faster, format_results, format_then_and_now, outcome, speedup_chart, verdict)
 from .tf_settings import (enable_memory_growth, gpu_memory_mib, layout_op_census, layout_optimizer, memory_grab_demo,
                           mirrored_strategy, start_cpu_conv_probes)
-from .measure import MEASURE_COMMAND, committed_layout_results, run_plan, save_layout_results, variant_plan
+from .measure import MEASURE_COMMAND, committed_layout_results, run_plan, variant_plan

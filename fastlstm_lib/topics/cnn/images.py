@@ -168,10 +168,8 @@ def load_images(n_train: int | None = None, n_test: int | None = None, *, image_
     if CIFAR_IMAGE_SIZE % image_size:
         raise ValueError(f"image_size must divide {CIFAR_IMAGE_SIZE} (32, 16, 8, ...), got {image_size}")
     download = os.environ.get(DOWNLOAD_ENV, "") == "1" if download is None else check_bool("download", download)
-    if cache_dir is not None:
-        cache_dir = check_path("cache_dir", cache_dir)
     check_int("seed", seed, minimum=0)
-    found = find_cached_cifar10(cache_dir)
+    found = find_cached_cifar10(cache_dir)  # checks cache_dir
     looked = [Path(cache_dir)] if cache_dir else keras_cache_dirs()
     note = "" if found else f"CIFAR-10 is not on this machine (looked in {', '.join(_home_relative(d) for d in looked)})"
     if found or download:

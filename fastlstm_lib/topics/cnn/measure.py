@@ -6,7 +6,7 @@ import argparse
 import sys
 from pathlib import Path
 
-from ...checks import check_bool, check_int, check_path, check_str, check_str_list, check_writable_path
+from ...checks import check_bool, check_int, check_path, check_str, check_str_list
 from ...runtime.keras_backend import backend_name, environment, set_tf32
 from ...progress import progress_bar
 from ...results import RESULTS, load_results, save_results
@@ -77,19 +77,6 @@ def _inside(path: Path, folder: Path) -> bool:
     return folder.resolve() in path.resolve().parents
 
 
-def save_layout_results(results: list[dict], path) -> Path:
-    """``save_results`` of ``time_layouts`` results; a CPU measurement is refused under
-    data/results/, which holds GPU measurements."""
-    if not isinstance(results, list) or not results or not all(isinstance(r, dict) and r.get("kind") == "cnn-layouts"
-                                                                and "env" in r for r in results):
-        raise ValueError("results must be a non-empty list of time_layouts results (each with kind 'cnn-layouts' and env)")
-    path = check_writable_path("path", path, make_parents=True)
-    if _inside(path, RESULTS) and any(not r["env"].get("gpus") for r in results):
-        raise ValueError(f"not writing {path.name} under data/results/: these results were measured without a GPU, "
-                         "and the notebook shows the files there as GPU measurements; write them elsewhere")
-    return save_results(results, path)
-
-
 def committed_layout_results(directory=RESULTS) -> list[dict]:
     """Every time_layouts result in ``directory``/cnn-layouts-*.json, each with the ``file`` it came from."""
     directory = check_path("directory", directory)
@@ -136,7 +123,7 @@ def main(argv=None) -> int:
     try:
         results = run_plan(plan, {model: data.head(size["images"][model]) for model in args.models},
                            options_for=size["options"], batch_size=size["batch"], rounds=size["rounds"], env=env)
-        path = save_layout_results(results, args.out)
+        path = save_results(results, args.out)
     except (TypeError, ValueError) as error:
         print(f"error: {error}", file=sys.stderr)
         return 2
