@@ -1,7 +1,5 @@
-"""Which layout trains faster and by how much (``faster``: speedup = t_slower / t_faster of the
-median epoch times; ``chart_percent`` signs it by the winner, + channels_first), in words, tables
-beside the article's numbers (data/article_channels_first.csv) and charts (matplotlib loads inside).
-"""
+"""Which layout trains faster and by how much (``faster``, the one definition), in words, tables beside
+the article's numbers (data/article_channels_first.csv) and charts (matplotlib loads inside)."""
 
 from __future__ import annotations
 
@@ -42,7 +40,9 @@ def chart_percent(winner: str | None, percent_faster: float) -> float:
     return percent_faster if check_data_format(winner) == "channels_first" else -percent_faster
 
 
-_NEEDED = ("model", "label", "precision", "jit_compile", "batch_size", "replicas", "images", "image_size", "data_format", "env")
+#: What a variant is, besides its model and layout.
+_VARIANT = ("label", "precision", "jit_compile", "batch_size", "replicas", "images", "image_size")
+_NEEDED = ("model", *_VARIANT, "data_format", "env")
 
 
 def _check_results(results) -> None:
@@ -60,17 +60,14 @@ def compare_layouts(results: list[dict]) -> list[dict]:
     _check_results(results)
     pairs: dict[tuple, dict] = {}
     for result in results:  # a pair: the same variant in every respect but the layout
-        key = (result["label"], result["precision"], result["jit_compile"], result["batch_size"], result["replicas"],
-               result["images"], result["image_size"], result.get("variant", ""), result["env"].get("device"),
-               result.get("file"))
+        key = (*(result[k] for k in _VARIANT), result.get("variant", ""), result["env"].get("device"), result.get("file"))
         pairs.setdefault(key, {})[result["data_format"]] = result
     return [_layout_row(pair) for pair in pairs.values() if set(pair) == set(DATA_FORMATS)]
 
 
 def _layout_row(pair: dict) -> dict:
     last, first = pair["channels_last"], pair["channels_first"]
-    row = {key: last[key] for key in ("model", "label", "precision", "jit_compile", "batch_size", "replicas",
-                                      "images", "image_size")}
+    row = {key: last[key] for key in ("model", *_VARIANT)}
     row.update(variant=last.get("variant", ""), device=device_label(last["env"]), data=last.get("data"),
                origin=last.get("file") or "this run", last_ms=None, first_ms=None, speedup=None,
                percent_faster=None, rounds=0, error=None)

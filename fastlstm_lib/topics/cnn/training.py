@@ -44,13 +44,10 @@ def short_error(error: BaseException) -> str:
 def time_layouts(model: str, data: ImageData, *, data_formats=DATA_FORMATS, precision: str = "float32",
                  jit_compile: bool = False, batch_size: int = 128, rounds: int = 5, seed: int = 0, strategy=None,
                  variant: str = "", on_error: str = "raise", env: dict | None = None, **model_options) -> list[dict]:
-    """Train ``model`` (a name in BUILDERS) on ``data`` in each layout, built from the same seed:
-    one compile epoch each (``first_epoch_ms``), then ``rounds`` rounds of one epoch per layout in
-    turns (``_train_in_turns``), then the test accuracy. One JSON-able dict per layout: ``epoch_ms``,
-    ``time_ms`` (``timing.summarize``), ``images_per_s``, ``test_accuracy``. ``strategy``: a
-    tf.distribute strategy (``batch_size`` is then global); ``variant``: a label for any other
-    difference; ``on_error="record"``: a layout that can't train gets ``error`` instead of raising.
-    """
+    """Train ``model`` (a name in BUILDERS) on ``data`` in each layout from the same seed: a compile
+    epoch, ``rounds`` epochs per layout in turns (``_train_in_turns``), the test accuracy. One JSON-able
+    dict per layout. ``strategy``: a tf.distribute strategy (``batch_size`` is then global); ``variant``:
+    a label for any other difference; ``on_error="record"``: a layout that can't train gets ``error``."""
     check_model_name(model)
     if not isinstance(data_formats, (tuple, list)) or not data_formats:
         raise TypeError(f"data_formats must be a non-empty tuple of {DATA_FORMATS}, got {data_formats!r}")

@@ -1,7 +1,5 @@
-"""Notebook 31's measurements: samples/s of ``fit()`` against batch size (``training_throughput``,
-``step_cost_line``) and single-sample calls (``small_call_latency``), on every device Keras sees
-(``measure_devices``, run by ``python -m fastlstm_lib.topics.feeding``; ``committed_device_runs``).
-"""
+"""Notebook 31's measurements: samples/s of ``fit()`` against batch size and single-sample calls, on
+every device Keras sees (``measure_devices``, run by ``python -m fastlstm_lib.topics.feeding``)."""
 
 from __future__ import annotations
 
