@@ -7,7 +7,7 @@ import sys
 from pathlib import Path
 
 from ...checks import check_bool, check_int, check_path, check_str, check_str_list
-from ...runtime.keras_backend import backend_name, environment, set_tf32
+from ...runtime.keras_backend import backend_name, environment
 from ...progress import progress_bar
 from ...results import RESULTS, load_results, save_results
 from .compare import compare_layouts, format_results, verdict
@@ -97,8 +97,6 @@ def _parser() -> argparse.ArgumentParser:
                         help="jit_compile off and/or on (TensorFlow backend only)")
     parser.add_argument("--size", choices=tuple(SIZES), default="full",
                         help="full: the article's models, 32x32 images; tiny: a quick check that the command works")
-    parser.add_argument("--tf32", choices=("default", "off"), default="default",
-                        help="off: true float32 convolutions on Ampere and newer GPUs, like the article's Turing GPU")
     return parser
 
 
@@ -107,8 +105,6 @@ def main(argv=None) -> int:
     from .tf_settings import enable_memory_growth
 
     print(enable_memory_growth())  # first: before anything touches a GPU
-    if args.tf32 == "off":
-        set_tf32(False)
     env = environment()  # recorded in every result, TF32 setting included
     if _inside(Path(args.out), RESULTS) and not env["gpus"]:  # say it now, not after the measurement
         print(f"error: no GPU here ({env['device']}); data/results/ holds GPU measurements only", file=sys.stderr)
