@@ -12,7 +12,7 @@ from ...progress import progress_bar
 from ...results import RESULTS, load_results, save_results
 from .compare import compare_layouts, format_results, verdict
 from .images import load_images
-from .models import FULL_SIZE, check_model_name
+from .models import BUILDERS, FULL_SIZE
 from .training import PRECISIONS, time_layouts
 
 #: The command that measures the article's two models on a GPU (torch: a GPU machine may lack TensorFlow).
@@ -31,9 +31,7 @@ SIZES = {
 def variant_plan(models=MODELS, precisions=PRECISIONS, xla=(False, True), *, backend: str | None = None):
     """([(model, precision, jit_compile), ...], [why a variant was left out, ...]): XLA is left
     out on a backend other than TensorFlow."""
-    models = check_str_list("models", models)
-    for model in models:
-        check_model_name(model)
+    models = check_str_list("models", models, choices=BUILDERS)
     check_str_list("precisions", precisions, choices=PRECISIONS)
     if not isinstance(xla, (list, tuple)) or not xla:
         raise TypeError(f"xla must be a non-empty tuple of True/False (jit_compile off/on), got {type(xla).__name__} {xla!r}")
