@@ -6,13 +6,13 @@ import argparse
 import sys
 from pathlib import Path
 
-from ...checks import check_bool, check_int, check_path, check_str, check_str_list
-from ...runtime.keras_backend import backend_name, environment
+from ...checks import check_bool, check_choice, check_int, check_path, check_str, check_str_list
+from ...runtime.keras_backend import backend_name, environment, set_tf32
 from ...progress import progress_bar
 from ...results import RESULTS, load_results, save_results
 from .compare import compare_layouts, format_results, verdict
 from .images import load_images
-from .models import BUILDERS, FULL_SIZE
+from .models import BUILDERS, FULL_SIZE, check_model_name
 from .training import PRECISIONS, time_layouts
 
 #: The command that measures the article's two models on a GPU (torch: a GPU machine may lack TensorFlow).
@@ -57,13 +57,18 @@ def run_plan(plan, data_for, *, options_for: dict, batch_size: int, rounds: int,
     for index, entry in enumerate(plan):
         if not isinstance(entry, (list, tuple)) or len(entry) != 3:
             raise TypeError(f"plan[{index}] must be a (model, precision, jit_compile) tuple, got {entry!r}")
-        model = entry[0]
+        model, precision, jit = entry
+        check_model_name(model)
+        check_choice(f"plan[{index}] precision", precision, PRECISIONS)
+        check_bool(f"plan[{index}] jit_compile", jit)
         for name, table in (("data_for", data_for), ("options_for", options_for)):
             if model not in table:
                 raise ValueError(f"{name} has no entry for model {model!r} (plan[{index}])")
     batch_size, rounds = check_int("batch_size", batch_size), check_int("rounds", rounds)
     check_bool("progress", progress)
-    env = env or environment()  # time_layouts checks it
+    if env is not None and not isinstance(env, dict):
+        raise TypeError(f"env must be a dict from keras_backend.environment() or None, got {type(env).__name__}")
+    env = env or environment()
     results = []
     for model, precision, jit in progress_bar(plan, "variants", "variant", enabled=progress):
         results += time_layouts(model, data_for[model], precision=precision, jit_compile=jit, batch_size=batch_size,
@@ -95,6 +100,8 @@ def _parser() -> argparse.ArgumentParser:
                         help="jit_compile off and/or on (TensorFlow backend only)")
     parser.add_argument("--size", choices=tuple(SIZES), default="full",
                         help="full: the article's models, 32x32 images; tiny: a quick check that the command works")
+    parser.add_argument("--tf32", choices=("default", "off"), default="default",
+                        help="off: true float32 convolutions on Ampere and newer GPUs, like the article's Turing GPU")
     return parser
 
 
@@ -103,6 +110,8 @@ def main(argv=None) -> int:
     from .tf_settings import enable_memory_growth
 
     print(enable_memory_growth())  # first: before anything touches a GPU
+    if args.tf32 == "off":
+        set_tf32(False)
     env = environment()  # recorded in every result, TF32 setting included
     if _inside(Path(args.out), RESULTS) and not env["gpus"]:  # say it now, not after the measurement
         print(f"error: no GPU here ({env['device']}); data/results/ holds GPU measurements only", file=sys.stderr)

@@ -15,6 +15,8 @@ from .dataset import KINDS, calibrate_loops_per_ms, parse_feeder, slow_dataset
 from .threads import PYTHON_SWITCH_INTERVAL_S, switch_interval
 from .timeline import Timeline, epoch_phases, epoch_seconds, now, production_ms
 
+_MODEL_HINT = " (e.g. from small_model)"
+
 
 def small_model(n_features: int = 32, hidden: int = 64, *, seed: int = 0):
     """A compiled two-layer MLP (ReLU, MSE, SGD) with seeded weights: the 'training step'."""
@@ -33,17 +35,46 @@ def small_model(n_features: int = 32, hidden: int = 64, *, seed: int = 0):
     return model
 
 
-def feed_and_train(data, model, *, epochs: int, timeline: Timeline) -> dict:
+def _check_trainable(model):
+    keras = check_keras_model("model", model, hint=_MODEL_HINT)
+    if not getattr(model, "compiled", True):
+        raise ValueError("model must be compiled before training (model.compile(...)); small_model() returns one that is")
+    return keras
+
+
+def _check_timeline(timeline) -> Timeline:
+    timeline = timeline if timeline is not None else Timeline()
+    if not isinstance(timeline, Timeline):
+        raise TypeError(f"timeline must be a Timeline, got {type(timeline).__name__}")
+    return timeline
+
+
+def feed_and_train(data, model, *, epochs: int = 4, timeline: Timeline | None = None) -> dict:
     """``model.fit(data, epochs=epochs, shuffle=False)`` on a PyDataset or a tf.data.Dataset,
-    recorded by ``timeline``: its ``to_dict()``."""
+    recorded by a ``Timeline``: its ``to_dict()``."""
+    keras = _check_trainable(model)
+    is_tf_data = False
+    if tensorflow_reason() is None:
+        import tensorflow as tf
+
+        is_tf_data = isinstance(data, tf.data.Dataset)
+    if not (isinstance(data, keras.utils.PyDataset) or is_tf_data):
+        raise TypeError(f"data must be a keras.utils.PyDataset (e.g. SlowBatches) or a tf.data.Dataset, got {type(data).__name__}")
+    epochs = check_int("epochs", epochs)
+    timeline = _check_timeline(timeline)
     # shuffle=False: fit() would otherwise hand the enqueuer the batch indices in a random order.
     model.fit(data, epochs=epochs, shuffle=False, verbose=0, callbacks=[timeline.callback()])
     return timeline.to_dict()
 
 
-def train_in_a_loop(dataset, model, *, epochs: int, timeline: Timeline) -> dict:
+def train_in_a_loop(dataset, model, *, epochs: int = 4, timeline: Timeline | None = None) -> dict:
     """``x, y = dataset[i]`` then ``model.train_on_batch(x, y)`` for every i, in this thread, recorded
     like ``feed_and_train`` (a step spans getting the batch and training on it)."""
+    keras = _check_trainable(model)
+    if not isinstance(dataset, keras.utils.PyDataset):
+        raise TypeError(f"dataset must be a keras.utils.PyDataset (e.g. SlowBatches), got {type(dataset).__name__}")
+    epochs = check_int("epochs", epochs)
+    timeline = _check_timeline(timeline)
     for epoch in range(epochs):
         epoch_start = now()
         for index in range(len(dataset)):
@@ -57,9 +88,7 @@ def train_in_a_loop(dataset, model, *, epochs: int, timeline: Timeline) -> dict:
 
 def train_step_ms(model, batch, *, warmup: int = 3, repeats: int = 20) -> list[float]:
     """Milliseconds per ``model.train_on_batch(x, y)`` on a batch that is already made."""
-    check_keras_model("model", model, hint=" (e.g. from small_model)")
-    if not getattr(model, "compiled", True):
-        raise ValueError("model must be compiled before training (model.compile(...)); small_model() returns one that is")
+    _check_trainable(model)
     if not isinstance(batch, tuple) or len(batch) != 2:
         raise TypeError(f"batch must be a tuple (x, y), e.g. from make_batch, got {type(batch).__name__}")
     x, y = batch
@@ -95,7 +124,13 @@ def enqueue_all(dataset) -> list:
 def tf_data_pipeline(dataset):
     """The same batches through tf.data: ``range -> map(dataset[i]) -> prefetch``, in parallel
     (AUTOTUNE); the Python code runs in ``tf.numpy_function`` on tf.data's threads."""
+    reason = tensorflow_reason()
+    if reason:
+        raise RuntimeError(f"tf.data needs TensorFlow as the Keras backend: {reason}")
     import tensorflow as tf
+
+    if not hasattr(dataset, "__getitem__") or not hasattr(dataset, "n_features"):
+        raise TypeError(f"dataset must be a SlowBatches, got {type(dataset).__name__}")
 
     def load(index):
         x, y = tf.numpy_function(lambda i: dataset[int(i)], [index], [tf.float32, tf.float32])
