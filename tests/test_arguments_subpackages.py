@@ -39,7 +39,6 @@ CASES = [
     (lambda: cnn.verdict({}), ValueError, r"row lacks"),
     (lambda: cnn.short_error("boom"), TypeError, r"error must be an exception"),
     (lambda: cnn.epoch_chart(None), TypeError, r"results must be a list"),
-    (lambda: cnn.speedup_chart([], published="yes"), TypeError, r"published must be True or False"),
     (lambda: cnn.variant_plan("cnn10"), TypeError, r"models must be a list of strs"),
     (lambda: cnn.variant_plan([]), ValueError, r"models must hold at least one"),
     (lambda: cnn.variant_plan(["cnn10"], ["float64"]), ValueError, r"precisions\[0\] must be one of"),
@@ -51,7 +50,6 @@ CASES = [
      r"data_for has no entry for model 'cnn10'"),
     (lambda: cnn.run_plan([("cnn10", "float32", False)], {"cnn10": 1}, options_for={"cnn10": {}}, batch_size=True,
                           rounds=1), TypeError, r"batch_size must be an int >= 1, got bool True"),
-    (lambda: cnn.save_layout_results([{"kind": "cnn-layouts", "env": {}}], None), TypeError, r"path must be a path"),
     (lambda: cnn.committed_layout_results(42), TypeError, r"directory must be a path"),
     (lambda: cnn.time_layouts("cnn10", "data"), TypeError, r"data must be an ImageData"),
     # feeding
@@ -97,11 +95,6 @@ CASES = [
 def test_bad_argument_is_refused(call, error, message):
     with pytest.raises(error, match=message):
         call()
-
-
-def test_compile_for_training_refuses_what_is_no_model(keras_available):  # it asks Keras what a Model is
-    with pytest.raises(TypeError, match=r"model must be a keras.Model"):
-        cnn.compile_for_training(42)
 
 
 def test_backward_saved_must_be_the_forward_triple():

@@ -98,18 +98,9 @@ def test_labels_name_stand_ins_as_such():
     assert "not the article's" in cnn.model_label("keras_example_cnn")
 
 
-@pytest.mark.parametrize("dropout", [0.0, 0.3, 0.49, np.float32(0.25), np.float64(0.4)])
-def test_example_dropout_below_one_half_builds(dropout):
-    model = cnn.keras_example_cnn("channels_last", dropout=dropout, **TINY_EXAMPLE)
-    assert model.get_layer("dropout_dense").rate == pytest.approx(2 * float(dropout))
-
-
 def test_numpy_numbers_are_numbers():
     model = cnn.wide_resnet("channels_last", dropout=np.float32(0.3), **TINY_WRN)
     assert model.get_layer("group1_block1_dropout").rate == pytest.approx(0.3)
-    a, _ = cnn.synthetic_images(4, image_size=8, noise=np.float32(0.5))
-    b, _ = cnn.synthetic_images(4, image_size=8, noise=0.5)
-    np.testing.assert_array_equal(a, b)
 
 
 # ---------------------------------------------------------------------------- the same function
@@ -255,9 +246,6 @@ def test_time_layouts_reports_compile_epoch_apart_for_both_layouts():
         assert result["label"].startswith("Keras example CNN (width 2, 8x8 images")
     (row,) = cnn.compare_layouts(results)
     assert row["rounds"] == 2 and row["speedup"] >= 1 and row["origin"] == "this run"
-    (single,) = cnn.time_layouts("keras_example_cnn", data, data_formats=("channels_first",), batch_size=16, rounds=1,
-                                 width=2, dense_units=4)
-    assert single["data_format"] == "channels_first" and len(single["epoch_ms"]) == 1
 
 
 def _result(data_format, times, error=None, **changes):
@@ -295,8 +283,8 @@ def test_the_chart_draws_the_numbers_the_text_prints():
     rows = cnn.compare_layouts([_result("channels_last", [27.0] * 3), _result("channels_first", [100.0] * 3),
                                 _result("channels_last", [110.0] * 3, jit_compile=True),
                                 _result("channels_first", [100.0] * 3, jit_compile=True)])
-    fig = cnn.speedup_chart(rows, published=False)
-    widths = [patch.get_width() for patch in fig.axes[0].patches]
+    fig = cnn.speedup_chart(rows)
+    widths = [patch.get_width() for patch in fig.axes[1].patches]  # axes[0]: the post's numbers
     plt.close(fig)
     assert widths == pytest.approx([cnn.chart_percent(r["winner"], r["percent_faster"]) for r in rows])
     assert widths == pytest.approx([-270.37, 10.0], abs=0.01)
@@ -370,15 +358,8 @@ def test_measure_command_writes_results_that_read_back(tmp_path, capsys):
 
 
 def test_cpu_results_stay_out_of_data_results(tmp_path):
-    results = [_result("channels_last", [1.0]), _result("channels_first", [1.0])]
     target = RESULTS / "cnn-layouts-should-not-exist.json"
-    with pytest.raises(ValueError, match="without a GPU"):
-        cnn.save_layout_results(results, target)
-    assert not target.exists()
     assert cnn.measure.main(["--size", "tiny", "--out", str(target)]) == 2 and not target.exists()
-    assert cnn.save_layout_results(results, tmp_path / "cpu.json").exists()  # elsewhere is fine
-    with pytest.raises(ValueError, match="non-empty list"):
-        cnn.save_layout_results([{"model": "cnn10"}], tmp_path / "bad.json")
 
 
 def test_variant_plan_leaves_xla_out_on_other_backends():
@@ -456,12 +437,6 @@ def _unstarted_probes():
     (lambda: cnn.wide_resnet("channels_last", bn_momentum=-0.1), ValueError),
     (lambda: cnn.keras_example_cnn("channels_last", width=1.5), TypeError),
     (lambda: cnn.keras_example_cnn("channels_last", image_size=10), ValueError),
-    (lambda: cnn.keras_example_cnn("channels_last", dropout=1.0), ValueError),
-    (lambda: cnn.keras_example_cnn("channels_last", dropout=0.5), ValueError),  # the last Dense would get 2 * 0.5 = 1
-    (lambda: cnn.keras_example_cnn("channels_last", dropout=0.75), ValueError),
-    (lambda: cnn.keras_example_cnn("channels_last", dropout="0.25"), TypeError),
-    (lambda: cnn.keras_example_cnn("channels_last", dropout=float("nan")), ValueError),
-    (lambda: cnn.keras_example_cnn("channels_last", dropout=float("inf")), ValueError),
     (lambda: cnn.wide_resnet("channels_last", dropout=1.0), ValueError),
     (lambda: cnn.wide_resnet("channels_last", dropout=float("nan")), ValueError),
     (lambda: cnn.wide_resnet("channels_last", depth=27), ValueError),
@@ -471,12 +446,6 @@ def _unstarted_probes():
     (lambda: cnn.load_images(image_size=12), ValueError),
     (lambda: cnn.load_images(n_train=0), ValueError),
     (lambda: cnn.load_images(download="yes"), TypeError),
-    (lambda: cnn.synthetic_images(4, noise=-1.0), ValueError),
-    (lambda: cnn.synthetic_images(4, noise="0.5"), TypeError),
-    (lambda: cnn.synthetic_images(4, noise=None), TypeError),
-    (lambda: cnn.synthetic_images(4, noise=True), TypeError),
-    (lambda: cnn.synthetic_images(4, noise=float("inf")), ValueError),
-    (lambda: cnn.synthetic_images(4, noise=float("nan")), ValueError),
     (lambda: cnn.layer_table("a model"), TypeError),
     (lambda: cnn.layer_table(None), TypeError),
     (lambda: cnn.model_data_format([1, 2]), TypeError),
@@ -508,21 +477,17 @@ def test_bad_arguments_say_what_was_expected(call, error):
 def test_time_layouts_checks_its_arguments():
     data = cnn.load_images(8, 4, image_size=8, **OFFLINE)
     with pytest.raises(ValueError, match="precision"):
-        cnn.time_layouts("cnn10", data, data_formats=("channels_last",), precision="float16")
+        cnn.time_layouts("cnn10", data, precision="float16")
     with pytest.raises(ValueError, match="model"):
-        cnn.time_layouts("vgg", data, data_formats=("channels_last",))
+        cnn.time_layouts("vgg", data)
     with pytest.raises(TypeError, match="ImageData"):
-        cnn.time_layouts("cnn10", data.x_train, data_formats=("channels_last",))
+        cnn.time_layouts("cnn10", data.x_train)
     with pytest.raises(ValueError, match="on_error"):
-        cnn.time_layouts("cnn10", data, data_formats=("channels_last",), on_error="ignore")
+        cnn.time_layouts("cnn10", data, on_error="ignore")
     with pytest.raises(TypeError, match="jit_compile"):
-        cnn.time_layouts("cnn10", data, data_formats=("channels_last",), jit_compile="yes")
-    with pytest.raises(ValueError, match="data_format"):
-        cnn.time_layouts("cnn10", data, data_formats=("NCHW",))
+        cnn.time_layouts("cnn10", data, jit_compile="yes")
     with pytest.raises(ValueError, match="rounds"):
         cnn.time_layouts("cnn10", data, rounds=0)
-    with pytest.raises(ValueError, match="must not repeat"):
-        cnn.time_layouts("cnn10", data, data_formats=("channels_last", "channels_last"))
     with pytest.raises(TypeError, match="model must be a keras.Model"):
         cnn.layer_table("cnn10")
     with pytest.raises(TypeError, match="model must be a keras.Model"):

@@ -1,7 +1,5 @@
-"""Which layout trains faster and by how much (``faster``: speedup = t_slower / t_faster of the
-median epoch times; ``chart_percent`` signs it by the winner, + channels_first), in words, tables
-beside the article's numbers (data/article_channels_first.csv) and charts (matplotlib loads inside).
-"""
+"""Which layout trains faster and by how much (``faster``, the one definition), in words, tables beside
+the article's numbers (data/article_channels_first.csv) and charts (matplotlib loads inside)."""
 
 from __future__ import annotations
 
@@ -10,7 +8,7 @@ from pathlib import Path
 
 import numpy as np
 
-from ...checks import check_bool, check_dict, check_number, check_records
+from ...checks import check_dict, check_number, check_records
 from ...runtime.keras_backend import device_label
 from ...tables import Column, Span, table
 from .models import ARTICLE_NAMES, DATA_FORMATS, check_data_format
@@ -42,7 +40,9 @@ def chart_percent(winner: str | None, percent_faster: float) -> float:
     return percent_faster if check_data_format(winner) == "channels_first" else -percent_faster
 
 
-_NEEDED = ("model", "label", "precision", "jit_compile", "batch_size", "replicas", "images", "image_size", "data_format", "env")
+#: What a variant is, besides its model and layout.
+_VARIANT = ("label", "precision", "jit_compile", "batch_size", "replicas", "images", "image_size")
+_NEEDED = ("model", *_VARIANT, "data_format", "env")
 
 
 def _check_results(results) -> None:
@@ -60,17 +60,14 @@ def compare_layouts(results: list[dict]) -> list[dict]:
     _check_results(results)
     pairs: dict[tuple, dict] = {}
     for result in results:  # a pair: the same variant in every respect but the layout
-        key = (result["label"], result["precision"], result["jit_compile"], result["batch_size"], result["replicas"],
-               result["images"], result["image_size"], result.get("variant", ""), result["env"].get("device"),
-               result.get("file"))
+        key = (*(result[k] for k in _VARIANT), result.get("variant", ""), result["env"].get("device"), result.get("file"))
         pairs.setdefault(key, {})[result["data_format"]] = result
     return [_layout_row(pair) for pair in pairs.values() if set(pair) == set(DATA_FORMATS)]
 
 
 def _layout_row(pair: dict) -> dict:
     last, first = pair["channels_last"], pair["channels_first"]
-    row = {key: last[key] for key in ("model", "label", "precision", "jit_compile", "batch_size", "replicas",
-                                      "images", "image_size")}
+    row = {key: last[key] for key in ("model", *_VARIANT)}
     row.update(variant=last.get("variant", ""), device=device_label(last["env"]), data=last.get("data"),
                origin=last.get("file") or "this run", last_ms=None, first_ms=None, speedup=None,
                percent_faster=None, rounds=0, error=None)
@@ -197,14 +194,12 @@ def format_then_and_now(rows: list[dict]) -> str:
     return "\n".join(lines)
 
 
-def _bars(rows: list[dict], published: bool) -> dict:
+def _bars(rows: list[dict]) -> dict:
     """{panel: [(label, value, colour, note), ...]}: one panel per GPU or machine, the post's
     first (grey), then each measured device with its rows."""
-    panels = {}
-    if published:
-        panels[f"the channels_first post (2019), its words: {ARTICLE_SETUP}"] = [
-            (f"{row['model']} · {row['gpus']} GPU · {row['precision']} · no XLA", row["cf_faster_pct"], "tab:gray",
-             f"{row['qualifier']} {row['cf_faster_pct']:.0f}%") for row in article_channels_first()]
+    panels = {f"the channels_first post (2019), its words: {ARTICLE_SETUP}": [
+        (f"{row['model']} · {row['gpus']} GPU · {row['precision']} · no XLA", row["cf_faster_pct"], "tab:gray",
+         f"{row['qualifier']} {row['cf_faster_pct']:.0f}%") for row in article_channels_first()]}
     for row in rows:
         variant = f" · {row['variant']}" if row.get("variant") else ""
         gpus = f" · {row['replicas']} GPUs" if row["replicas"] > 1 else ""
@@ -220,18 +215,17 @@ def _bars(rows: list[dict], published: bool) -> dict:
     return panels
 
 
-def speedup_chart(rows: list[dict], *, published: bool = True):
+def speedup_chart(rows: list[dict]):
     """Bars of "% faster" (right: channels_first faster), one panel per GPU or machine at one
     scale (``gpus.one_gpu``): the post's numbers in grey, then each device's ``compare_layouts``
     rows, each bar's note in a column right of its panel. Returns the figure."""
     check_records("rows", rows, _TABLE_KEYS, "compare_layouts")
-    check_bool("published", published)
     import matplotlib.pyplot as plt
     from matplotlib.transforms import blended_transform_factory
 
     from ...gpus import gpus_named, one_gpu
 
-    panels = _bars(rows, published) or {"nothing to compare": []}
+    panels = _bars(rows)
     fig, axes = plt.subplots(len(panels), 1, sharex=True, squeeze=False,
                              figsize=(11, 0.9 + sum(0.6 + 0.5 * max(1, len(b)) for b in panels.values())),
                              gridspec_kw={"height_ratios": [max(1, len(b)) + 0.5 for b in panels.values()]})

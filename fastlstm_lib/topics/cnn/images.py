@@ -10,7 +10,7 @@ from pathlib import Path
 
 import numpy as np
 
-from ...checks import check_bool, check_int, check_number, check_path
+from ...checks import check_bool, check_int, check_path
 from ...runtime.keras_backend import import_keras
 from .models import CIFAR_CHANNELS, CIFAR_IMAGE_SIZE, NUM_CLASSES
 
@@ -125,13 +125,12 @@ def _class_templates(image_size: int) -> np.ndarray:
     return templates
 
 
-def synthetic_images(n: int, *, image_size: int = CIFAR_IMAGE_SIZE, seed: int = 0, noise: float = 0.5):
+def synthetic_images(n: int, *, image_size: int = CIFAR_IMAGE_SIZE, seed: int = 0):
     """A learnable 10-class stand-in for CIFAR-10: (uint8 (n, size, size, 3), int32 (n,)): each
-    image its class's stripe pattern, shifted, scaled in contrast, plus ``noise`` times Gaussian noise."""
+    image its class's stripe pattern, shifted, scaled in contrast, plus half a unit of Gaussian noise."""
     n = check_int("n", n)
     image_size = check_int("image_size", image_size, minimum=4)
     check_int("seed", seed, minimum=0)
-    noise = check_number("noise", noise, minimum=0)
     rng = np.random.default_rng(seed)
     templates = _class_templates(image_size).astype(np.float32)
     labels = rng.integers(0, NUM_CLASSES, n).astype(np.int32)
@@ -143,7 +142,7 @@ def synthetic_images(n: int, *, image_size: int = CIFAR_IMAGE_SIZE, seed: int = 
         stop = min(n, start + chunk)
         block = np.stack([np.roll(templates[labels[i]], tuple(shifts[i]), axis=(0, 1)) for i in range(start, stop)])
         block = block * contrast[start:stop, None, None, None]
-        block += noise * rng.standard_normal(block.shape, dtype=np.float32)
+        block += 0.5 * rng.standard_normal(block.shape, dtype=np.float32)
         images[start:stop] = np.clip(127.5 + 100.0 * block, 0, 255).astype(np.uint8)
     return images, labels
 
@@ -168,10 +167,8 @@ def load_images(n_train: int | None = None, n_test: int | None = None, *, image_
     if CIFAR_IMAGE_SIZE % image_size:
         raise ValueError(f"image_size must divide {CIFAR_IMAGE_SIZE} (32, 16, 8, ...), got {image_size}")
     download = os.environ.get(DOWNLOAD_ENV, "") == "1" if download is None else check_bool("download", download)
-    if cache_dir is not None:
-        cache_dir = check_path("cache_dir", cache_dir)
     check_int("seed", seed, minimum=0)
-    found = find_cached_cifar10(cache_dir)
+    found = find_cached_cifar10(cache_dir)  # checks cache_dir
     looked = [Path(cache_dir)] if cache_dir else keras_cache_dirs()
     note = "" if found else f"CIFAR-10 is not on this machine (looked in {', '.join(_home_relative(d) for d in looked)})"
     if found or download:

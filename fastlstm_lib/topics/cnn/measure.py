@@ -6,13 +6,13 @@ import argparse
 import sys
 from pathlib import Path
 
-from ...checks import check_bool, check_choice, check_int, check_path, check_str, check_str_list, check_writable_path
+from ...checks import check_bool, check_choice, check_int, check_path, check_str, check_str_list
 from ...runtime.keras_backend import backend_name, environment, set_tf32
 from ...progress import progress_bar
 from ...results import RESULTS, load_results, save_results
 from .compare import compare_layouts, format_results, verdict
 from .images import load_images
-from .models import FULL_SIZE, check_model_name
+from .models import BUILDERS, FULL_SIZE, check_model_name
 from .training import PRECISIONS, time_layouts
 
 #: The command that measures the article's two models on a GPU (torch: a GPU machine may lack TensorFlow).
@@ -31,9 +31,7 @@ SIZES = {
 def variant_plan(models=MODELS, precisions=PRECISIONS, xla=(False, True), *, backend: str | None = None):
     """([(model, precision, jit_compile), ...], [why a variant was left out, ...]): XLA is left
     out on a backend other than TensorFlow."""
-    models = check_str_list("models", models)
-    for model in models:
-        check_model_name(model)
+    models = check_str_list("models", models, choices=BUILDERS)
     check_str_list("precisions", precisions, choices=PRECISIONS)
     if not isinstance(xla, (list, tuple)) or not xla:
         raise TypeError(f"xla must be a non-empty tuple of True/False (jit_compile off/on), got {type(xla).__name__} {xla!r}")
@@ -82,19 +80,6 @@ def _inside(path: Path, folder: Path) -> bool:
     return folder.resolve() in path.resolve().parents
 
 
-def save_layout_results(results: list[dict], path) -> Path:
-    """``save_results`` of ``time_layouts`` results; a CPU measurement is refused under
-    data/results/, which holds GPU measurements."""
-    if not isinstance(results, list) or not results or not all(isinstance(r, dict) and r.get("kind") == "cnn-layouts"
-                                                                and "env" in r for r in results):
-        raise ValueError("results must be a non-empty list of time_layouts results (each with kind 'cnn-layouts' and env)")
-    path = check_writable_path("path", path, make_parents=True)
-    if _inside(path, RESULTS) and any(not r["env"].get("gpus") for r in results):
-        raise ValueError(f"not writing {path.name} under data/results/: these results were measured without a GPU, "
-                         "and the notebook shows the files there as GPU measurements; write them elsewhere")
-    return save_results(results, path)
-
-
 def committed_layout_results(directory=RESULTS) -> list[dict]:
     """Every time_layouts result in ``directory``/cnn-layouts-*.json, each with the ``file`` it came from."""
     directory = check_path("directory", directory)
@@ -141,7 +126,7 @@ def main(argv=None) -> int:
     try:
         results = run_plan(plan, {model: data.head(size["images"][model]) for model in args.models},
                            options_for=size["options"], batch_size=size["batch"], rounds=size["rounds"], env=env)
-        path = save_layout_results(results, args.out)
+        path = save_results(results, args.out)
     except (TypeError, ValueError) as error:
         print(f"error: {error}", file=sys.stderr)
         return 2

@@ -161,17 +161,15 @@ def wide_resnet(data_format: str = "channels_last", *, depth: int = 28, width_fa
 
 
 def keras_example_cnn(data_format: str = "channels_last", *, image_size: int = CIFAR_IMAGE_SIZE, width: int = 32,
-                      blocks: int = 2, dense_units: int = 512, dropout: float = 0.25, num_classes: int = NUM_CLASSES):
-    """The classic Keras CIFAR-10 example: [conv-conv-pool-dropout] x blocks, Flatten, Dense,
-    dropout, Dense (softmax). Here for its Flatten: ``copy_weights`` permutes the Dense rows after it."""
+                      blocks: int = 2, dense_units: int = 512):
+    """The classic Keras CIFAR-10 example: [conv-conv-pool-dropout 0.25] x blocks, Flatten, Dense,
+    dropout 0.5, Dense (softmax). Here for its Flatten: ``copy_weights`` permutes the Dense rows after it."""
     keras = import_keras()
     check_data_format(data_format)
     image_size = check_int("image_size", image_size)
     width = check_int("width", width)
     blocks = check_int("blocks", blocks)
     dense_units = check_int("dense_units", dense_units)
-    dropout = check_fraction("dropout", dropout, upper=0.5, why=" (the last Dense layer gets 2 * dropout, which must stay below 1)")
-    num_classes = check_int("num_classes", num_classes, minimum=2)
     if image_size % 2**blocks:
         raise ValueError(f"image_size must be divisible by 2**blocks = {2**blocks} (one 2x2 pool per block), got {image_size}")
     layers = keras.layers
@@ -182,15 +180,15 @@ def keras_example_cnn(data_format: str = "channels_last", *, image_size: int = C
             x = layers.Conv2D(width * 2 ** (block - 1), 3, padding="same", activation="relu", data_format=data_format,
                               name=f"conv{block}_{conv}")(x)
         x = layers.MaxPooling2D(2, data_format=data_format, name=f"pool{block}")(x)
-        x = layers.Dropout(dropout, name=f"dropout{block}")(x)
+        x = layers.Dropout(0.25, name=f"dropout{block}")(x)
     # Flatten in memory order in both layouts: (h, w, c) for NHWC, (c, h, w) for NCHW, so the
     # Dense rows after it differ between the layouts (copy_weights permutes them). Said
     # explicitly: Flatten's default comes from ~/.keras/keras.json ("image_data_format"), and
     # Flatten(data_format="channels_first") would first transpose NCHW back to NHWC.
     x = layers.Flatten(data_format="channels_last", name="flatten")(x)
     x = layers.Dense(dense_units, activation="relu", name="dense")(x)
-    x = layers.Dropout(2 * dropout, name="dropout_dense")(x)
-    outputs = layers.Dense(num_classes, activation="softmax", dtype="float32", name="predictions")(x)
+    x = layers.Dropout(0.5, name="dropout_dense")(x)
+    outputs = layers.Dense(NUM_CLASSES, activation="softmax", dtype="float32", name="predictions")(x)
     return keras.Model(inputs, outputs, name=f"keras_example_cnn_{data_format}")
 
 

@@ -6,11 +6,11 @@ import contextlib
 
 import numpy as np
 
-from ...checks import check_bool, check_choice, check_int, check_keras_model
+from ...checks import check_bool, check_choice, check_int
 from ...runtime.keras_backend import environment, import_keras
 from ...timing import epoch_timer, summarize
 from .images import ImageData
-from .models import DATA_FORMATS, _HINT, build, check_data_format, check_model_name, model_label, to_layout
+from .models import DATA_FORMATS, build, check_model_name, model_label, to_layout
 
 PRECISIONS = ("float32", "mixed_float16")
 #: How each time in a result was taken (stored with it).
@@ -21,7 +21,6 @@ TIMING = ("wall clock per epoch of model.fit (timing.epoch_timer); the first epo
 @contextlib.contextmanager
 def precision_policy(precision: str):
     """Keras' global dtype policy for the models built inside, restored afterwards."""
-    check_choice("precision", precision, PRECISIONS)
     keras = import_keras()
     previous = keras.config.dtype_policy()
     keras.config.set_dtype_policy(precision)
@@ -29,15 +28,6 @@ def precision_policy(precision: str):
         yield
     finally:
         keras.config.set_dtype_policy(previous)
-
-
-def compile_for_training(model, *, jit_compile: bool = False):
-    """Adam (learning rate 1e-3), sparse categorical cross-entropy, accuracy: the same for every layout and variant."""
-    keras = check_keras_model("model", model, hint=_HINT)
-    check_bool("jit_compile", jit_compile)
-    model.compile(optimizer=keras.optimizers.Adam(learning_rate=1e-3), loss="sparse_categorical_crossentropy",
-                  metrics=["accuracy"], jit_compile=jit_compile)
-    return model
 
 
 def short_error(error: BaseException) -> str:
@@ -51,24 +41,14 @@ def short_error(error: BaseException) -> str:
     return message.split(" [Op:")[0].split("}} ")[-1]
 
 
-def time_layouts(model: str, data: ImageData, *, data_formats=DATA_FORMATS, precision: str = "float32",
+def time_layouts(model: str, data: ImageData, *, precision: str = "float32",
                  jit_compile: bool = False, batch_size: int = 128, rounds: int = 5, seed: int = 0, strategy=None,
                  variant: str = "", on_error: str = "raise", env: dict | None = None, **model_options) -> list[dict]:
-    """Train ``model`` (a name in BUILDERS) on ``data`` in each layout, built from the same seed:
-    one compile epoch each (``first_epoch_ms``), then ``rounds`` rounds of one epoch per layout in
-    turns (``_train_in_turns``), then the test accuracy. One JSON-able dict per layout: ``epoch_ms``,
-    ``time_ms`` (``timing.summarize``), ``images_per_s``, ``test_accuracy``. ``strategy``: a
-    tf.distribute strategy (``batch_size`` is then global); ``variant``: a label for any other
-    difference; ``on_error="record"``: a layout that can't train gets ``error`` instead of raising.
-    """
+    """Train ``model`` (a name in BUILDERS) on ``data`` in each layout from the same seed: a compile
+    epoch, ``rounds`` epochs per layout in turns (``_train_in_turns``), the test accuracy. One JSON-able
+    dict per layout. ``strategy``: a tf.distribute strategy (``batch_size`` is then global); ``variant``:
+    a label for any other difference; ``on_error="record"``: a layout that can't train gets ``error``."""
     check_model_name(model)
-    if not isinstance(data_formats, (tuple, list)) or not data_formats:
-        raise TypeError(f"data_formats must be a non-empty tuple of {DATA_FORMATS}, got {data_formats!r}")
-    for data_format in data_formats:
-        check_data_format(data_format)
-    if len(set(data_formats)) != len(data_formats):
-        raise ValueError(f"data_formats must not repeat a layout (each is one model, timed in turns), got {tuple(data_formats)}")
-    data_formats = tuple(data_formats)
     check_choice("precision", precision, PRECISIONS)
     if not isinstance(data, ImageData):
         raise TypeError(f"data must be an ImageData (from load_images), got {type(data).__name__}")
@@ -87,12 +67,14 @@ def time_layouts(model: str, data: ImageData, *, data_formats=DATA_FORMATS, prec
     keras = import_keras()
     env = env or environment()
     runs = {}
-    for data_format in data_formats:
+    for data_format in DATA_FORMATS:
         keras.utils.set_random_seed(seed)
         scope = strategy.scope() if strategy is not None else contextlib.nullcontext()
         with precision_policy(precision), scope:
             net = build(model, data_format, image_size=data.image_size, **model_options)
-            compile_for_training(net, jit_compile=jit_compile)
+            # The same optimizer, loss and metric for every layout and variant.
+            net.compile(optimizer=keras.optimizers.Adam(learning_rate=1e-3), loss="sparse_categorical_crossentropy",
+                        metrics=["accuracy"], jit_compile=jit_compile)
         result = {
             "kind": "cnn-layouts", "model": model, "label": model_label(model, data.image_size, **model_options),
             "options": dict(model_options), "variant": variant, "data_format": data_format, "precision": precision,
@@ -102,7 +84,7 @@ def time_layouts(model: str, data: ImageData, *, data_formats=DATA_FORMATS, prec
             "params": int(net.count_params()), "env": env, "timing": TIMING, "error": None,
         }
         runs[data_format] = {"net": net, "x": to_layout(data.x_train, data_format), "timer": epoch_timer(), "result": result}
-    _train_in_turns(runs, data, data_formats, batch_size=batch_size, rounds=rounds, seed=seed, on_error=on_error)
+    _train_in_turns(runs, data, DATA_FORMATS, batch_size=batch_size, rounds=rounds, seed=seed, on_error=on_error)
     for data_format, run in runs.items():
         if not run["result"]["error"]:
             first, *timed = (1e3 * seconds for seconds in run["timer"].seconds)
@@ -111,7 +93,7 @@ def time_layouts(model: str, data: ImageData, *, data_formats=DATA_FORMATS, prec
             run["result"].update(first_epoch_ms=first, epoch_ms=timed, time_ms=summary,
                                  images_per_s=len(data.x_train) / (summary["median"] / 1e3),
                                  test_accuracy=float(accuracy), test_loss=float(loss), test_images=len(data.x_test))
-    return [runs[data_format]["result"] for data_format in data_formats]
+    return [runs[data_format]["result"] for data_format in DATA_FORMATS]
 
 
 def _train_in_turns(runs: dict, data: ImageData, data_formats, *, batch_size: int, rounds: int, seed: int,

@@ -1,7 +1,5 @@
-"""Notebook 31's measurements: samples/s of ``fit()`` against batch size (``training_throughput``,
-``step_cost_line``) and single-sample calls (``small_call_latency``), on every device Keras sees
-(``measure_devices``, run by ``python -m fastlstm_lib.topics.feeding``; ``committed_device_runs``).
-"""
+"""Notebook 31's measurements: samples/s of ``fit()`` against batch size and single-sample calls, on
+every device Keras sees (``measure_devices``, run by ``python -m fastlstm_lib.topics.feeding``)."""
 
 from __future__ import annotations
 
@@ -11,7 +9,7 @@ import statistics
 
 import numpy as np
 
-from ...checks import check_bool, check_int, check_int_list, check_keras_model
+from ...checks import check_bool, check_int, check_int_list, check_keras_model, check_str
 from ...runtime.keras_backend import cpu_name, environment, gpu_device, import_keras, strict_float32
 from ...progress import progress_bar
 from ...results import RESULTS, load_results
@@ -106,8 +104,7 @@ def small_call_latency(*, device: str = CPU, n_features: int = 64, hidden: int =
     """Milliseconds per single-sample call of each of ``single_sample_callers`` on ``device``
     (``repeats``: per caller, after 3 warm-ups), TF32 off so that ``outputs_agree`` within 1e-4.
     Returns {"device", "outputs_agree", "tf32", "callers_ms": {name: [ms, ...]}}."""
-    if not isinstance(device, str):
-        raise TypeError(f"device must be a string like 'cpu' or 'gpu:0', got {device!r}")
+    check_str("device", device, example="cpu")
     repeats = {"model.predict(x)": 15, "default": 200} if repeats is None else repeats
     if not isinstance(repeats, dict) or "default" not in repeats:
         raise TypeError(f"repeats must be a dict with a 'default' count, got {repeats!r}")

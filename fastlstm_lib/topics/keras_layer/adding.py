@@ -41,15 +41,14 @@ def twin_lstm_models(seq_len: int, units: int, *, seed: int = 0, optimizer: str 
     seed = check_int("seed", seed, minimum=0)
     check_str("optimizer", optimizer, example="sgd")
     keras = import_keras()
-    try:
-        keras.optimizers.get({"class_name": optimizer, "config": {"learning_rate": learning_rate}})
-    except (ValueError, TypeError) as error:
-        raise ValueError(f"optimizer must name a Keras optimizer such as 'sgd' or 'adam', got {optimizer!r}") from error
     models = []
     for lstm in (FastLSTM(units), keras.layers.LSTM(units)):
+        try:  # a fresh optimizer for each model
+            chosen = keras.optimizers.get({"class_name": optimizer, "config": {"learning_rate": learning_rate}})
+        except (ValueError, TypeError) as error:
+            raise ValueError(f"optimizer must name a Keras optimizer such as 'sgd' or 'adam', got {optimizer!r}") from error
         keras.utils.set_random_seed(seed)  # the same draws for both
         model = keras.Sequential([keras.Input((seq_len, 2)), lstm, keras.layers.Dense(1)])
-        chosen = keras.optimizers.get({"class_name": optimizer, "config": {"learning_rate": learning_rate}})
         model.compile(optimizer=chosen, loss="mse")
         models.append(model)
     models[0].set_weights(models[1].get_weights())

@@ -29,14 +29,13 @@ def check_input(shape, dtype, kernel_shape) -> None:
 
 def _initializer(name: str, value):
     """``keras.initializers.get``, its refusal naming the argument."""
+    refusal = f"{name} must be a Keras initializer (a name such as 'zeros', or an instance), got {type(value).__name__} {value!r}"
     if value is None or isinstance(value, bool):
-        raise TypeError(f"{name} must be a Keras initializer (a name such as 'zeros', or an instance), "
-                        f"got {type(value).__name__} {value!r}")
+        raise TypeError(refusal)
     try:
         return keras.initializers.get(value)
     except (ValueError, TypeError) as error:
-        raise ValueError(f"{name} must be a Keras initializer (a name such as 'zeros', or an instance), "
-                         f"got {type(value).__name__} {value!r}: {error}") from None
+        raise ValueError(f"{refusal}: {error}") from None
 
 
 @keras.saving.register_keras_serializable(package="fastlstm")
