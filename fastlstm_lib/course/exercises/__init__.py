@@ -35,6 +35,8 @@ def names() -> list[str]:
 
 def get(name: str) -> Exercise:
     """The exercise called ``name``; a ValueError lists the names otherwise."""
+    if not isinstance(name, str):
+        raise TypeError(f"exercise name must be a str, got {type(name).__name__}")
     if name not in _registry():
         raise ValueError(f"unknown exercise {name!r}; exercises: {', '.join(names())}")
     return _registry()[name]
