@@ -87,12 +87,10 @@ def checked_ladder_arguments(gpus, hosts, steps, cfg, chip) -> tuple:
     return list(gpus), list(hosts), steps, LSTMConfig.article() if cfg is None else cfg
 
 
-def article_check(rows: list[dict] | None = None) -> list[dict]:
-    """The article's steps: its M40 time beside our M40 bounds (and the H100's where ``rows`` have
-    them). ``consistent``: the measurement does not beat the C++-host bound; ``measured_over_bound``:
-    how far from the limit the article was."""
-    if rows is None:
-        rows = ladder_bounds(gpus=(ARTICLE_GPU, "H100"), steps=[r["step"] for r in article_numbers()])
+def article_check(rows: list[dict]) -> list[dict]:
+    """The article's steps in ``rows`` (``ladder_bounds``): its M40 time beside our M40 bounds (and
+    the H100's where ``rows`` have them). ``consistent``: the measurement does not beat the C++-host
+    bound; ``measured_over_bound``: how far from the limit the article was."""
     checked = []
     for row in rows:
         if "article_ms" not in row:
