@@ -85,7 +85,8 @@ def _validate(sizes: dict, repeats, max_seconds, seed, progress, threads) -> tup
     for name, value in sizes.items():
         check_int(name, value)
     return (check_int("repeats", repeats), check_seconds("max_seconds", max_seconds),
-            check_int("seed", seed, minimum=0), check_bool("progress", progress), check_int("threads", threads))
+            np.random.default_rng(check_int("seed", seed, minimum=0)), check_bool("progress", progress),
+            check_int("threads", threads))
 
 
 def stacked_gemms(batch: int = _ARTICLE.batch, input_size: int = _ARTICLE.input_size,
@@ -94,9 +95,9 @@ def stacked_gemms(batch: int = _ARTICLE.batch, input_size: int = _ARTICLE.input_
     """Notebook 03 on the CPU: a layer-step's 8 per-gate products against the 2 stacked ones; ms per
     layer-step, each sample ``steps`` of them."""
     sizes = {"batch": batch, "input_size": input_size, "hidden": hidden, "steps": steps}
-    repeats, max_seconds, seed, progress, threads = _validate(sizes, repeats, max_seconds, seed, progress, threads)
+    repeats, max_seconds, rng, progress, threads = _validate(sizes, repeats, max_seconds, seed, progress, threads)
     started = time.perf_counter()
-    rng, H = np.random.default_rng(seed), hidden
+    H = hidden
     x, h = _rng_array(rng, (batch, input_size)), _rng_array(rng, (batch, H))
     W, U = _rng_array(rng, (input_size, 4 * H), input_size ** -0.5), _rng_array(rng, (H, 4 * H), H ** -0.5)
     W_g = [np.ascontiguousarray(W[:, g * H:(g + 1) * H]) for g in range(4)]  # one matrix per gate, as stored
@@ -137,9 +138,8 @@ def fused_pointwise(batch: int = _ARTICLE.batch, hidden: int = _ARTICLE.hidden, 
     """Notebook 05 on the CPU: one layer-step's element-wise work, ``numpy_cell`` against the two
     fused loops (``cpu_cells``); ms per layer-step."""
     sizes = {"batch": batch, "hidden": hidden, "steps": steps}
-    repeats, max_seconds, seed, progress, threads = _validate(sizes, repeats, max_seconds, seed, progress, threads)
+    repeats, max_seconds, rng, progress, threads = _validate(sizes, repeats, max_seconds, seed, progress, threads)
     started = time.perf_counter()
-    rng = np.random.default_rng(seed)
     x_gates, h_gates = _rng_array(rng, (batch, 4 * hidden), 2.0), _rng_array(rng, (batch, 4 * hidden), 2.0)
     bias, c0 = _rng_array(rng, 4 * hidden), _rng_array(rng, (batch, hidden))
     z = x_gates.astype(np.float64) + h_gates + bias
@@ -174,9 +174,8 @@ def combined_inputs(batch: int = _ARTICLE.batch, seq_len: int = _ARTICLE.seq_len
                     max_seconds: float = 2.0, seed: int = 0, progress: bool = True, threads: int = 1) -> dict:
     """Notebook 07 on the CPU: ``seq_len`` input products of a layer against one tall one; ms per layer."""
     sizes = {"batch": batch, "seq_len": seq_len, "input_size": input_size, "hidden": hidden}
-    repeats, max_seconds, seed, progress, threads = _validate(sizes, repeats, max_seconds, seed, progress, threads)
+    repeats, max_seconds, rng, progress, threads = _validate(sizes, repeats, max_seconds, seed, progress, threads)
     started = time.perf_counter()
-    rng = np.random.default_rng(seed)
     x, W = _rng_array(rng, (seq_len, batch, input_size)), _rng_array(rng, (input_size, 4 * hidden), input_size ** -0.5)
     out = np.empty((seq_len, batch, 4 * hidden), _F32)
     want = x.astype(np.float64) @ W

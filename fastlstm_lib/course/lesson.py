@@ -171,22 +171,21 @@ def _why_not(name: str, gpu: str) -> str:
     return "no estimate"
 
 
-def standing(step: str, cfg: LSTMConfig = ODD, *, chip: str = CHIP, gpus=BOUND_GPUS) -> dict:
+def standing(step: str, cfg: LSTMConfig = ODD, *, chip: str = CHIP) -> dict:
     """Where ``step`` stands, in one cell: ``step_line``, the launches by kind, an H100 from Python
-    (bound and estimate), then ``check`` at ``cfg``. Returns {"errors", "launches", "bounds",
-    "estimates"}, every step so far in each."""
+    (bound and estimate), then ``check`` at ``cfg``. Returns {"errors", "launches", "bounds"}, the
+    last two for every step so far."""
     from .profile.ladder import ladder_bounds
 
     names = steps_so_far(step)
     counted = launch_rows(names, chip=chip)
-    rows = ladder_bounds(gpus=gpus, steps=names, chip=CHIP)  # the persistent step is planned per GPU there
-    estimates = {(name, gpu, host): estimate_ms(name, gpu, host) for name in names[-2:] for gpu, host in ESTIMATES}
+    rows = ladder_bounds(gpus=BOUND_GPUS, steps=names, chip=CHIP)  # the persistent step is planned per GPU there
     now, was = rows[-1], (rows[-2] if len(rows) > 1 else None)
     old = (lambda key: None) if was is None else (lambda key: was[key])
     gpu, host = ESTIMATES[-1]
     print(step_line(step, chip=chip))
     kinds = ", ".join(f"{counted[-1][kind]:,} {what}" for kind, what in KINDS if counted[-1][kind] or kind == "gemm")
-    after, earlier = estimates[names[-1], gpu, host], was and estimates[was["step"], gpu, host]
+    after, earlier = estimate_ms(names[-1], gpu, host), was and estimate_ms(was["step"], gpu, host)
     estimate = ("cannot run there" if after is None else
                 _change(earlier, after, "{:.1f}") + " ms" if earlier is not None or was is None else f"{after:.1f} ms")
     print(f"  launches per pass: {kinds}")
@@ -194,7 +193,7 @@ def standing(step: str, cfg: LSTMConfig = ODD, *, chip: str = CHIP, gpus=BOUND_G
           f"{_change(old(f'{gpu} {host} ms'), now[f'{gpu} {host} ms'], '{:.1f}')} ms, set by "
           f"{now[f'{gpu} {host} binding']}; estimate {estimate} (bound and model: notebook 02)\n")
     errors = check(step, cfg, chip=chip)
-    return {"errors": errors, "launches": counted, "bounds": rows, "estimates": estimates}
+    return {"errors": errors, "launches": counted, "bounds": rows}
 
 
 def ladder_times(step: str, measured=()) -> list[dict]:

@@ -62,12 +62,11 @@ class Bound:
 
 
 def checked_host(host) -> str:
-    if isinstance(host, str):
-        if host not in host_costs():
-            raise ValueError(f"host must be one of {tuple(host_costs())} or microseconds per launch, got {host!r}")
+    if isinstance(host, str) and host in host_costs():
         return host
-    if not isinstance(host, numbers.Real) or isinstance(host, bool):
-        raise TypeError(f"host must be one of {tuple(host_costs())} or microseconds per launch, got {host!r}")
+    if isinstance(host, str) or not isinstance(host, numbers.Real) or isinstance(host, bool):
+        raise (ValueError if isinstance(host, str) else TypeError)(
+            f"host must be one of {tuple(host_costs())} or microseconds per launch, got {host!r}")
     return f"{check_number('host', host, minimum=0.0):g} us"
 
 

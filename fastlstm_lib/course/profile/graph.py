@@ -109,9 +109,7 @@ def longest_path(deps: list[dict], weights=None) -> tuple[float, list[int]]:
     unless ``weights`` (a sequence, one per launch) says otherwise."""
     best: list[float] = []
     via: list[int | None] = []
-    for i, before in enumerate(deps):
-        if before and max(before) >= i:
-            raise ValueError("dependencies must point to earlier launches")
+    for i, before in enumerate(deps):  # each pointing to earlier launches (``dependencies``)
         weight = 1 if weights is None else weights[i]
         previous = max(before, key=lambda j: best[j], default=None)
         best.append(weight + (best[previous] if previous is not None else 0))

@@ -3,9 +3,9 @@ measurements put against the bounds (a measurement below a bound would make the 
 
 from __future__ import annotations
 
-from ..article import ARTICLE_GPU, article_numbers
+from ..article import ARTICLE_GPU, article_ms
 from ...checks import check_str, check_str_list
-from ...config import LSTMConfig, flops
+from ...config import LSTMConfig
 from ...gpus import gpu as gpu_row
 from ...kernels.persistent import PersistentLimitError
 from ...steps import names as ladder_names
@@ -44,7 +44,7 @@ def ladder_bounds(gpus=GPUS, hosts=HOSTS, steps=None, cfg: LSTMConfig | None = N
     persistent step cannot run, ``"{gpu} reason"`` saying why), and ``article_ms`` for the
     article's steps. Launch geometry is ``chip``'s; the persistent step is planned per GPU."""
     gpus, hosts, steps, cfg = checked_ladder_arguments(gpus, hosts, steps, cfg, chip)
-    published = {row["step"]: row for row in article_numbers()} if cfg == LSTMConfig.article() else {}
+    published = article_ms() if cfg == LSTMConfig.article() else {}
     rows = []
     for step in steps:
         base, per_gpu = _profiles_for(step, cfg, gpus, chip)
@@ -65,7 +65,7 @@ def ladder_bounds(gpus=GPUS, hosts=HOSTS, steps=None, cfg: LSTMConfig | None = N
                 b = lower_bound(p, gpu, host)
                 row[f"{gpu} {host} ms"], row[f"{gpu} {host} binding"] = b.bound_ms, b.binding
         if step in published:
-            row["article_ms"] = flops(cfg) / (published[step]["gflops"] * 1e9) * 1e3
+            row["article_ms"] = published[step]
         rows.append(row)
     return rows
 
@@ -87,12 +87,10 @@ def checked_ladder_arguments(gpus, hosts, steps, cfg, chip) -> tuple:
     return list(gpus), list(hosts), steps, LSTMConfig.article() if cfg is None else cfg
 
 
-def article_check(rows: list[dict] | None = None) -> list[dict]:
-    """The article's steps: its M40 time beside our M40 bounds (and the H100's where ``rows`` have
-    them). ``consistent``: the measurement does not beat the C++-host bound; ``measured_over_bound``:
-    how far from the limit the article was."""
-    if rows is None:
-        rows = ladder_bounds(gpus=(ARTICLE_GPU, "H100"), steps=[r["step"] for r in article_numbers()])
+def article_check(rows: list[dict]) -> list[dict]:
+    """The article's steps in ``rows`` (``ladder_bounds``): its M40 time beside our M40 bounds (and
+    the H100's where ``rows`` have them). ``consistent``: the measurement does not beat the C++-host
+    bound; ``measured_over_bound``: how far from the limit the article was."""
     checked = []
     for row in rows:
         if "article_ms" not in row:

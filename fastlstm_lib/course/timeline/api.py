@@ -38,36 +38,20 @@ class Estimate:
     #: per launch: (SMs, starts s, ends s, warps resident on each)
     on_sms: tuple = dataclasses.field(default=(), repr=False, compare=False)
 
-    def per_sm(self, window=None) -> dict:
-        """Every SM's share of every launch as arrays: "sm", "launch", "start_ms", "end_ms", "warps";
-        with ``window`` = (t0_ms, t1_ms), only the shares that overlap it."""
-        if not self.on_sms:
-            empty = np.zeros(0)
-            return {"sm": empty.astype(np.int16), "launch": empty.astype(np.int64), "start_ms": empty, "end_ms": empty,
-                    "warps": empty.astype(np.int32)}
-        sms = np.concatenate([entry[0] for entry in self.on_sms])
-        launch = np.concatenate([np.full(entry[0].size, i) for i, entry in enumerate(self.on_sms)])
-        start = np.concatenate([entry[1] for entry in self.on_sms]) * 1e3
-        end = np.concatenate([entry[2] for entry in self.on_sms]) * 1e3
-        warps = np.concatenate([entry[3] for entry in self.on_sms])
-        keep = slice(None) if window is None else (end >= window[0]) & (start <= window[1])
-        return {"sm": sms[keep], "launch": launch[keep], "start_ms": start[keep], "end_ms": end[keep],
-                "warps": warps[keep]}
-
     def resident_warps(self, window=None, bins: int = 200) -> tuple[np.ndarray, np.ndarray]:
         """(bin edges in ms, warps resident per SM in each bin, averaged over it: SMs x bins) over
         ``window`` = (t0_ms, t1_ms) (the whole pass for None): what the heat strip draws."""
         t0, t1 = window if window is not None else (0.0, self.total_ms)
         edges = np.linspace(t0, t1, bins + 1)
-        shares = self.per_sm((t0, t1))
         sms = int(round(self.sm_time["total_sm_ms"] / self.total_ms)) if self.total_ms > 0 else 1
         grid = np.zeros((sms, bins))
-        if shares["sm"].size:
-            low, high = np.maximum(shares["start_ms"], t0), np.minimum(shares["end_ms"], t1)
+        for sm, start, end, warps in self.on_sms:  # each launch's share of each SM it ran on
+            if end.max() * 1e3 < t0 or start.min() * 1e3 > t1:
+                continue
+            low, high = np.maximum(start * 1e3, t0), np.minimum(end * 1e3, t1)
             overlap = np.clip(np.minimum(high[:, None], edges[None, 1:]) - np.maximum(low[:, None], edges[None, :-1]),
                               0.0, None)
-            weights = overlap * shares["warps"][:, None] / (edges[1] - edges[0])
-            np.add.at(grid, shares["sm"].astype(np.int64), weights)
+            np.add.at(grid, sm.astype(np.int64), overlap * warps[:, None] / (edges[1] - edges[0]))
         return edges, grid
 
     def __repr__(self) -> str:

@@ -56,8 +56,7 @@ class BlockCost:
 
     @property
     def seconds(self) -> float:
-        """SM time the block takes, however many others share the SM: the longest of its issue, its
-        shared-memory wavefronts, and its shares of DRAM and L2 bandwidth."""
+        """SM time the block takes, however many others share the SM (the module docstring)."""
         return max(self.arithmetic_s, self.shared_s, self.memory_s, self.l2_s)
 
     @property
@@ -119,9 +118,8 @@ def _int(value, default=0) -> int:
 
 
 def issue_efficiency(name: str, arch: str) -> float:
-    """e = min(1, FFMA / instructions x 32 / FP32 lanes per partition) of a kernel's slab (a blocked
-    GEMM) or main loop: the share of the FP32 peak its instructions allow (the module docstring); 1
-    where the loop has no FFMA (nothing to compare)."""
+    """min(1, FFMA / instructions x 32 / FP32 lanes per partition) of a kernel's slab (a blocked
+    GEMM) or main loop: the share of the FP32 peak its instructions allow; 1 without FFMA."""
     mix = resource_row(name, NO_SASS_FALLBACK.get(arch, arch))
     if _int(mix.get("slab_instructions")):  # a blocked GEMM: its whole slab of K
         instructions, ffma = _int(mix["slab_instructions"]), _int(mix["slab_ffma"])
@@ -223,10 +221,9 @@ def mma_work(launch, mix: dict, warps: int) -> Work:
 def persistent_work(launch, mix: dict, config: dict, lat: dict, l2_per_clock: float = 0.0) -> Work:
     """The persistent kernel: one iteration per time step, h_{t-1} staged from L2 (its rounds'
     latency, or all of h at ``l2_per_clock``, the SM's share of the L2 bandwidth in bytes a clock,
-    whichever is longer: the multiply waits for it) and one grid barrier per step (``barrier_cycles``). Besides its main loop, every instruction of the kernel
-    outside it (the sums over a unit's threads, the cell, the staging, the barrier; the prologue's
-    too: an upper bound on them, the staging's rounds counted once: a lower bound) issued once a
-    step, each waiting for the one before (``Work.dependent``)."""
+    whichever is longer) and one grid barrier per step (``barrier_cycles``). Every instruction
+    outside its main loop (the prologue's too: an upper bound) issued once a step, each waiting for
+    the one before (``Work.dependent``)."""
     steps, batch, hidden = config["seq_len"], config["batch"], config["hidden"]
     threads = launch.block[0] * launch.block[1] * launch.block[2]
     warps = math.ceil(threads / 32)
@@ -267,9 +264,8 @@ def alone_cycles(work: Work, per_partition: int, lanes: float, lat: dict, memory
 
 def block_cost(launch, row: dict, chip: Chip, batch: int, gemm: str, config: dict | None = None,
                dram: float | None = None) -> BlockCost:
-    """The per-block cost of ``launch`` on the GPU of data/gpus.csv row ``row`` (see the module
-    docstring); ``dram``: its DRAM bytes (``reuse.py``'s inputs from DRAM and its outputs beyond L2;
-    None: the lower bound's, ``dram_bytes``)."""
+    """The per-block cost of ``launch`` on the GPU of data/gpus.csv row ``row``; ``dram``: its DRAM
+    bytes (``reuse.py``'s; None: the lower bound's, ``dram_bytes``)."""
     arch = arch_of(row)
     name = table_name(launch, batch)
     resources = resource_row(name, arch)

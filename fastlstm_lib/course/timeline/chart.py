@@ -48,14 +48,13 @@ def plot_timeline(estimate: Estimate, window=None, ax=None, by: str = "stream"):
         return _by_sm(estimate, t0, t1, ax, plt)
     streams = sorted({entry["stream"] for entry in estimate.timeline})
     rows = {stream: i + 1 for i, stream in enumerate(streams)}
-    colours = {kernel: colour(kernel, plt) for kernel in {entry["kernel"] for entry in estimate.timeline}}
     shown = set()
     for entry in estimate.timeline:
         if entry["end_ms"] < t0 or entry["start_ms"] > t1:
             continue
         kernel = entry["kernel"]
         ax.broken_barh([(entry["start_ms"], entry["end_ms"] - entry["start_ms"])], (rows[entry["stream"]] - 0.4, 0.8),
-                       facecolors=colours[kernel], edgecolor="white", linewidth=0.3,
+                       facecolors=colour(kernel, plt), edgecolor="white", linewidth=0.3,
                        label=None if kernel in shown else kernel.lstrip("_"))
         shown.add(kernel)
         if t0 <= entry["issued_ms"] <= t1:

@@ -23,15 +23,14 @@ PARTS = {"host_ms": "waiting for the host", "concurrency_ms": "waiting for the r
          "arithmetic_ms": "arithmetic", "memory_ms": "DRAM traffic", "stall_ms": "latency not hidden"}
 
 
-def _pair(step, against) -> tuple[str, str]:
-    """(the step before, the step): ``against``, or the ladder's previous step."""
+def _pair(step) -> tuple[str, str]:
+    """(the ladder's step before ``step``, the step)."""
     from ...steps import get, previous
 
     after = get(check_str("step", step, example="streams")).name
-    before = get(against).name if against is not None else getattr(previous(after), "name", None)
-    if before is None:
-        raise ValueError(f"step {after!r} is the first of the ladder: give against= a step to compare it with")
-    return before, after
+    if previous(after) is None:
+        raise ValueError(f"step {after!r} is the first of the ladder: it has no step before to compare it with")
+    return previous(after).name, after
 
 
 @functools.lru_cache(maxsize=64)
@@ -43,11 +42,11 @@ def estimated_pass(step: str, gpu: str, host, cfg: LSTMConfig):
     return p, estimate(p, gpu, host=host), lower_bound(p, gpu, host=host).bound_ms
 
 
-def step_change(step: str, gpus=GPUS, hosts=HOSTS, against: str | None = None) -> list[dict]:
-    """Per GPU and host: ``against`` (default: the previous step) and ``step`` at the article's size,
+def step_change(step: str, gpus=GPUS, hosts=HOSTS) -> list[dict]:
+    """Per GPU and host: the step before and ``step`` at the article's size,
     estimated and bounded: before_ms, after_ms, gain, bounds, ``saved`` (ms per chain part), busy,
     idle and tails SM-ms, launches; or "cannot": why, where a step cannot run on that GPU."""
-    before, after = _pair(step, against)
+    before, after = _pair(step)
     gpus, hosts, _, _ = checked_ladder_arguments(gpus, hosts, [after], None, ARTICLE_GPU)
     cfg = LSTMConfig.article()
     rows = []
@@ -71,15 +70,14 @@ def step_change(step: str, gpus=GPUS, hosts=HOSTS, against: str | None = None) -
     return rows
 
 
-def plot_step_change(step: str, gpu: str = "T4", host="cpp", against: str | None = None, by: str = "stream",
-                     at: float = 0.4):
+def plot_step_change(step: str, gpu: str = "T4", host="cpp", by: str = "stream", at: float = 0.4):
     """Before and after on ``gpu`` as two timelines (``plot_timeline``, ``by`` stream or SM), six
     layer-steps from ``at`` of the way into each pass. Returns the Figure."""
     import matplotlib.pyplot as plt
 
     from .chart import BY, plot_timeline
 
-    before, after = _pair(step, against)
+    before, after = _pair(step)
     gpu_row(check_str("gpu", gpu, example="T4"))
     checked_host(host)
     cfg = LSTMConfig.article()
