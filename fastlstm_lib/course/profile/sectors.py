@@ -21,6 +21,8 @@ WARP = 32
 
 def sectors_per_warp_load(measured, argument: str) -> list[int]:
     """Sectors touched by each warp-wide load of ``argument`` in a launch (``run_instrumented``)."""
+    if argument not in measured.arrays:
+        raise ValueError(f"argument must be one of the launch's arrays ({', '.join(measured.arrays)}), got {argument!r}")
     base = measured.arrays[argument].root
     per_thread = defaultdict(list)
     for write, address, arg, thread in measured.log:
