@@ -182,6 +182,22 @@ def test_the_probe_reads_the_device(monkeypatch):
     assert cuda_probe.device() == M40
 
 
+def test_the_probe_checks_the_kernel_s_values_unless_the_driver_computes_none(monkeypatch):
+    """Where values are computed (a GPU, the simulator) the test kernel's values are checked and wrong
+    ones fail; on a stand-in driver that computes nothing (the fake GPU) only that it ran counts."""
+    import numpy as np
+
+    from fastlstm_lib.runtime.device import DEVICE
+    from fastlstm_lib.setup.doctor import cuda_probe
+
+    assert cuda_probe.values_computed() is DEVICE.computes is True
+    assert cuda_probe.right_values(np.arange(40, dtype=np.float32) + 1) is True
+    with pytest.raises(RuntimeError, match="computed wrong values"):
+        cuda_probe.right_values(np.zeros(40, dtype=np.float32))
+    monkeypatch.setattr(cuda_probe, "values_computed", lambda: False)
+    assert cuda_probe.right_values(np.zeros(40, dtype=np.float32)) is True
+
+
 # ---- any Python 3, this platform's pins, the exact fix, each cause once (issue 20) ------------------
 
 ROOT = str(probes.ROOT)

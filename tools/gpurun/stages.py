@@ -206,9 +206,7 @@ def smoke(ctx) -> dict:
     headline = []
 
     def plain():
-        got = cuda_probe.plain_kernel()
-        if values_computed() and not (got == np.arange(40) + 1).all():
-            raise RuntimeError("the doctor's plain kernel computed wrong values")
+        cuda_probe.plain_kernel()  # raises if it computed wrong values (where values are computed)
         return {"values_checked": values_computed()}
 
     if ctx.item("plain kernel: compile and run (the doctor's)", plain) is None:
