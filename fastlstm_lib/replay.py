@@ -174,8 +174,11 @@ def recording(perform: bool = True, listener=None):
             def call(*args, **kwargs):
                 if refusal is not None:
                     rec.refused.append(refusal)
+                if kind == "host":
+                    rec.host_wait(*args)
+                elif kind is not None:
+                    rec.event_op(kind, *args, **kwargs)
                 if kind is not None:
-                    rec.host_wait(*args) if kind == "host" else rec.event_op(kind, *args, **kwargs)
                     heard()
                 return original(*args, **kwargs)
 
