@@ -146,10 +146,10 @@ def timed_run(step, cfg: LSTMConfig | None, seed: int, rtol: float | None, optio
     runner = step.runner(x, params, **extra, **options)
     if ref is None and runner.times_meaningful:  # Keras beside a stand-in driver: it runs, on the CPU, and is compared
         ref = expected(step, cfg, seed, extra)
-    before = check(runner, ref, step.name, "before", rtol)
     timer = getattr(runner, clock, None)
-    if timer is None:
+    if timer is None:  # said before the step runs
         raise TypeError(f"step {step.name!r} does not run on Numba's streams: only a wall clock can time it")
+    before = check(runner, ref, step.name, "before", rtol)
     default_warmup, default_repeats = runner.default_repeats()  # (3, 20) on a GPU
     warmup = default_warmup if warmup is None else warmup
     repeats = default_repeats if repeats is None else repeats
