@@ -21,6 +21,7 @@ TIMING = ("wall clock per epoch of model.fit (timing.epoch_timer); the first epo
 @contextlib.contextmanager
 def precision_policy(precision: str):
     """Keras' global dtype policy for the models built inside, restored afterwards."""
+    check_choice("precision", precision, PRECISIONS)
     keras = import_keras()
     previous = keras.config.dtype_policy()
     keras.config.set_dtype_policy(precision)
